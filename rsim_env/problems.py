@@ -1,0 +1,155 @@
+"""Problems and problem sources.
+
+A :class:`Problem` is one question with its ground-truth answer. A *problem source* is any
+object with ``__len__`` and ``__getitem__(i) -> Problem`` (a plain ``list`` of problems works);
+the environment picks ``source[seed % len(source)]`` on ``reset(seed=...)``.
+
+The offline default source is procedural and comes from the PyPI package ``reasoning-gym``
+(no network, deterministic for a seed). Hub datasets (GSM8K, MATH, ...) live in
+:mod:`rsim_env.loaders`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+ANSWER_TYPES = ("auto", "number", "expression", "choice", "bool", "list", "text")
+"""Answer types understood by :func:`rsim_env.answers.check` (``auto`` guesses from the gold)."""
+
+DEFAULT_TASKS = ("gsm_symbolic", "basic_arithmetic")
+"""reasoning-gym tasks mixed into the embedded default source."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One question with its ground truth.
+
+    Attributes:
+        id: Stable identifier, unique within its source (e.g. ``"gsm_symbolic/17"``).
+        question: The question text shown to both agents.
+        answer: Ground truth as the dataset writes it (``"72"``, ``"\\frac{1}{2}"``, ``"B"``).
+        answer_type: One of :data:`ANSWER_TYPES`; tells the checker how to compare.
+        source: Name of the dataset or generator the problem came from.
+        choices: Multiple-choice options in letter order, empty when not multiple choice.
+        metadata: Free-form JSON-serialisable extras (difficulty, reference solution, ...).
+    """
+
+    id: str
+    question: str
+    answer: str
+    answer_type: str = "auto"
+    source: str = "custom"
+    choices: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        for name in ("id", "question", "answer", "source"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise TypeError(f"Problem.{name} must be str, got {type(value).__name__} ({value!r:.60}).")
+        if not self.question.strip():
+            raise ValueError(f"Problem {self.id!r} has an empty question; every problem needs question text.")
+        if self.answer_type not in ANSWER_TYPES:
+            raise ValueError(
+                f"Problem.answer_type={self.answer_type!r} is not one of {ANSWER_TYPES}; "
+                "use 'auto' if unsure."
+            )
+        object.__setattr__(self, "choices", tuple(self.choices))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form (inverse of ``Problem(**d)``)."""
+        d = asdict(self)
+        d["choices"] = list(self.choices)
+        return d
+
+
+def reasoning_gym_problems(
+    tasks: Sequence[str] = DEFAULT_TASKS, size: int = 1000, seed: int = 0
+) -> list[Problem]:
+    """Build the embedded default source from ``reasoning-gym`` (offline, deterministic).
+
+    Args:
+        tasks: reasoning-gym dataset names, interleaved round-robin (``gsm_symbolic``, ...).
+        size: Total number of problems, split evenly across ``tasks``.
+        seed: Generator seed; the same seed gives the same problems.
+
+    Returns:
+        ``size`` problems with ids ``"<task>/<index>"``.
+    """
+    try:
+        import reasoning_gym
+    except ImportError as exc:  # pragma: no cover - declared dependency
+        raise ImportError("The default problem source needs reasoning-gym: pip install reasoning-gym") from exc
+    if not tasks:
+        raise ValueError("tasks is empty; give at least one reasoning-gym task, e.g. ('gsm_symbolic',).")
+    if size < len(tasks):
+        raise ValueError(f"size={size} is smaller than the number of tasks ({len(tasks)}); raise size.")
+    per_task = [size // len(tasks) + (1 if i < size % len(tasks) else 0) for i in range(len(tasks))]
+    columns = []
+    for task, n in zip(tasks, per_task):
+        ds = reasoning_gym.create_dataset(task, size=n, seed=seed)
+        columns.append(
+            [
+                Problem(
+                    id=f"{task}/{i}",
+                    question=str(item["question"]),
+                    answer=str(item["answer"]),
+                    answer_type="number" if task in ("gsm_symbolic", "basic_arithmetic") else "auto",
+                    source=f"reasoning_gym:{task}",
+                )
+                for i, item in enumerate(ds)
+            ]
+        )
+    out: list[Problem] = []
+    for i in range(max(per_task)):
+        out.extend(col[i] for col in columns if i < len(col))
+    return out
+
+
+def default_source(size: int = 1000, seed: int = 0) -> list[Problem]:
+    """The embedded default problem source: ``gsm_symbolic`` + ``basic_arithmetic``."""
+    return reasoning_gym_problems(DEFAULT_TASKS, size=size, seed=seed)
+
+
+def load_jsonl(path: str | Path, source: str | None = None) -> list[Problem]:
+    """Load problems from a JSONL file, one object per line.
+
+    Each line needs ``question`` and ``answer``; ``id``, ``answer_type``, ``choices`` and
+    ``metadata`` are optional (ids default to ``"<file stem>/<line number>"``).
+
+    Raises:
+        FileNotFoundError: The file does not exist.
+        ValueError: A line is not JSON or lacks a required key (the line number is named).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"No JSONL problem file at {path}; pass an existing file path.")
+    problems = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{lineno} is not valid JSON ({exc.msg}).") from exc
+            missing = [k for k in ("question", "answer") if k not in row]
+            if missing:
+                raise ValueError(f"{path}:{lineno} lacks {missing}; each line needs 'question' and 'answer'.")
+            problems.append(
+                Problem(
+                    id=str(row.get("id", f"{path.stem}/{lineno}")),
+                    question=str(row["question"]),
+                    answer=str(row["answer"]),
+                    answer_type=row.get("answer_type", "auto"),
+                    source=str(row.get("source", source or path.stem)),
+                    choices=tuple(row.get("choices", ())),
+                    metadata=dict(row.get("metadata", {})),
+                )
+            )
+    if not problems:
+        raise ValueError(f"{path} holds no problems; add at least one JSON line.")
+    return problems

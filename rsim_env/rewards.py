@@ -1,0 +1,93 @@
+"""Rule-based rewards from the paper, one small pure function per component.
+
+Planner:  ``R_p = w_acc * R_acc + w_terminal * R_terminal + w_penalty * R_penalty``
+Reasoner: ``R   = w_acc * R_acc + w_format * R_format + w_follow * R_follow``
+
+Weights default to 1 (the paper). A weight of 0 keeps the component logged but out of the sum.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+from .strategies import TERMINATION
+
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
+
+
+def r_acc(correct: bool) -> float:
+    """1.0 if the extracted final answer equals the ground truth (see :mod:`rsim_env.answers`)."""
+    return 1.0 if correct else 0.0
+
+
+def r_format(final_step: str, pattern: re.Pattern[str] = _BOXED) -> float:
+    """1.0 if the final step carries the required answer format (``\\boxed{...}`` by default)."""
+    return 1.0 if pattern.search(final_step) else 0.0
+
+
+def r_follow(planned: Sequence[int], detected: Sequence[set[int]]) -> float:
+    """Fraction of steps whose detected strategies include the planned one (0.0 for no steps)."""
+    if len(planned) != len(detected):
+        raise ValueError(f"r_follow: {len(planned)} plans but {len(detected)} detected sets; pass one per step.")
+    if not planned:
+        return 0.0
+    return sum(p in d for p, d in zip(planned, detected)) / len(planned)
+
+
+def r_terminal(planned: Sequence[int]) -> float:
+    """+1.0 if the final plan is termination, else -1.0 (also -1.0 for no plans)."""
+    return 1.0 if planned and planned[-1] == TERMINATION else -1.0
+
+
+def r_penalty(planned: Sequence[int]) -> float:
+    """Minus the share of the most frequent strategy among the plans (0.0 for no plans)."""
+    if not planned:
+        return 0.0
+    return -Counter(planned).most_common(1)[0][1] / len(planned)
+
+
+@dataclass(frozen=True)
+class RewardWeights:
+    """Weights of each reward component (1.0 = paper; 0.0 = logged only)."""
+
+    acc: float = 1.0
+    """Weight of R_acc (shared by both agents)."""
+    format: float = 1.0
+    """Weight of R_format (reasoner)."""
+    follow: float = 1.0
+    """Weight of R_follow (reasoner)."""
+    terminal: float = 1.0
+    """Weight of R_terminal (planner)."""
+    penalty: float = 1.0
+    """Weight of R_penalty (planner)."""
+
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            if not isinstance(value, (int, float)) or value != value:
+                raise ValueError(f"RewardWeights.{name}={value!r} must be a finite number (e.g. 1.0).")
+
+
+def components(
+    correct: bool, final_step: str, planned: Sequence[int], detected: Sequence[set[int]]
+) -> dict[str, float]:
+    """Every component for one finished episode, unweighted."""
+    return {
+        "acc": r_acc(correct),
+        "format": r_format(final_step),
+        "follow": r_follow(planned, detected),
+        "terminal": r_terminal(planned),
+        "penalty": r_penalty(planned),
+    }
+
+
+def planner_reward(c: dict[str, float], w: RewardWeights = RewardWeights()) -> float:
+    """``R_p = R_acc + R_terminal + R_penalty`` (weighted)."""
+    return w.acc * c["acc"] + w.terminal * c["terminal"] + w.penalty * c["penalty"]
+
+
+def reasoner_reward(c: dict[str, float], w: RewardWeights = RewardWeights()) -> float:
+    """``R = R_acc + R_format + R_follow`` (weighted)."""
+    return w.acc * c["acc"] + w.format * c["format"] + w.follow * c["follow"]

@@ -1,0 +1,12 @@
+"""rSIM environment: a planner and a reasoner take turns over a question (PettingZoo AEC).
+
+Pure Python + numpy + gymnasium + pettingzoo + sympy; never imports torch.
+"""
+
+from .problems import Problem, default_source, load_jsonl, reasoning_gym_problems
+from .strategies import NUM_STRATEGIES, STRATEGIES, Strategy, detect
+
+__all__ = [
+    "Problem", "default_source", "load_jsonl", "reasoning_gym_problems",
+    "NUM_STRATEGIES", "STRATEGIES", "Strategy", "detect",
+]

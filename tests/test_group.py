@@ -84,3 +84,13 @@ def test_group_errors():
     g = EnvGroup(PROBS, 2)
     with pytest.raises(RuntimeError, match="reset"):
         g.observe()
+
+
+def test_reset_with_new_problems_reuses_copies():
+    g = EnvGroup(PROBS[:2], 2)
+    run(g, FixedPlanner([8]), TemplateReasoner(ORACLE))
+    g.reset(seed=1, problems=PROBS[1:])
+    _, _, obs = g.observe()
+    assert [o["question"] for o in obs] == [PROBS[1].question] * 2 + [PROBS[2].question] * 2
+    with pytest.raises(ValueError, match="one per group"):
+        g.reset(problems=PROBS)

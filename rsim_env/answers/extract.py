@@ -158,8 +158,10 @@ def extract(response: str, answer_type: str = "auto", last_number: bool = True) 
     close = low.rfind("</think>")
     if close >= 0:
         outside = text[close + len("</think>"):]
+    elif "<think>" in low:
+        return None  # unclosed think block: the response was cut off before any final answer
     else:
-        outside = "" if "<think>" in low else text  # unclosed think block: nothing outside it
+        outside = text
     choice = answer_type == "choice"
     for part in (outside, text) if outside.strip() and outside != text else (text,):
         found = _search(part, choice)

@@ -111,6 +111,8 @@ def parse_answer(s: str, depth: int = 0) -> tuple:
     if _balanced_wrap(s, "\\{", "\\}"):
         inner = s[2:-2]
         return ("set", tuple(parse_answer(p, depth + 1) for p in split_top(inner, (",", ";")) if p.strip()))
+    if _balanced_wrap(s, "{", "}"):
+        return parse_answer(s[1:-1], depth + 1)
     items = split_top(s, (",", ";"))
     if len(items) > 1:
         return ("seq", tuple(parse_answer(p, depth + 1) for p in items if p.strip()))

@@ -64,6 +64,9 @@ def _mv_checker():
         from math_verify import parse, verify
     except ImportError:
         return None
+    import logging
+
+    logging.getLogger("math_verify").setLevel(logging.CRITICAL)  # it logs whole hostile inputs
 
     def run(response: str, gold: str, answer_type: str) -> bool:
         g = gold if "\\boxed" in gold else f"${gold}$"

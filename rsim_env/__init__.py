@@ -10,3 +10,10 @@ __all__ = [
     "Problem", "default_source", "load_jsonl", "reasoning_gym_problems",
     "NUM_STRATEGIES", "STRATEGIES", "Strategy", "detect",
 ]
+
+from .env import AnyText, env, raw_env  # noqa: E402
+from .game import EnvConfig, Episode  # noqa: E402
+from .group import EnvGroup  # noqa: E402
+from .rewards import RewardWeights  # noqa: E402
+
+__all__ += ["AnyText", "env", "raw_env", "EnvConfig", "Episode", "EnvGroup", "RewardWeights"]

@@ -1,0 +1,224 @@
+"""PettingZoo AEC adapter over :class:`rsim_env.game.Episode`.
+
+Agents ``"planner"`` then ``"reasoner"`` alternate, one strategy and one step per round
+(``raw_env(planner=False)`` leaves only the reasoner, answering in one turn). Rewards come at the
+end; ``infos`` then carry every reward component, the extracted answer, correctness, the
+detected strategies per step and character counts.
+
+Use :func:`env` (wrapped, the PettingZoo convention) or :class:`raw_env`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from . import render
+from .game import EnvConfig, Episode
+from .problems import Problem, default_source
+from .rewards import RewardWeights
+from .strategies import NUM_STRATEGIES, TERMINATION
+
+
+class AnyText(spaces.Text):
+    """``Text`` space whose ``contains`` accepts any ``str`` up to ``max_length``.
+
+    Stock ``Text`` only accepts its sampling charset (no spaces, newlines, ``\\`` or Unicode), so
+    real LLM steps would fail ``contains``. Sampling is unchanged.
+    """
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
+
+
+def env(**kwargs: Any) -> AECEnv:
+    """The rSIM environment with PettingZoo's standard wrappers (see :class:`raw_env` for args)."""
+    e: AECEnv = raw_env(**kwargs)
+    e = wrappers.OrderEnforcingWrapper(e)
+    return e
+
+
+class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
+    """rSIM AEC environment.
+
+    Args:
+        problems: Problem source (any sequence of :class:`Problem`); default: the embedded
+            reasoning-gym source (:func:`rsim_env.problems.default_source`).
+        max_steps: Rounds before truncation.
+        max_step_chars: Longest step kept (longer ones are cut and flagged in info).
+        max_question_chars: Longest question kept (cut and flagged likewise).
+        planner: False for the no-planner (plain chain-of-thought) mode.
+        weights: Reward component weights.
+        render_mode: ``None``, ``"ansi"`` (``render()`` returns text) or ``"human"`` (prints it).
+    """
+
+    metadata = {"name": "rsim_v0", "render_modes": ["ansi", "human"], "is_parallelizable": False}
+
+    def __init__(
+        self,
+        problems: Sequence[Problem] | None = None,
+        max_steps: int = 8,
+        max_step_chars: int = 2000,
+        max_question_chars: int = 4000,
+        planner: bool = True,
+        weights: RewardWeights | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__()
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode={render_mode!r}; choose one of {self.metadata['render_modes']} or None.")
+        self.cfg = EnvConfig(max_steps, max_step_chars, max_question_chars, planner, weights or RewardWeights())
+        self.problems = list(default_source() if problems is None else problems)
+        if not self.problems or not all(isinstance(p, Problem) for p in self.problems):
+            raise ValueError("problems must be a non-empty sequence of rsim_env.Problem (or None for the default).")
+        self.render_mode = render_mode
+        self.possible_agents = ["planner", "reasoner"] if planner else ["reasoner"]
+        self._action_spaces = {"reasoner": AnyText(max_length=max_step_chars, min_length=0)}
+        if planner:
+            self._action_spaces["planner"] = spaces.Discrete(NUM_STRATEGIES)
+        self._observation_spaces = {a: self._build_obs_space(a) for a in self.possible_agents}
+        self._rng = np.random.default_rng()
+        self.episode: Episode | None = None
+
+    # -- spaces (built once; no lru_cache, which would keep every env alive) ---------------------
+    def _build_obs_space(self, agent: str) -> spaces.Dict:
+        c = self.cfg
+        bound = (render.max_planner_chars if agent == "planner" else render.max_reasoner_chars)(
+            c.max_question_chars, c.max_steps, c.max_step_chars
+        )
+        d: dict[str, spaces.Space] = {
+            "question": AnyText(max_length=c.max_question_chars, min_length=0),
+            "steps": spaces.Sequence(AnyText(max_length=c.max_step_chars, min_length=0)),
+            "strategies": spaces.Sequence(spaces.Discrete(NUM_STRATEGIES)),
+            "round": spaces.Discrete(c.max_steps + 1),
+            "prompt": AnyText(max_length=bound, min_length=0),
+        }
+        if agent == "planner":
+            d["action_mask"] = spaces.Box(0, 1, shape=(NUM_STRATEGIES,), dtype=np.int8)
+        else:
+            d["strategy"] = spaces.Discrete(NUM_STRATEGIES)
+            d["injected"] = AnyText(max_length=bound, min_length=0)
+        return spaces.Dict(d)
+
+    def observation_space(self, agent: str) -> gymnasium.Space:
+        return self._observation_spaces[agent]
+
+    def action_space(self, agent: str) -> gymnasium.Space:
+        return self._action_spaces[agent]
+
+    # -- AEC API ----------------------------------------------------------------------------
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Start an episode.
+
+        Args:
+            seed: Picks the problem deterministically (and reseeds the env's generator).
+            options: ``{"problem": Problem}`` or ``{"question": str, "answer": str,
+                "answer_type": str (optional)}`` to play that problem instead. Other keys are
+                ignored.
+        """
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self.episode = Episode(self._choose_problem(options), self.cfg)
+        self.agents = list(self.possible_agents)
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos = {a: {"round": 0} for a in self.agents}
+        self.agent_selection = self.episode.due
+
+    def _choose_problem(self, options: dict[str, Any] | None) -> Problem:
+        if not options:
+            return self.problems[int(self._rng.integers(len(self.problems)))]
+        if not isinstance(options, dict):
+            raise TypeError(f"options must be a dict, got {type(options).__name__}.")
+        if "problem" in options:
+            if not isinstance(options["problem"], Problem):
+                raise TypeError("options['problem'] must be an rsim_env.Problem.")
+            return options["problem"]
+        if "question" in options:
+            if "answer" not in options:
+                raise ValueError("options has 'question' but no 'answer'; pass both (the answer is the ground truth).")
+            return Problem(id="options", question=str(options["question"]), answer=str(options["answer"]),
+                           answer_type=options.get("answer_type", "auto"), source="options")
+        # Unknown keys are ignored (Gymnasium convention; PettingZoo's api_test passes some).
+        return self.problems[int(self._rng.integers(len(self.problems)))]
+
+    def observe(self, agent: str) -> dict[str, Any]:
+        ep = self._require_episode()
+        obs: dict[str, Any] = {
+            "question": ep.question,
+            "steps": tuple(ep.steps),
+            "strategies": tuple(ep.strategies),
+            "round": ep.round,
+        }
+        if agent == "planner":
+            obs["prompt"] = render.planner_text(ep.question, ep.steps, ep.strategies)
+            live = not ep.done and ep.due == "planner"
+            obs["action_mask"] = np.full(NUM_STRATEGIES, 1 if live else 0, dtype=np.int8)
+        else:
+            # No-planner mode: the single turn is the concluding one, so the strategy reads 8
+            # (termination) with nothing injected; a dead observation reads 0.
+            current = ep.pending if ep.pending is not None else (0 if self.cfg.planner else TERMINATION)
+            chat = (render.reasoner_chat(ep.question, ep.steps, ep.strategies, ep.pending) if self.cfg.planner
+                    else render.no_planner_chat(ep.question))
+            obs["prompt"] = render.chat_to_text(chat)
+            obs["strategy"] = current
+            obs["injected"] = render.injection(ep.round, ep.pending) if ep.pending is not None else ""
+        return obs
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        ep = self._require_episode()
+        if agent == "planner":
+            ep.plan(action)  # raises on bad input before any state changes
+        else:
+            ep.write(action)
+        self._cumulative_rewards[agent] = 0.0
+        self.rewards = {a: 0.0 for a in self.agents}
+        self.infos[agent] = {"round": ep.round}
+        if ep.done:
+            out = ep.outcome()
+            for a in self.agents:
+                self.rewards[a] = out["rewards"][a]
+                self.terminations[a] = ep.terminated
+                self.truncations[a] = ep.truncated
+                self.infos[a] = out["info"]
+        self.agent_selection = ep.due if not ep.done else self._next_after(agent)
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    def _next_after(self, agent: str) -> str:
+        i = self.agents.index(agent)
+        return self.agents[(i + 1) % len(self.agents)]
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called with render_mode=None; pass render_mode='ansi' or 'human'.")
+            return None
+        ep = self._require_episode()
+        text = render.transcript(ep.question, ep.steps, ep.strategies)
+        if ep.done:
+            info = ep.outcome()["info"]
+            text += f"\n  => answer {info['extracted']!r} ({'correct' if info['correct'] else 'wrong'})"
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        pass
+
+    def _require_episode(self) -> Episode:
+        if self.episode is None:
+            raise RuntimeError("Call reset() before using the environment.")
+        return self.episode

@@ -79,3 +79,17 @@ def plan(cfg: StackelbergConfig, step: int) -> StepPlan:
     else:
         update = {"planner": True, "reasoner": True}
     return StepPlan(stage=stage, lam=lam, update=update, lr_scale={"planner": lam, "reasoner": 1.0 - lam})
+
+
+@dataclass(frozen=True)
+class StackelbergGRPO:
+    """Stackelberg GRPO: the planner leads, the reasoner follows; both update with lambda-scaled lrs."""
+
+    schedule: StackelbergConfig = StackelbergConfig()
+    """When each agent updates and with what weight."""
+    name: str = "stackelberg"
+    env_planner: bool = True
+    trained: tuple[str, ...] = ("planner", "reasoner")
+
+    def plan(self, step: int) -> StepPlan:
+        return plan(self.schedule, step)

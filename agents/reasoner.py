@@ -27,7 +27,7 @@ from typing import Any, Sequence
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from rsim_env.render import STEP_DELIMITER, reasoner_chat
+from rsim_env.render import STEP_DELIMITER, chat_to_text, no_planner_chat, reasoner_chat
 
 from .kv import KVBatch
 from .sampling import masked_logprobs, sample, token_logprobs
@@ -55,10 +55,14 @@ class ReasonerConfig:
     """KV cache layers: ``"prealloc"`` (in-place, doubling buffer) or ``"dynamic"`` (HF DynamicCache)."""
     cache_capacity: int = 512
     """Initial cache columns (grows by doubling)."""
+    max_answer_tokens: int = 512
+    """Token cap of the single turn in no-planner mode (``env(planner=False)``, GRPO baseline)."""
     seed: int | None = None
     """Seed of the sampling generator (None: torch's global RNG)."""
 
     def __post_init__(self):
+        if self.max_answer_tokens < 1:
+            raise ValueError(f"max_answer_tokens must be >= 1, got {self.max_answer_tokens}")
         if self.max_step_tokens < 1:
             raise ValueError(f"max_step_tokens must be >= 1, got {self.max_step_tokens}")
         if not self.temperature > 0:
@@ -78,6 +82,7 @@ class _Conversation:
     prompt_len: int = 0
     step_spans: list[tuple[int, int]] = field(default_factory=list)
     needs_delimiter: bool = False
+    single_turn: bool = False  # no-planner mode: one whole answer, no delimiter stop
 
     def extend(self, ids: Sequence[int]) -> None:
         self.ids.extend(ids)
@@ -121,9 +126,9 @@ class Reasoner:
     def _encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def prompt_ids(self, question: str) -> list[int]:
+    def prompt_ids(self, question: str, no_planner: bool = False) -> list[int]:
         """System + user(question) through the chat template, ending with the assistant header."""
-        chat = reasoner_chat(question, [], [], None)[:2]
+        chat = no_planner_chat(question) if no_planner else reasoner_chat(question, [], [], None)[:2]
         out = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=True)
         return list(out["input_ids"] if hasattr(out, "keys") else out)
 
@@ -180,7 +185,9 @@ class Reasoner:
             raise ValueError(f"copy {copy}: observation is for round {obs['round']} but this reasoner has written "
                              f"{written} steps; call reset() at the start of every rollout")
         if not conv.ids:
-            conv.extend(self.prompt_ids(obs["question"]))
+            # No-planner mode (env(planner=False)) is recognised by its prompt, which render builds.
+            conv.single_turn = obs.get("prompt") == chat_to_text(no_planner_chat(obs["question"]))
+            conv.extend(self.prompt_ids(obs["question"], no_planner=conv.single_turn))
             conv.prompt_len = len(conv.ids)
         elif conv.needs_delimiter:
             conv.extend(self.delimiter_ids)
@@ -201,15 +208,17 @@ class Reasoner:
         starts = [len(c.ids) for c in convs]
         step_tokens: list[list[int]] = [[] for _ in rows]
         active = [True] * len(rows)
+        caps = [cfg.max_answer_tokens if c.single_turn else cfg.max_step_tokens for c in convs]
         logits = kv.feed(feeds)
-        for count in range(1, cfg.max_step_tokens + 1):
+        for count in range(1, max(caps) + 1):
             tokens, lps = self._pick(logits)
             for r, conv in enumerate(convs):
                 if not active[r]:
                     continue
                 conv.ids.append(tokens[r]); conv.gen_mask.append(1); conv.logprobs.append(lps[r])
                 step_tokens[r].append(tokens[r])
-                if count == cfg.max_step_tokens or (cfg.stop_at_delimiter and self._has_delimiter(step_tokens[r])):
+                stop = cfg.stop_at_delimiter and not conv.single_turn and self._has_delimiter(step_tokens[r])
+                if count == caps[r] or stop:
                     active[r] = False
             if not any(active):
                 break
@@ -221,7 +230,7 @@ class Reasoner:
             conv.step_spans.append((starts[r], len(conv.ids)))
             text = self.tokenizer.decode(step_tokens[r], skip_special_tokens=False).lstrip()
             conv.needs_delimiter = STEP_DELIMITER not in text
-            texts[rows[r]] = text.split(STEP_DELIMITER)[0].strip()
+            texts[rows[r]] = text.strip() if conv.single_turn else text.split(STEP_DELIMITER)[0].strip()
         return texts
 
     def _has_delimiter(self, tokens: list[int]) -> bool:

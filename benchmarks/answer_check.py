@@ -1,0 +1,170 @@
+"""Answer-checker benchmark: our checker vs Math-Verify on a labelled table and a hostile table.
+
+Run: ``python -m benchmarks.answer_check --out /tmp/ac.json``. Prints per-category accuracy and
+false positives for both checkers, latency (median/p99/max), the hostile-input results (every
+one must be ``correct=False`` within the time bound), and the reasoning-gym gold round trip.
+Math-Verify runs in the main thread (its signal-based timeout only works there); it is skipped
+if not installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from dataclasses import asdict, dataclass
+
+from benchmarks.answer_cases import CASES
+from rsim_env.answers import CheckConfig, check
+
+HOSTILE: list[tuple[str, str, str]] = [
+    ("deep_parens", "\\boxed{" + "(" * 20000 + "1" + ")" * 20000 + "}", "1"),
+    ("deep_braces", "\\boxed{" + "{" * 20000 + "1" + "}" * 20000 + "}", "1"),
+    ("tower_9^9^9^9", "\\boxed{9^9^9^9}", "1"),
+    ("tower_2^2^..", "\\boxed{2^{2^{2^{2^{2^{2}}}}}}", "4"),
+    ("huge_pow_10^10^10", "\\boxed{10^{10^{10}}}", "10"),
+    ("symbolic_pow", "\\boxed{(x+1)^{1000000}}", "x"),
+    ("huge_factorial", "\\boxed{100000!}", "1"),
+    ("megabyte_digits", "\\boxed{" + "1" * 1_000_000 + "}", "1"),
+    ("megabyte_junk", "a(" * 500_000, "1"),
+    ("many_unclosed_boxed", "\\boxed{" * 100_000, "1"),
+    ("many_think_tags", "<think>" * 100_000 + "\\boxed{1}", "1"),
+    ("many_answer_words", "answer " * 100_000 + "is", "1"),
+    ("spaces_after_answer", "answer" + " " * 500_000 + "x", "1"),
+    ("nul_and_bidi", "\\boxed{1\x00\u202e\ufeff2}", "12"),
+    ("odd_unicode", "\\boxed{\U0001F600\u0301\u200b}", "1"),
+    ("inject_import", "\\boxed{__import__('os').system('touch /tmp/rsim_pwned')}", "0"),
+    ("inject_lambda", "\\boxed{(lambda: __import__('os'))()}", "0"),
+    ("inject_eval", "\\boxed{eval(\"1+1\")}", "2"),
+    ("inject_dunder", "\\boxed{().__class__.__bases__[0].__subclasses__()}", "0"),
+    ("inject_sympy_S", "\\boxed{S('exec(\"import os\")')}", "0"),
+    ("frac_chain", "\\boxed{" + "\\frac{1}{" * 3000 + "2" + "}" * 3000 + "}", "1"),
+    ("long_sum", "\\boxed{" + "+".join(["x"] * 5000) + "}", "5000x"),
+    ("nested_sqrt", "\\boxed{" + "\\sqrt{" * 40 + "2" + "}" * 40 + "}", "1"),
+]
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """Benchmark knobs."""
+
+    out: str | None = None
+    """Write the JSON result here (None: only print)."""
+    timeout_s: float = 3.0
+    """Our checker's time bound per check."""
+    rgym_size: int = 500
+    """How many embedded reasoning-gym problems to round-trip as ``\\boxed{gold}``."""
+    math_verify: bool = True
+    """Also score Math-Verify when it is installed."""
+
+
+def _mv_checker():
+    try:
+        from math_verify import parse, verify
+    except ImportError:
+        return None
+    import logging
+
+    logging.getLogger("math_verify").setLevel(logging.CRITICAL)  # it logs whole hostile inputs
+
+    def run(response: str, gold: str, answer_type: str) -> bool:
+        g = gold if "\\boxed" in gold else f"${gold}$"
+        try:
+            return bool(verify(parse(g), parse(response)))
+        except Exception:  # Math-Verify raising counts as "not correct", as in its own graders
+            return False
+    return run
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0.0
+
+
+def _score(name: str, fn, cases) -> dict:
+    per_cat: dict[str, dict[str, int]] = {}
+    lat, fps = [], 0
+    for cat, resp, gold, expected, atype in cases:
+        t0 = time.perf_counter()
+        got = fn(resp, gold, atype)
+        lat.append(time.perf_counter() - t0)
+        c = per_cat.setdefault(cat, {"n": 0, "right": 0, "fp": 0})
+        c["n"] += 1
+        c["right"] += got == expected
+        c["fp"] += got and not expected
+        fps += got and not expected
+    right = sum(c["right"] for c in per_cat.values())
+    return {"checker": name, "accuracy": right / len(cases), "false_positives": fps, "per_category": per_cat,
+            "latency_median_ms": 1e3 * statistics.median(lat), "latency_p99_ms": 1e3 * _pct(lat, 0.99),
+            "latency_max_ms": 1e3 * max(lat)}
+
+
+def _hostile(fn_ours, fn_mv) -> list[dict]:
+    rows = []
+    for name, resp, gold in HOSTILE:
+        t0 = time.perf_counter()
+        res = fn_ours(resp, gold)
+        row = {"case": name, "ours_correct": res.correct, "ours_reason": res.reason,
+               "ours_s": time.perf_counter() - t0}
+        if fn_mv is not None:
+            t0 = time.perf_counter()
+            row["mv_correct"] = fn_mv(resp, gold, "auto")
+            row["mv_s"] = time.perf_counter() - t0
+        rows.append(row)
+    return rows
+
+
+def main(cfg: BenchConfig) -> dict:
+    """Score both checkers; return (and optionally write) the result dict."""
+    ccfg = CheckConfig(timeout_s=cfg.timeout_s)
+    check(B1 := "\\boxed{\\sqrt{2}}", "\\sqrt{2}", config=ccfg)  # warm the worker (startup is not a check)
+    ours = _score("ours", lambda r, g, t: check(r, g, t, ccfg).correct, CASES)
+    mv_fn = _mv_checker() if cfg.math_verify else None
+    mv = _score("math-verify", mv_fn, CASES) if mv_fn else None
+    hostile = _hostile(lambda r, g: check(r, g, "auto", ccfg), mv_fn)
+    from rsim_env.problems import default_source
+
+    probs = default_source(size=cfg.rgym_size)
+    rg_ok = sum(check(f"\\boxed{{{p.answer}}}", p.answer, p.answer_type, ccfg).correct for p in probs)
+    result = {"n_cases": len(CASES), "ours": ours, "math_verify": mv, "hostile": hostile,
+              "hostile_all_rejected": all(not h["ours_correct"] for h in hostile),
+              "hostile_max_s": max(h["ours_s"] for h in hostile), "time_bound_s": cfg.timeout_s,
+              "over_time_bound": sum(h["ours_s"] > cfg.timeout_s + 1.0 for h in hostile),
+              "rgym": {"n": len(probs), "correct": rg_ok}, "config": asdict(cfg), "warmup": B1}
+    _print(result)
+    if cfg.out:
+        with open(cfg.out, "w", encoding="utf-8") as fh:
+            json.dump(result, fh, indent=2)
+    return result
+
+
+def _print(r: dict) -> None:
+    mv = r["math_verify"]
+    print(f"{'category':<18}{'n':>4}  {'ours acc':>8} {'ours FP':>7}  {'MV acc':>7} {'MV FP':>6}")
+    for cat, c in r["ours"]["per_category"].items():
+        m = mv["per_category"][cat] if mv else None
+        mv_cols = f"{m['right'] / m['n']:>7.2f} {m['fp']:>6}" if m else f"{'-':>7} {'-':>6}"
+        print(f"{cat:<18}{c['n']:>4}  {c['right'] / c['n']:>8.2f} {c['fp']:>7}  {mv_cols}")
+    for s in (r["ours"], mv):
+        if s:
+            print(f"{s['checker']:<12} accuracy {s['accuracy']:.3f}  false positives {s['false_positives']}  "
+                  f"latency median {s['latency_median_ms']:.2f} ms  p99 {s['latency_p99_ms']:.1f} ms  "
+                  f"max {s['latency_max_ms']:.1f} ms")
+    print(f"{'hostile case':<22}{'ours':>6} {'reason':>12} {'ours s':>8}  {'MV':>6} {'MV s':>8}")
+    for h in r["hostile"]:
+        print(f"{h['case']:<22}{str(h['ours_correct']):>6} {h['ours_reason']:>12} {h['ours_s']:>8.3f}  "
+              f"{str(h.get('mv_correct', '-')):>6} {h.get('mv_s', float('nan')):>8.3f}")
+    print(f"hostile: all rejected={r['hostile_all_rejected']}  max {r['hostile_max_s']:.3f} s  "
+          f"over bound ({r['time_bound_s']} s + 1 s slack): {r['over_time_bound']}")
+    print(f"reasoning-gym golds as \\boxed{{gold}}: {r['rgym']['correct']}/{r['rgym']['n']} correct")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--timeout-s", type=float, default=3.0)
+    ap.add_argument("--rgym-size", type=int, default=500)
+    ap.add_argument("--no-math-verify", action="store_true")
+    a = ap.parse_args()
+    main(BenchConfig(a.out, a.timeout_s, a.rgym_size, not a.no_math_verify))

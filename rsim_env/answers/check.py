@@ -1,0 +1,145 @@
+"""``check``: extract, normalise, then decide equivalence -- fast in-process, sympy in a worker.
+
+Flow: :func:`.extract.extract` finds the final answer; a hedged answer (``8 or 9``) is refused;
+multiple-choice and boolean golds are compared as letters/booleans; otherwise both sides are
+normalised (:mod:`.normalize`) and parsed by our own bounded parser (:mod:`.parser`, never
+``sympify``). If both sides are plain numbers, exact rational arithmetic decides in-process in
+microseconds. Only when that cannot decide (roots, pi, symbols, equations) does the sympy leaf run,
+in a killable worker process (:mod:`.sandbox`) bounded by ``CheckConfig.timeout_s``.
+
+Why not Math-Verify: it is the strongest public checker, but its parser goes through
+``latex2sympy2_extended``/``sympify`` paths, its timeout is ``signal``-based (main thread only), and
+it accepts hedged answers; see ``benchmarks/answer_check.py`` for the side-by-side numbers.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+from ..problems import ANSWER_TYPES
+from .compare import equal
+from .extract import choice_letter, extract
+from .normalize import is_hedged, normalize
+from .numeric import TooLarge, approx_equal, eval_fraction, literal_decimals
+from .parser import MAX_CHARS, ParseError
+from .sandbox import WorkerTimeout, default_pool
+from .structure import BOOLS, parse_answer
+
+_GOLD_LETTER = re.compile(r"^\(?([A-J])\)?$")
+
+
+@dataclass(frozen=True)
+class CheckConfig:
+    """Knobs of :func:`check`."""
+
+    timeout_s: float = 3.0
+    """Time bound for the sympy part of one check (the in-process fast path is microseconds)."""
+    last_number_fallback: bool = True
+    """Use the last number in the response when no explicit answer is found (GSM8K style)."""
+
+    def __post_init__(self) -> None:
+        if not self.timeout_s > 0:
+            raise ValueError(f"CheckConfig.timeout_s={self.timeout_s!r}; it must be a positive number of seconds.")
+
+
+@dataclass(frozen=True)
+class AnswerCheck:
+    """Result of :func:`check`.
+
+    Attributes:
+        correct: True only when the extracted answer is equivalent to the gold.
+        extracted: The answer text found in the response (None when none was found).
+        reason: ``"ok"`` (compared; see ``correct``), ``"no_answer"``, ``"hedged"``,
+            ``"unparsable"``, ``"too_large"``, ``"timeout"`` or ``"sympy_error"``.
+        method: How the answer was found (``"boxed"``, ``"answer_tag"``, ``"answer_is"``,
+            ``"choice"``, ``"last_number"``) or ``""``.
+        elapsed: Wall time of the check in seconds.
+    """
+
+    correct: bool
+    extracted: str | None
+    reason: str
+    method: str = ""
+    elapsed: float = 0.0
+
+
+def _fraction_leaf(p: tuple, g: tuple) -> bool | None:
+    if p == g:
+        return True
+    a, b = eval_fraction(p), eval_fraction(g)
+    if a is None or b is None:
+        return None
+    return approx_equal(a, literal_decimals(p), b, literal_decimals(g))
+
+
+def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[bool, str]:
+    """Return ``(correct, reason)`` for an extracted answer ``pred`` against ``gold``."""
+    gold_letter = _GOLD_LETTER.match(gold.strip())
+    if answer_type == "choice" or (answer_type == "auto" and gold_letter):
+        letter = choice_letter(pred)
+        want = gold_letter.group(1) if gold_letter else gold.strip().upper()
+        return (letter is not None and letter == want), "ok" if letter else "unparsable"
+    p, g = normalize(pred), normalize(gold)
+    if p == g or (answer_type == "text" and p.lower() == g.lower()):
+        return True, "ok"
+    if len(p) > MAX_CHARS or len(g) > MAX_CHARS:
+        return False, "unparsable"
+    if answer_type == "bool" or g.lower() in BOOLS:
+        return BOOLS.get(p.lower().strip(".")) == BOOLS.get(g.lower().strip(".")) is not None, "ok"
+    try:
+        ps, gs = parse_answer(p), parse_answer(g)
+        fast = equal(ps, gs, answer_type, _fraction_leaf)
+    except TooLarge:
+        return False, "too_large"
+    except ParseError:
+        return False, "unparsable"
+    if fast is not None:
+        return fast, "ok"
+    try:
+        reply = default_pool().run({"pred": p, "gold": g, "type": answer_type}, cfg.timeout_s)
+    except WorkerTimeout:
+        return False, "timeout"
+    return bool(reply["correct"]), str(reply["reason"])
+
+
+def check(response: str, gold: str, answer_type: str = "auto", config: CheckConfig | None = None) -> AnswerCheck:
+    """Check a whole model ``response`` against the dataset's ``gold`` answer.
+
+    Safe on hostile input from any thread or process: nothing is evaluated as Python, sizes and
+    nesting are bounded, and the sympy part is time-bounded in a killable worker.
+
+    Args:
+        response: Full response text (chain of thought included).
+        gold: Ground truth as the dataset writes it (``"72"``, ``"\\frac{1}{2}"``, ``"B"``, ``"True"``).
+        answer_type: One of :data:`rsim_env.problems.ANSWER_TYPES`.
+        config: Timeout and extraction knobs; defaults to :class:`CheckConfig()`.
+
+    Returns:
+        An :class:`AnswerCheck`; ``correct`` is False for every reason other than ``"ok"``.
+
+    Raises:
+        TypeError: ``response`` or ``gold`` is not a str.
+        ValueError: ``answer_type`` is unknown.
+    """
+    if not isinstance(response, str) or not isinstance(gold, str):
+        raise TypeError(f"check() needs str response and gold, got {type(response).__name__} and "
+                        f"{type(gold).__name__}; convert with str() first.")
+    if answer_type not in ANSWER_TYPES:
+        raise ValueError(f"answer_type={answer_type!r} is not one of {ANSWER_TYPES}; use 'auto' if unsure.")
+    cfg = config or CheckConfig()
+    t0 = time.perf_counter()
+    found = extract(response, answer_type, cfg.last_number_fallback)
+    if found is None:
+        return AnswerCheck(False, None, "no_answer", "", time.perf_counter() - t0)
+    if found.hedged or (is_hedged(found.text) and not is_hedged(gold)):
+        return AnswerCheck(False, found.text, "hedged", found.method, time.perf_counter() - t0)
+    correct, reason = _decide(found.text, gold.replace("\x00", ""), answer_type, cfg)
+    return AnswerCheck(correct and reason == "ok", found.text, reason, found.method, time.perf_counter() - t0)
+
+
+def extract_answer(response: str, answer_type: str = "auto", last_number_fallback: bool = True) -> str | None:
+    """The final answer text in ``response`` (see :mod:`.extract`), or None."""
+    found = extract(response, answer_type, last_number_fallback)
+    return found.text if found else None

@@ -1,0 +1,170 @@
+"""Find the final answer in a whole model response (chain of thought included).
+
+Priority, first hit wins: ``<answer>...</answer>`` (outside any ``<think>`` block first), the
+last ``\\boxed{}``/``\\fbox{}`` (nested braces), "the (final) answer is ...", multiple-choice
+phrasings, then (configurable) the last number. All scanning is linear-time: braces are matched
+by a single pass and regexes have no nested quantifiers, so megabyte inputs cost milliseconds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_SCAN = 100_000
+"""Only the last this-many characters of a response are inspected (the answer is at the end)."""
+
+_BOX = re.compile(r"\\(?:boxed|fbox)\s*")
+_ANSWER_IS = re.compile(
+    r"(?i)(?:final\s{1,3}answer|\banswer)[ \t]{0,3}(?:is[ \t]{0,3}:?|:|=)[ \t*]{0,6}([^\n]{1,300})")
+_LETTER = r"([A-J])"
+_CHOICE_PATTERNS = (
+    re.compile(r"(?i:answer)[ \t]{0,3}(?:is|:)?[ \t:*]{0,6}\(?" + _LETTER + r"\)?(?![\w'])"),
+    re.compile(r"\\text(?:bf)?\{ ?\(?" + _LETTER + r"\)? ?\}"),
+    re.compile(r"(?i:option|choice)\s+\(?" + _LETTER + r"\)?(?![\w'])"),
+    re.compile(r"\(" + _LETTER + r"\)"),
+    re.compile(r"(?m)^[ \t*]{0,4}" + _LETTER + r"[).:]\**(?:\s|$)"),
+)
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+_MATH_SPAN = re.compile(r"\$\$?([^$]{1,300})\$\$?")
+_SENTENCE_END = re.compile(r"\.(?:\s|$)|\s(?:because|since|which|so)\s")
+_HEDGE_BETWEEN = re.compile(r"(?i)^[\s$.,]*(?:or|and/or|,\s*or|maybe|possibly)[\s$.,]*$")
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """An extracted answer: its ``text``, the ``method`` that found it, and ``hedged``."""
+
+    text: str
+    method: str
+    hedged: bool = False
+
+
+def boxed_spans(text: str) -> list[tuple[int, int, str]]:
+    """All ``\\boxed{...}``/``\\fbox{...}`` contents as ``(start, end, content)``, in order."""
+    out, close_of, stack = [], {}, []
+    if "\\boxed" not in text and "\\fbox" not in text:
+        return out
+    for j, ch in enumerate(text):  # one pass: match every brace pair (linear, no rescans)
+        if ch == "{":
+            stack.append(j)
+        elif ch == "}" and stack:
+            close_of[stack.pop()] = j
+    for m in _BOX.finditer(text):
+        i = m.end()
+        if i < len(text) and text[i] == "{":
+            if i in close_of:
+                out.append((m.start(), close_of[i] + 1, text[i + 1:close_of[i]]))
+        elif i < len(text):  # \boxed 5
+            tok = re.match(r"[^\s$]+", text[i:])
+            if tok:
+                out.append((m.start(), i + tok.end(), tok.group()))
+    return out
+
+
+def _from_boxed(text: str) -> Extraction | None:
+    spans = boxed_spans(text)
+    if not spans:
+        return None
+    last = spans[-1]
+    hedged = False
+    if len(spans) > 1 and spans[-2][2].strip() != last[2].strip():
+        between = text[spans[-2][1]:last[0]]
+        hedged = len(between) < 60 and bool(_HEDGE_BETWEEN.match(between))
+    return Extraction(last[2].strip(), "boxed", hedged)
+
+
+def _from_answer_is(text: str) -> Extraction | None:
+    found = None
+    for found in _ANSWER_IS.finditer(text):
+        pass
+    if found is None:
+        return None
+    tail = found.group(1)
+    math = _MATH_SPAN.search(tail)
+    if math:
+        tail = math.group(1)
+    else:
+        end = _SENTENCE_END.search(tail)
+        tail = tail[: end.start()] if end else tail
+    tail = tail.strip().strip("*").strip()
+    return Extraction(tail, "answer_is") if tail else None
+
+
+def choice_letter(text: str) -> str | None:
+    """The multiple-choice letter in ``text`` (last match of the most specific pattern)."""
+    stripped = text.strip().strip("*$ ").strip()
+    if re.fullmatch(r"\(?([A-J])\)?[.:]?", stripped):
+        return stripped.strip("().:")
+    for pat in _CHOICE_PATTERNS:
+        hits = pat.findall(text)
+        if hits:
+            return hits[-1]
+    return None
+
+
+def _last_number(text: str) -> Extraction | None:
+    found = None
+    for found in _NUMBER.finditer(text[-5000:]):
+        pass
+    return Extraction(found.group().rstrip(","), "last_number") if found else None
+
+
+def _last_tag(text: str) -> str | None:
+    """Content of the last ``<answer>...</answer>`` (two ``rfind`` calls: linear time)."""
+    low = text.lower()
+    end = low.rfind("</answer>")
+    start = low.rfind("<answer>", 0, end) if end >= 0 else -1
+    return text[start + len("<answer>"):end] if start >= 0 else None
+
+
+def _search(text: str, choice: bool) -> Extraction | None:
+    inner = _last_tag(text)
+    if inner is not None:
+        boxed = _from_boxed(inner)
+        if boxed:
+            return Extraction(boxed.text, "answer_tag", boxed.hedged)
+        return Extraction(inner.strip(), "answer_tag") if inner.strip() else None
+    found = _from_boxed(text)
+    if found:
+        return found
+    if choice:
+        letter = choice_letter(text)
+        if letter:
+            return Extraction(letter, "choice")
+    found = _from_answer_is(text)
+    if found:
+        return found
+    if not choice:
+        m = _CHOICE_PATTERNS[0].search(text[-300:]) or _CHOICE_PATTERNS[2].search(text[-300:])
+        if m:
+            return Extraction(m.group(1), "choice")
+    return None
+
+
+def extract(response: str, answer_type: str = "auto", last_number: bool = True) -> Extraction | None:
+    """Extract the final answer from ``response`` (see module docstring for the priority).
+
+    Args:
+        response: The whole model response.
+        answer_type: ``"choice"`` makes multiple-choice phrasings win over "the answer is".
+        last_number: Fall back to the last number in the text (GSM8K-style data).
+
+    Returns:
+        An :class:`Extraction`, or None when no answer is found.
+    """
+    text = response[-MAX_SCAN:].replace("\x00", "")
+    low = text.lower()
+    close = low.rfind("</think>")
+    if close >= 0:
+        outside = text[close + len("</think>"):]
+    elif "<think>" in low:
+        return None  # unclosed think block: the response was cut off before any final answer
+    else:
+        outside = text
+    choice = answer_type == "choice"
+    for part in (outside, text) if outside.strip() and outside != text else (text,):
+        found = _search(part, choice)
+        if found:
+            return found
+    return _last_number(text) if last_number and answer_type != "choice" else None

@@ -1,0 +1,61 @@
+"""Worker process entry point: ``python -m rsim_env.answers.worker``.
+
+Reads one JSON request per line on stdin (``{"pred": ..., "gold": ..., "type": ...}``, both
+already normalised), answers one JSON line on stdout (``{"correct": bool, "reason": str}``).
+Its address space is capped so a blow-up fails here with MemoryError instead of eating the
+host; the parent kills and restarts it on timeout (see :mod:`.sandbox`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+MEMORY_LIMIT = 3 * 1024**3
+
+
+def handle(req: dict) -> dict:
+    """Decide one request with the sympy backend."""
+    from .compare import equal
+    from .numeric import TooLarge
+    from .parser import ParseError
+    from .structure import parse_answer
+    from .symbolic import sympy_leaf
+
+    try:
+        result = equal(parse_answer(req["pred"]), parse_answer(req["gold"]), req["type"], sympy_leaf)
+    except TooLarge as exc:
+        return {"correct": False, "reason": "too_large", "detail": str(exc)[:200]}
+    except ParseError as exc:
+        return {"correct": False, "reason": "unparsable", "detail": str(exc)[:200]}
+    except (MemoryError, RecursionError, OverflowError, ZeroDivisionError, TypeError, ValueError,
+            AttributeError) as exc:  # sympy raising on a hostile value: record it, don't crash
+        return {"correct": False, "reason": "sympy_error", "detail": f"{type(exc).__name__}: {exc}"[:200]}
+    return {"correct": bool(result), "reason": "ok"}
+
+
+def main() -> None:
+    """Serve requests until stdin closes."""
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    except (ImportError, ValueError, OSError):  # pragma: no cover - non-Linux
+        pass
+    import sympy  # noqa: F401  (import before "ready" so the first check is not charged for it)
+
+    sys.setrecursionlimit(5000)
+    out = sys.stdout
+    out.write('{"ready": true}\n')
+    out.flush()
+    for line in sys.stdin:
+        try:
+            reply = handle(json.loads(line))
+        except Exception as exc:  # a bug must not kill the worker silently; report it upstream
+            reply = {"correct": False, "reason": "worker_error", "detail": f"{type(exc).__name__}: {exc}"[:200]}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

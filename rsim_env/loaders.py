@@ -1,0 +1,209 @@
+"""Loaders for the paper's datasets, returning lists of :class:`~rsim_env.problems.Problem`.
+
+Each loader reads a hub dataset by name through ``datasets.load_dataset`` (imported lazily, so
+``rsim_env`` never needs it at import time) or a local file/dir (``.jsonl``, ``.json``,
+``.parquet``) laid out with the hub's exact columns. :func:`load_problems` dispatches by name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .answers.extract import boxed_spans
+from .problems import Problem
+
+_LOCAL_EXT = (".jsonl", ".json", ".parquet")
+
+
+def _read_local(path: Path) -> list[dict[str, Any]]:
+    files = sorted(p for p in path.rglob("*") if p.suffix in _LOCAL_EXT) if path.is_dir() else [path]
+    if not files:
+        raise FileNotFoundError(f"No {_LOCAL_EXT} files under {path}; point at a data file or folder.")
+    rows: list[dict[str, Any]] = []
+    for f in files:
+        if f.suffix == ".jsonl":
+            rows += [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+        elif f.suffix == ".json":
+            data = json.loads(f.read_text(encoding="utf-8"))
+            rows += data if isinstance(data, list) else data.get("data", [data])
+        elif f.suffix == ".parquet":
+            import pandas as pd  # lazy: only for parquet files
+
+            rows += pd.read_parquet(f).to_dict("records")
+        else:
+            raise ValueError(f"Unsupported file type {f.suffix!r} for {f}; use one of {_LOCAL_EXT}.")
+    return rows
+
+
+def _rows(hub_name: str, source: str | None, split: str, config: str | None) -> Iterable[dict[str, Any]]:
+    """Rows from a local path (if ``source`` is one) or from the hub."""
+    if source is not None and (Path(source).exists() or Path(source).suffix in _LOCAL_EXT):
+        if not Path(source).exists():
+            raise FileNotFoundError(f"No dataset file at {source}; pass an existing path or a hub name.")
+        return _read_local(Path(source))
+    import datasets  # lazy: heavy, optional at import time
+
+    name = source or hub_name
+    return datasets.load_dataset(name, config, split=split) if config else datasets.load_dataset(name, split=split)
+
+
+def _take(rows: Iterable[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
+    out = []
+    for row in rows:
+        if limit is not None and len(out) >= limit:
+            break
+        out.append(dict(row))
+    return out
+
+
+def _require(row: dict[str, Any], keys: tuple[str, ...], dataset: str) -> None:
+    missing = [k for k in keys if k not in row]
+    if missing:
+        raise ValueError(f"{dataset} row lacks columns {missing} (has {sorted(row)}); "
+                         "is this the right dataset or file?")
+
+
+def last_boxed(solution: str) -> str:
+    """The content of the last ``\\boxed{}`` in a reference solution (MATH's answer)."""
+    spans = boxed_spans(solution)
+    if not spans:
+        raise ValueError(f"No \\boxed{{}} answer in solution {solution[-120:]!r}.")
+    return spans[-1][2].strip()
+
+
+def gsm8k(source: str | None = None, split: str = "test", limit: int | None = None) -> list[Problem]:
+    """openai/gsm8k (config ``main``): ``question``, ``answer`` ending in ``#### 72``."""
+    out = []
+    for i, row in enumerate(_take(_rows("openai/gsm8k", source, split, "main" if source is None else None), limit)):
+        _require(row, ("question", "answer"), "gsm8k")
+        sol, _, final = str(row["answer"]).rpartition("####")
+        if not _:
+            raise ValueError(f"gsm8k row {i} answer has no '#### <number>' line: {row['answer'][-80:]!r}.")
+        out.append(Problem(f"gsm8k/{split}/{i}", row["question"], final.strip().replace(",", ""), "number",
+                           "gsm8k", metadata={"solution": sol.strip()}))
+    return out
+
+
+MATH_SUBJECTS = ("algebra", "counting_and_probability", "geometry", "intermediate_algebra",
+                 "number_theory", "prealgebra", "precalculus")
+"""Configs of the hub's EleutherAI/hendrycks_math (one per subject); all are concatenated."""
+
+
+def _math_rows(source: str | None, split: str) -> Iterable[dict[str, Any]]:
+    if source is not None:
+        return _rows("EleutherAI/hendrycks_math", source, split, None)
+    return (row for subject in MATH_SUBJECTS for row in _rows("EleutherAI/hendrycks_math", None, split, subject))
+
+
+def math(source: str | None = None, split: str = "test", limit: int | None = None) -> list[Problem]:
+    """hendrycks MATH: ``problem``, ``level``, ``type``, ``solution`` (answer = last boxed)."""
+    out = []
+    for i, row in enumerate(_take(_math_rows(source, split), limit)):
+        _require(row, ("problem", "solution"), "MATH")
+        out.append(Problem(f"math/{split}/{i}", row["problem"], last_boxed(row["solution"]), "auto", "math",
+                           metadata={"level": row.get("level"), "type": row.get("type"),
+                                     "solution": row["solution"]}))
+    return out
+
+
+def math500(source: str | None = None, split: str = "test", limit: int | None = None) -> list[Problem]:
+    """HuggingFaceH4/MATH-500: ``problem``, ``solution``, ``answer``, ``subject``, ``level``, ``unique_id``."""
+    out = []
+    for row in _take(_rows("HuggingFaceH4/MATH-500", source, split, None), limit):
+        _require(row, ("problem", "answer", "unique_id"), "MATH-500")
+        out.append(Problem(f"math500/{row['unique_id']}", row["problem"], str(row["answer"]), "auto", "math500",
+                           metadata={"subject": row.get("subject"), "level": row.get("level"),
+                                     "solution": row.get("solution")}))
+    return out
+
+
+def aime2024(source: str | None = None, split: str = "train", limit: int | None = None) -> list[Problem]:
+    """Maxwell-Jia/AIME_2024: ``ID``, ``Problem``, ``Solution``, ``Answer`` (an integer 0-999)."""
+    out = []
+    for row in _take(_rows("Maxwell-Jia/AIME_2024", source, split, None), limit):
+        _require(row, ("ID", "Problem", "Answer"), "AIME 2024")
+        out.append(Problem(f"aime2024/{row['ID']}", row["Problem"], str(row["Answer"]), "number", "aime2024",
+                           metadata={"solution": row.get("Solution")}))
+    return out
+
+
+def mmlu_pro(source: str | None = None, split: str = "test", limit: int | None = None) -> list[Problem]:
+    """TIGER-Lab/MMLU-Pro: ``question_id``, ``question``, ``options`` (up to 10), ``answer`` letter."""
+    out = []
+    for row in _take(_rows("TIGER-Lab/MMLU-Pro", source, split, None), limit):
+        _require(row, ("question_id", "question", "options", "answer"), "MMLU-Pro")
+        options = [str(o) for o in row["options"]]
+        letters = "ABCDEFGHIJ"[: len(options)]
+        listing = "\n".join(f"({c}) {o}" for c, o in zip(letters, options))
+        out.append(Problem(f"mmlu_pro/{row['question_id']}", f"{row['question']}\n\n{listing}",
+                           str(row["answer"]).strip(), "choice", "mmlu_pro", choices=tuple(options),
+                           metadata={"category": row.get("category"), "src": row.get("src"),
+                                     "answer_index": row.get("answer_index")}))
+    return out
+
+
+_THEOREMQA_TYPES = {"integer": "number", "float": "number", "bool": "bool", "option": "choice"}
+
+
+def theoremqa(source: str | None = None, split: str = "test", limit: int | None = None) -> list[Problem]:
+    """TIGER-Lab/TheoremQA: ``Question``, ``Answer``, ``Answer_type``, ``Picture``.
+
+    ``Answer_type`` maps to :data:`~rsim_env.problems.ANSWER_TYPES`: integer/float -> number,
+    bool -> bool, option -> choice, ``list of integer``/``list of float`` -> list.
+    """
+    out = []
+    for i, row in enumerate(_take(_rows("TIGER-Lab/TheoremQA", source, split, None), limit)):
+        _require(row, ("Question", "Answer", "Answer_type"), "TheoremQA")
+        kind = str(row["Answer_type"]).strip()
+        answer_type = "list" if kind.startswith("list") else _THEOREMQA_TYPES.get(kind, "auto")
+        answer = str(row["Answer"])
+        if answer_type == "choice":
+            answer = re.sub(r"[()\s]", "", answer).upper()
+        out.append(Problem(f"theoremqa/{i}", row["Question"], answer, answer_type, "theoremqa",
+                           metadata={"answer_kind": kind, "has_picture": bool(row.get("Picture"))}))
+    return out
+
+
+LOADERS: dict[str, Callable[..., list[Problem]]] = {
+    "gsm8k": gsm8k, "math": math, "math500": math500, "aime2024": aime2024,
+    "mmlu_pro": mmlu_pro, "theoremqa": theoremqa,
+}
+"""Loader per dataset name; :func:`load_problems` validates names against this table."""
+_ALIASES = {"openai/gsm8k": "gsm8k", "hendrycks_math": "math", "math-500": "math500",
+            "huggingfaceh4/math-500": "math500", "maxwell-jia/aime_2024": "aime2024", "aime_2024": "aime2024",
+            "tiger-lab/mmlu-pro": "mmlu_pro", "mmlu-pro": "mmlu_pro", "tiger-lab/theoremqa": "theoremqa"}
+
+
+def load_problems(name_or_path: str, split: str | None = None, limit: int | None = None,
+                  kind: str | None = None) -> list[Problem]:
+    """Load a dataset by name (``"gsm8k"``, ``"math500"``, ...) or a local file/dir.
+
+    Args:
+        name_or_path: A name in :data:`LOADERS` (or a hub id alias), or a path; a path needs
+            ``kind`` unless it is a generic ``.jsonl`` of ``question``/``answer`` rows.
+        split: Dataset split; each loader has its own default.
+        limit: Keep at most this many problems.
+        kind: Loader name for a local path in a hub layout.
+
+    Raises:
+        ValueError: Unknown name (the valid names are listed) or bad ``limit``.
+    """
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit={limit}; pass a positive count or None for all problems.")
+    key = _ALIASES.get(name_or_path.lower(), name_or_path.lower())
+    kwargs = {"limit": limit} | ({"split": split} if split else {})
+    if kind is not None:
+        if kind not in LOADERS:
+            raise ValueError(f"kind={kind!r} is not a known loader; valid: {sorted(LOADERS)}.")
+        return LOADERS[kind](source=name_or_path, **kwargs)
+    if key in LOADERS:
+        return LOADERS[key](**kwargs)
+    if Path(name_or_path).suffix == ".jsonl" and Path(name_or_path).is_file():
+        from .problems import load_jsonl
+
+        return load_jsonl(name_or_path)[:limit]
+    raise ValueError(f"Unknown dataset {name_or_path!r}; valid names: {sorted(LOADERS)} "
+                     "(or a local .jsonl path, or a file/dir plus kind=<name>).")

@@ -1,0 +1,221 @@
+"""GRPO math on plain tensors: advantages, clipped surrogate, k3 KL, loss aggregation, metrics.
+
+Nothing here knows about models, tokens or environments; every function takes tensors and
+returns tensors, so each formula is unit-tested on hand-made numbers (``tests/test_grpo.py``).
+
+Shapes: ``B`` sequences (rollouts), ``T`` positions (tokens for the reasoner, decisions for the
+planner). ``mask[b, t] = 1`` marks the positions the agent actually chose (generated tokens,
+planner decisions); everything else (prompt, injected strategy text, padding) is 0 and never
+receives gradient or counts in a normaliser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+Tensor = torch.Tensor
+
+
+@dataclass(frozen=True)
+class GRPOConfig:
+    """Loss hyper-parameters for one agent (defaults follow DAPO-style GRPO)."""
+
+    group_size: int = 4
+    """G: rollouts per problem; advantages are normalised within each group of G."""
+    scale_rewards: bool = True
+    """Divide by the group std (GRPO); False keeps only the mean baseline (Dr. GRPO)."""
+    adv_eps: float = 1e-4
+    """eps in (R - mean) / (std + eps)."""
+    clip_eps_low: float = 0.2
+    """Lower clip: ratios below 1 - clip_eps_low stop contributing gradient for A < 0."""
+    clip_eps_high: float = 0.28
+    """Upper clip: ratios above 1 + clip_eps_high stop contributing gradient for A > 0 (DAPO clip-higher)."""
+    kl_coef: float = 0.0
+    """beta of the k3 KL penalty to a frozen reference; 0 disables it (and the reference model)."""
+    loss_type: str = "dapo"
+    """Aggregation: "grpo" (per-sequence mean), "dapo" (token mean over batch), "dr_grpo" (constant normaliser)."""
+    max_length: int = 256
+    """Constant normaliser (positions per sequence) for loss_type="dr_grpo"."""
+    num_iterations: int = 1
+    """Optimisation passes over one rollout batch (mu); > 1 reuses it with the old log-probs kept."""
+
+    def __post_init__(self) -> None:
+        def bad(field: str, fix: str) -> ValueError:
+            return ValueError(f"GRPOConfig.{field}={getattr(self, field)!r} is invalid: {fix}.")
+
+        if not isinstance(self.group_size, int) or self.group_size < 2:
+            raise bad("group_size", "GRPO needs at least 2 rollouts per problem to form a baseline; use >= 2")
+        if not self.adv_eps > 0:
+            raise bad("adv_eps", "use a small positive number such as 1e-4")
+        for f in ("clip_eps_low", "clip_eps_high"):
+            if not 0 < getattr(self, f) < 1:
+                raise bad(f, "use a value in (0, 1), e.g. 0.2")
+        if not self.kl_coef >= 0:
+            raise bad("kl_coef", "use 0 (off) or a positive beta such as 0.04")
+        if self.loss_type not in AGGREGATIONS:
+            raise bad("loss_type", f"choose one of {sorted(AGGREGATIONS)}")
+        if not isinstance(self.max_length, int) or self.max_length < 1:
+            raise bad("max_length", "use the completion token cap (a positive int)")
+        if not isinstance(self.num_iterations, int) or self.num_iterations < 1:
+            raise bad("num_iterations", "use 1 (on-policy) or more to reuse each rollout batch")
+
+
+# --------------------------------------------------------------------------------------------
+# Advantages
+
+
+def group_advantages(rewards: Tensor, group_size: int, scale: bool = True, eps: float = 1e-4) -> Tensor:
+    """Group-normalised advantages ``A = (R - mean_g) / (std_g + eps)`` (or ``R - mean_g``).
+
+    Args:
+        rewards: ``[N]`` rewards, ordered so that copies ``g*G .. g*G+G-1`` share a problem.
+        group_size: G.
+        scale: divide by the (unbiased) group std; False = mean baseline only.
+        eps: added to the std.
+
+    Returns:
+        ``[N]`` advantages. A group whose rewards are all equal gets exactly 0 (never NaN), so it
+        contributes no policy gradient and can be skipped.
+    """
+    if rewards.dim() != 1 or rewards.numel() % group_size:
+        raise ValueError(
+            f"rewards must be 1-D with a length divisible by group_size={group_size}; got shape "
+            f"{tuple(rewards.shape)}. Order rollouts as G consecutive copies per problem."
+        )
+    if not torch.isfinite(rewards).all():
+        raise ValueError(f"rewards contain NaN/inf: {rewards.tolist()}; fix the reward function.")
+    r = rewards.view(-1, group_size).to(torch.float64)
+    centred = r - r.mean(dim=1, keepdim=True)
+    flat = (r.amax(dim=1, keepdim=True) - r.amin(dim=1, keepdim=True)) == 0
+    if scale:
+        centred = centred / (r.std(dim=1, keepdim=True) + eps)
+    centred = torch.where(flat, torch.zeros_like(centred), centred)
+    return centred.view(-1).to(rewards.dtype if rewards.is_floating_point() else torch.float32)
+
+
+def zero_std_groups(rewards: Tensor, group_size: int) -> Tensor:
+    """``[N // G]`` bool: True for groups whose rewards are all equal (zero advantage)."""
+    r = rewards.view(-1, group_size)
+    return (r.amax(dim=1) - r.amin(dim=1)) == 0
+
+
+# --------------------------------------------------------------------------------------------
+# Per-token terms
+
+
+def k3_kl(logp: Tensor, ref_logp: Tensor) -> Tensor:
+    """Schulman's k3 estimator of KL(new || ref): ``exp(ref - new) - (ref - new) - 1`` (>= 0)."""
+    d = ref_logp - logp
+    return torch.exp(d) - d - 1
+
+
+def clipped_surrogate(logp: Tensor, old_logp: Tensor, advantages: Tensor, eps_low: float, eps_high: float) -> Tensor:
+    """Per-position PPO/GRPO loss ``-min(r A, clip(r, 1-eps_low, 1+eps_high) A)``.
+
+    ``advantages`` is ``[B]`` (one per sequence, broadcast over positions) or ``[B, T]``.
+    """
+    adv = advantages.unsqueeze(-1) if advantages.dim() == logp.dim() - 1 else advantages
+    ratio = torch.exp(logp - old_logp)
+    unclipped = ratio * adv
+    clipped = torch.clamp(ratio, 1 - eps_low, 1 + eps_high) * adv
+    return -torch.min(unclipped, clipped)
+
+
+# --------------------------------------------------------------------------------------------
+# Aggregation (one dict, validated once in GRPOConfig)
+
+
+def _agg_grpo(loss: Tensor, mask: Tensor, max_length: int) -> Tensor:
+    per_seq = (loss * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+    return per_seq.mean()
+
+
+def _agg_dapo(loss: Tensor, mask: Tensor, max_length: int) -> Tensor:
+    return (loss * mask).sum() / mask.sum().clamp(min=1)
+
+
+def _agg_dr_grpo(loss: Tensor, mask: Tensor, max_length: int) -> Tensor:
+    return (loss * mask).sum() / (loss.shape[0] * max_length)
+
+
+AGGREGATIONS: dict[str, Callable[[Tensor, Tensor, int], Tensor]] = {
+    "grpo": _agg_grpo,
+    "dapo": _agg_dapo,
+    "dr_grpo": _agg_dr_grpo,
+}
+"""``loss_type -> f(per_position_loss [B,T], mask [B,T], max_length) -> scalar``."""
+
+
+def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
+    """Mean of ``x`` over positions where ``mask`` is 1 (0 when the mask is empty)."""
+    return (x * mask).sum() / mask.sum().clamp(min=1)
+
+
+# --------------------------------------------------------------------------------------------
+# The loss
+
+
+def grpo_loss(
+    logp: Tensor,
+    old_logp: Tensor | None,
+    advantages: Tensor,
+    mask: Tensor,
+    cfg: GRPOConfig,
+    ref_logp: Tensor | None = None,
+    entropy: Tensor | None = None,
+) -> tuple[Tensor, dict[str, float]]:
+    """GRPO objective for one agent's batch, plus TRL-style metrics.
+
+    Args:
+        logp: ``[B, T]`` log-probs of the chosen tokens/actions under the current weights (grad).
+        old_logp: ``[B, T]`` log-probs under the weights that sampled the batch; ``None`` means
+            on-policy (first pass): ``logp.detach()`` is used, so the ratio is 1 but the gradient
+            is the policy gradient.
+        advantages: ``[B]`` or ``[B, T]``.
+        mask: ``[B, T]`` 1 for positions the agent chose.
+        cfg: loss settings.
+        ref_logp: ``[B, T]`` frozen-reference log-probs; required iff ``cfg.kl_coef > 0``.
+        entropy: optional ``[B, T]`` per-position entropy (logged only).
+
+    Returns:
+        ``(loss, metrics)`` with metrics ``clip_ratio/low_mean``, ``clip_ratio/high_mean``,
+        ``clip_ratio/region_mean``, ``approx_kl``, and ``kl`` / ``entropy`` when available.
+    """
+    if logp.shape != mask.shape:
+        raise ValueError(f"logp {tuple(logp.shape)} and mask {tuple(mask.shape)} must have the same shape.")
+    if cfg.kl_coef > 0 and ref_logp is None:
+        raise ValueError("GRPOConfig.kl_coef > 0 needs ref_logp (frozen reference log-probs); pass it or set kl_coef=0.")
+    mask = mask.to(logp.dtype)
+    old = logp.detach() if old_logp is None else old_logp
+    per_pos = clipped_surrogate(logp, old, advantages, cfg.clip_eps_low, cfg.clip_eps_high)
+    kl = None
+    if ref_logp is not None:
+        kl = k3_kl(logp, ref_logp)
+        if cfg.kl_coef > 0:
+            per_pos = per_pos + cfg.kl_coef * kl
+    loss = AGGREGATIONS[cfg.loss_type](per_pos, mask, cfg.max_length)
+    with torch.no_grad():
+        metrics = clip_metrics(logp.detach(), old, advantages, mask, cfg)
+        log_ratio = logp.detach() - old
+        metrics["approx_kl"] = masked_mean(torch.exp(log_ratio) - 1 - log_ratio, mask).item()
+        if kl is not None:
+            metrics["kl"] = masked_mean(kl.detach(), mask).item()
+        if entropy is not None:
+            metrics["entropy"] = masked_mean(entropy.detach(), mask).item()
+    return loss, metrics
+
+
+def clip_metrics(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, cfg: GRPOConfig) -> dict[str, float]:
+    """Fraction of masked positions whose gradient the clip removed (TRL's ``clip_ratio/*``)."""
+    adv = advantages.unsqueeze(-1) if advantages.dim() == logp.dim() - 1 else advantages
+    ratio = torch.exp(logp - old_logp)
+    low = ((ratio < 1 - cfg.clip_eps_low) & (adv < 0)).to(mask.dtype)
+    high = ((ratio > 1 + cfg.clip_eps_high) & (adv > 0)).to(mask.dtype)
+    return {
+        "clip_ratio/low_mean": masked_mean(low, mask).item(),
+        "clip_ratio/high_mean": masked_mean(high, mask).item(),
+        "clip_ratio/region_mean": masked_mean(low + high, mask).item(),
+    }

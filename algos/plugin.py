@@ -1,0 +1,24 @@
+"""Plug-in training: only the planner learns, against a frozen reasoner.
+
+This is how a planner is trained once and then plugged into other reasoners (the paper's
+transfer experiment): the reasoner acts but never updates, so it need not be trainable at all
+(a scripted or API-backed reasoner works).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .stackelberg import StepPlan
+
+
+@dataclass(frozen=True)
+class PlannerOnly:
+    """Planner-only GRPO with a frozen reasoner."""
+
+    name: str = "planner_only"
+    env_planner: bool = True
+    trained: tuple[str, ...] = ("planner",)
+
+    def plan(self, step: int) -> StepPlan:
+        return StepPlan(stage=1, lam=1.0, update={"planner": True}, lr_scale={"planner": 1.0})

@@ -1,0 +1,151 @@
+"""The training loop end to end with tiny random-init agents (seconds, no downloads)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from algos.cli import main
+from algos.config import resolve
+
+
+def _cfg(tmp_path, **over):
+    base = {"train.output_dir": str(tmp_path), "train.progress": False}
+    base.update(over)
+    return resolve("tiny", base)
+
+
+def _flat(module):
+    return torch.cat([p.detach().flatten() for p in module.parameters()]).clone()
+
+
+def _scalars(run_dir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tags = {}
+    for ev in Path(run_dir, "tensorboard").rglob("events.out.tfevents*"):
+        acc = EventAccumulator(str(ev)); acc.Reload()
+        for t in acc.Tags()["scalars"]:
+            tags[t] = [e.value for e in acc.Scalars(t)]
+    return tags
+
+
+def test_end_to_end_changes_params_and_logs_reward(tmp_path):
+    from accelerate.utils import set_seed
+    from algos.cli import build_agents, build_learner
+
+    cfg = _cfg(tmp_path)
+    set_seed(cfg.train.seed)
+    before = {r: _flat(a.module) for r, a in build_agents(cfg, build_learner(cfg), "cpu").items()}
+    out = main(cfg)
+    for role, module in out["params"].items():
+        assert not torch.equal(_flat(module), before[role]), f"{role} parameters did not change"
+    tags = _scalars(tmp_path)
+    for t in ("planner/reward", "reasoner/reward", "reasoner/reward_std", "reasoner/frac_reward_zero_std",
+              "rewards/acc/mean", "rewards/follow/mean", "accuracy", "lambda", "stage", "planner/grad_norm",
+              "reasoner/learning_rate", "planner/clip_ratio/region_mean", "reasoner/entropy", "step_time",
+              "completions/mean_length", "num_tokens", "strategies/termination"):
+        assert t in tags, f"{t} not logged; got {sorted(tags)}"
+    assert len(tags["reasoner/reward"]) == cfg.train.steps
+    assert tags["lambda"][0] == pytest.approx(0.7) and tags["lambda"][-1] == pytest.approx(0.3)
+    samples = [json.loads(l) for l in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    assert samples and {"strategies", "steps", "rewards"} <= set(samples[0])
+    ckpt = Path(out["checkpoint"])
+    assert json.loads((ckpt / "config.json").read_text())["learner"] == "stackelberg"
+
+
+def test_resume_through_trainer_is_exact(tmp_path):
+    straight = main(_cfg(tmp_path / "a", **{"train.steps": 4}))
+    main(_cfg(tmp_path / "b", **{"train.steps": 2}))
+    resumed = main(_cfg(tmp_path / "b", **{"train.steps": 4, "resume": str(tmp_path / "b")}))
+    assert resumed["steps"] == 4 and len(resumed["history"]) == 2
+    for role in ("planner", "reasoner"):
+        assert torch.equal(_flat(straight["params"][role]), _flat(resumed["params"][role])), role
+    assert straight["history"][-1]["reasoner/reward"] == resumed["history"][-1]["reasoner/reward"]
+
+
+@pytest.mark.parametrize("learner,trained", [("grpo", {"reasoner"}), ("planner_only", {"planner"})],
+                         ids=["grpo-baseline", "planner-only"])
+def test_other_learners(tmp_path, learner, trained):
+    out = main(_cfg(tmp_path, learner=learner, **{"train.steps": 2}))
+    assert set(out["params"]) == trained
+    if learner == "grpo":  # no planner in the environment
+        assert "planner/reward" not in out["history"][0]
+
+
+def test_alternating_schedule_updates_one_agent_per_step(tmp_path):
+    out = main(_cfg(tmp_path, **{"schedule.schedule": "alternating", "schedule.follower_updates": 2, "train.steps": 3}))
+    h = out["history"]
+    assert ["planner/loss" in m for m in h] == [True, False, False]
+    assert ["reasoner/loss" in m for m in h] == [False, True, True]
+
+
+def test_zero_advantage_groups_are_skipped(tmp_path):
+    """A batch whose groups all have equal rewards is never scored and changes nothing."""
+    from accelerate.utils import set_seed
+    from algos.cli import build_agents, build_learner
+    from algos.trainer import Trainer, make_accelerator
+
+    cfg = _cfg(tmp_path)
+    acc = make_accelerator(cfg.train)
+    set_seed(0)
+    learner = build_learner(cfg)
+    agents = build_agents(cfg, learner, acc.device)
+    from algos.cli import build_problems
+
+    tr = Trainer(cfg.train, learner, agents, build_problems(cfg), acc)
+    results = [{"rewards": {"reasoner": 1.0, "planner": 0.0}} for _ in range(8)]
+    before = _flat(agents["reasoner"].module)
+    m = tr.update("reasoner", learner.plan(0), results, [None] * 8)  # records never touched: nothing scored
+    assert m == {"skipped": 1.0}
+    assert torch.equal(before, _flat(agents["reasoner"].module))
+
+
+def test_groups_must_divide_by_processes(tmp_path):
+    from algos.trainer import Trainer
+
+    class FakeAcc:
+        num_processes = 3
+        process_index = 0
+
+    cfg = _cfg(tmp_path)
+    with pytest.raises(ValueError, match="groups_per_step=2 does not divide by the 3 processes"):
+        from algos.cli import build_learner
+        Trainer(cfg.train, build_learner(cfg), {"planner": object(), "reasoner": object()}, [], FakeAcc())
+
+
+@pytest.mark.parametrize(
+    "over,msg",
+    [({"train.steps": "x"}, "expected a int"), ({"learner": "ppo"}, "RunConfig.learner='ppo'"),
+     ({"train.grpo.loss_type": "sum"}, "GRPOConfig.loss_type='sum'"), ({"nope": 1}, "unknown config key"),
+     ({"model.planner": "tiny", "model.reasoner": "default"}, "only work together"),
+     ({"train.mixed_precision": "fp8"}, "TrainConfig.mixed_precision='fp8'")],
+    ids=["type", "learner", "loss", "unknown", "tiny-pair", "precision"],
+)
+def test_config_errors(over, msg):
+    with pytest.raises(ValueError, match=msg):
+        resolve("tiny", over)
+
+
+def test_two_processes_under_accelerate_launch(tmp_path):
+    """Two gloo processes via torchrun (`--cpu --num_processes 2` starts one process without MPI).
+
+    Each process rolls out its own group; the checkpoint holds both RNG streams, and save() checks
+    that both replicas hold identical weights (gradients were all-reduced).
+    """
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]), OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+           "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "algos.cli", "train", "--preset", "tiny",
+           "--steps", "2", "--out", str(tmp_path), "--set", "train.progress=false"]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    tags = _scalars(tmp_path)
+    assert len(tags["reasoner/reward"]) == 2
+    ckpt = tmp_path / "checkpoints" / "step_00000002"
+    assert (ckpt / "rng.0.safetensors").is_file() and (ckpt / "rng.1.safetensors").is_file()
+    assert json.loads((ckpt / "state.json").read_text())["num_processes"] == 2
+    assert p.stdout.count('"steps": 2') == 1  # one main process printed the summary: a real 2-process group

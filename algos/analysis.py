@@ -45,7 +45,8 @@ def wilson(successes: float, n: int, z: float = 1.959964) -> tuple[float, float]
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # clamp: rounding can put the bound a hair on the wrong side of p at p = 0 or 1
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

@@ -78,8 +78,8 @@ def plot_accuracy(results: dict[str, Any], path: Path) -> Path:
     plt = _plt()
     modes = list(results["modes"])
     acc = [100 * results["modes"][m]["accuracy"] for m in modes]
-    lo = [a - 100 * results["modes"][m]["ci95"][0] for a, m in zip(acc, modes)]
-    hi = [100 * results["modes"][m]["ci95"][1] - a for a, m in zip(acc, modes)]
+    lo = [max(0.0, a - 100 * results["modes"][m]["ci95"][0]) for a, m in zip(acc, modes)]
+    hi = [max(0.0, 100 * results["modes"][m]["ci95"][1] - a) for a, m in zip(acc, modes)]
     fig, ax = plt.subplots(figsize=(max(5, 0.9 * len(modes) + 2), 4))
     ax.bar(range(len(modes)), acc, yerr=[lo, hi], capsize=4, color="tab:blue", alpha=0.8)
     ax.set_xticks(range(len(modes)), modes, rotation=30, ha="right")
@@ -125,8 +125,8 @@ def plot_accuracy_vs_count(results: dict[str, Any], path: Path) -> Path:
         xs = [int(c) for c in bins]
         ys = [100 * b["accuracy"] for b in bins.values()]
         if m == "all modes":
-            err = [[y - 100 * b["ci95"][0] for y, b in zip(ys, bins.values())],
-                   [100 * b["ci95"][1] - y for y, b in zip(ys, bins.values())]]
+            err = [[max(0.0, y - 100 * b["ci95"][0]) for y, b in zip(ys, bins.values())],
+                   [max(0.0, 100 * b["ci95"][1] - y) for y, b in zip(ys, bins.values())]]
             ax.errorbar(xs, ys, yerr=err, color="black", lw=2, capsize=4, marker="o", label=m)
         else:
             ax.plot(xs, ys, marker=".", alpha=0.6, label=m)

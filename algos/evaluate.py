@@ -192,8 +192,15 @@ def build_reasoner(spec: str, cfg: EvalConfig, problems: Sequence[Problem]) -> t
         if not weights.is_file():
             raise ValueError(f"--reasoner {spec}: checkpoint {ck} has no trained reasoner (model.reasoner.safetensors); "
                              f"its learner ({run.get('learner')}) froze it. Pass its base model {run['model']['reasoner']!r}.")
-        reasoner = Reasoner.from_spec(run["model"]["reasoner"], rc, dtype=torch.float32)
-        load_model(reasoner.model, str(weights))
+        if run["model"]["reasoner"] == "tiny":  # the toy word-sampler of `rsim train --preset tiny`
+            from agents.tiny import TinyReasoner
+
+            reasoner = TinyReasoner()
+            load_model(reasoner.module, str(weights))
+            reasoner.greedy = cfg.k == 1
+        else:
+            reasoner = Reasoner.from_spec(run["model"]["reasoner"], rc, dtype=torch.float32)
+            load_model(reasoner.model, str(weights))
         return reasoner, {"kind": "checkpoint", "checkpoint": str(ck), "base": run["model"]["reasoner"],
                           "learner": run.get("learner")}
     return Reasoner.from_spec(spec, rc, dtype=torch.float32), {"kind": "model", "spec": spec}

@@ -250,11 +250,13 @@ def load_planner(path: str, cfg: EvalConfig) -> tuple[Any, dict[str, Any]]:
 
 # ------------------------------------------------------------------------------------ episodes
 
-def episode_tokens(planner_rec: dict[str, Any], reasoner_rec: dict[str, Any], has_planner: bool) -> dict[str, Any]:
+def episode_tokens(planner_rec: dict[str, Any], reasoner_rec: dict[str, Any], has_planner: bool,
+                   planner_cached: bool = True) -> dict[str, Any]:
     """Token counts of one episode, from the agents' records (``None`` where an agent keeps none).
 
-    * ``planner_read``: tokens the planner encoded over the episode; it re-encodes its whole
-      context at every decision (no KV cache), so this is the sum of its context lengths;
+    * ``planner_read``: tokens the planner encoded over the episode: its longest context when it
+      keeps a KV cache across rounds (``PlannerConfig.use_cache``), else the sum of its context
+      lengths (it re-encodes the whole context at every decision);
     * ``planner_context``: length of its longest context;
     * ``reasoner_read``: tokens fed to the reasoner that it did not write (prompt, injected
       strategy prompts, delimiters); each is encoded once thanks to its KV cache;
@@ -264,8 +266,9 @@ def episode_tokens(planner_rec: dict[str, Any], reasoner_rec: dict[str, Any], ha
     if not has_planner:
         out["planner_read"] = out["planner_context"] = 0
     elif "positions" in planner_rec:
-        out["planner_read"] = sum(p + 1 for p in planner_rec["positions"])
         out["planner_context"] = max((p + 1 for p in planner_rec["positions"]), default=0)
+        out["planner_read"] = (out["planner_context"] if planner_cached
+                               else sum(p + 1 for p in planner_rec["positions"]))
     if "gen_mask" in reasoner_rec:
         written = int(sum(reasoner_rec["gen_mask"]))
         out["reasoner_written"] = written
@@ -275,7 +278,8 @@ def episode_tokens(planner_rec: dict[str, Any], reasoner_rec: dict[str, Any], ha
     return out
 
 
-def _row(mode: str, problem: Problem, traj: dict[str, Any], sample: int, has_planner: bool) -> dict[str, Any]:
+def _row(mode: str, problem: Problem, traj: dict[str, Any], sample: int, has_planner: bool,
+         planner_cached: bool) -> dict[str, Any]:
     info = traj["info"]
     return {
         "mode": mode, "problem_id": problem.id, "sample": sample, "answer": problem.answer,
@@ -284,7 +288,7 @@ def _row(mode: str, problem: Problem, traj: dict[str, Any], sample: int, has_pla
         "terminated": bool(info["terminated"]), "truncated": bool(info["truncated"]),
         "injected": list(info["strategies"]) if has_planner else [],
         "detected": [list(d) for d in info["detected"]], "steps": list(info["steps"]),
-        "tokens": episode_tokens(traj.get("planner") or {}, traj.get("reasoner") or {}, has_planner),
+        "tokens": episode_tokens(traj.get("planner") or {}, traj.get("reasoner") or {}, has_planner, planner_cached),
     }
 
 
@@ -322,6 +326,7 @@ def evaluate_mode(mode: str, problems: Sequence[Problem], reasoner: Any, planner
     if planner is not None:
         _reseed(planner, cfg.seed)
     has_planner = mode != "none"
+    cached = bool(getattr(getattr(planner, "config", None), "use_cache", False))  # planners older than the cache: False
     rows: list[dict[str, Any]] = []
     stats = {"wall_s": 0.0, "planner_s": 0.0, "reasoner_s": 0.0, "planner_calls": 0, "reasoner_calls": 0}
     for b in range(0, len(problems), cfg.batch):
@@ -334,7 +339,7 @@ def evaluate_mode(mode: str, problems: Sequence[Problem], reasoner: Any, planner
             stats[f"{agent}_s"] += result.stats["seconds"][agent]
             stats[f"{agent}_calls"] += result.stats["calls"][agent]
         for traj in result.trajectories:
-            rows.append(_row(mode, chunk[traj["problem_index"]], traj, traj["copy"], has_planner))
+            rows.append(_row(mode, chunk[traj["problem_index"]], traj, traj["copy"], has_planner, cached))
         if bar is not None:
             bar.update(len(chunk))
     return rows, stats

@@ -339,7 +339,8 @@ def evaluate_mode(mode: str, problems: Sequence[Problem], reasoner: Any, planner
             stats[f"{agent}_s"] += result.stats["seconds"][agent]
             stats[f"{agent}_calls"] += result.stats["calls"][agent]
         for traj in result.trajectories:
-            rows.append(_row(mode, chunk[traj["problem_index"]], traj, traj["copy"], has_planner, cached))
+            sample = traj["copy"] - traj["problem_index"] * cfg.k  # copy ids run over all problems of the group
+            rows.append(_row(mode, chunk[traj["problem_index"]], traj, sample, has_planner, cached))
         if bar is not None:
             bar.update(len(chunk))
     return rows, stats

@@ -148,6 +148,8 @@ def test_eval_tiny_lms_via_rsim_cli(tmp_path, tiny_planner_dir):
     assert res["modes"].keys() == data["modes"].keys() == {"none", "fixed:1,8", "trained"}
     assert data["planner"]["kind"] == "save_pretrained" and data["reasoner"]["kind"] == "tiny"
     assert len(data["per_problem"]) == 3 * 3 * 2
+    assert sorted((r["mode"], r["problem_id"], r["sample"]) for r in data["per_problem"]) == sorted(
+        (m, p, s) for m in data["modes"] for p in {r["problem_id"] for r in data["per_problem"]} for s in (0, 1))
     for mode, m in data["modes"].items():
         assert m["samples"] == 6 and "pass@2" in m and m["pass@2"] >= m["accuracy"]
         tc = m["token_cost"]

@@ -75,12 +75,12 @@ def build_agents(cfg: RunConfig, learner: Any, device: Any) -> dict[str, Any]:
     agents: dict[str, Any] = {"reasoner": TrainableReasoner(reasoner)}
     if learner.env_planner:
         try:
-            from agents.planner import Planner  # type: ignore[import-not-found]
+            from agents.planner import Planner, PlannerConfig
         except ImportError as e:
             raise ValueError("learner needs the LLM planner (agents/planner.py), which is not in this checkout yet; "
                              "use --learner grpo, or model.planner=tiny with model.reasoner=tiny.") from e
-        planner = Planner.from_spec(m.planner, dtype=dtype)
-        planner.model.to(device)
+        planner = Planner.from_spec(m.planner, PlannerConfig(temperature=m.temperature), dtype=dtype)
+        planner.to(device)
         agents["planner"] = TrainablePlanner(planner)
     return agents
 

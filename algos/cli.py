@@ -69,8 +69,8 @@ def build_agents(cfg: RunConfig, learner: Any, device: Any) -> dict[str, Any]:
     from .adapters import TrainablePlanner, TrainableReasoner
 
     dtype = getattr(torch, m.dtype)
-    reasoner = Reasoner.from_spec(m.reasoner, ReasonerConfig(max_step_tokens=m.max_step_tokens,
-                                                            temperature=m.temperature), dtype=dtype)
+    reasoner = Reasoner.from_spec(m.reasoner, ReasonerConfig(
+        max_step_tokens=m.max_step_tokens, max_answer_tokens=m.max_answer_tokens, temperature=m.temperature), dtype=dtype)
     reasoner.model.to(device)
     agents: dict[str, Any] = {"reasoner": TrainableReasoner(reasoner)}
     if learner.env_planner:

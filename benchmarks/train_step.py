@@ -58,7 +58,7 @@ class Config:
 def _problem():
     from rsim_env.problems import reasoning_gym_problems
 
-    return reasoning_gym_problems(size=1, seed=0)[0]
+    return reasoning_gym_problems(size=2, seed=0)[0]
 
 
 def run_ours(cfg: Config) -> dict:
@@ -76,8 +76,8 @@ def run_ours(cfg: Config) -> dict:
                        reasoner_optim=OptimConfig(lr=cfg.lr))
     acc = make_accelerator(tcfg)
     set_seed(cfg.seed)
-    reasoner = Reasoner.from_spec(cfg.model, ReasonerConfig(max_step_tokens=cfg.completion_tokens,
-                                                            stop_at_delimiter=False))
+    reasoner = Reasoner.from_spec(cfg.model, ReasonerConfig(
+        max_step_tokens=cfg.completion_tokens, max_answer_tokens=cfg.completion_tokens, stop_at_delimiter=False))
     trainer = Trainer(tcfg, GRPOBaseline(), {"reasoner": TrainableReasoner(reasoner)}, [_problem()], acc)
     times, tokens = [], []
     for _ in range(cfg.steps):

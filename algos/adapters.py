@@ -46,18 +46,16 @@ class TrainableReasoner:
 
 
 class TrainablePlanner:
-    """Wraps the LLM planner (``agents.planner.Planner``): one advantage per decision.
+    """Wraps :class:`agents.planner.Planner` (an ``nn.Module``: backbone + head): one advantage per decision.
 
-    Expects the planner to expose ``model`` (backbone + head, an ``nn.Module``) and
-    ``decision_logprobs(records) -> (logp [B, T], mask [B, T])`` (or ``-> Scored``-like), scoring
-    every decision of a trajectory in one forward pass.
+    All decisions of a trajectory are scored in one forward (``Planner.trajectory_logprobs``).
     """
 
     role = "planner"
 
     def __init__(self, planner: Any) -> None:
         self.inner = planner
-        self.module: torch.nn.Module = planner.model
+        self.module: torch.nn.Module = planner
 
     def reset(self, num_copies: int) -> None:
         self.inner.reset(num_copies)
@@ -69,9 +67,5 @@ class TrainablePlanner:
         return self.inner.records()
 
     def score(self, records: Sequence[dict[str, Any]]) -> Scored:
-        out = self.inner.decision_logprobs(records)
-        if isinstance(out, Scored):
-            return out
-        if isinstance(out, dict):
-            return Scored(out["logp"], out["mask"], out.get("entropy"))
-        return Scored(*out)
+        logp, valid = self.inner.trajectory_logprobs(records)
+        return Scored(logp, valid, None)

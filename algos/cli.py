@@ -69,18 +69,18 @@ def build_agents(cfg: RunConfig, learner: Any, device: Any) -> dict[str, Any]:
     from .adapters import TrainablePlanner, TrainableReasoner
 
     dtype = getattr(torch, m.dtype)
-    reasoner = Reasoner.from_spec(m.reasoner, ReasonerConfig(max_step_tokens=m.max_step_tokens,
-                                                            temperature=m.temperature), dtype=dtype)
+    reasoner = Reasoner.from_spec(m.reasoner, ReasonerConfig(
+        max_step_tokens=m.max_step_tokens, max_answer_tokens=m.max_answer_tokens, temperature=m.temperature), dtype=dtype)
     reasoner.model.to(device)
     agents: dict[str, Any] = {"reasoner": TrainableReasoner(reasoner)}
     if learner.env_planner:
         try:
-            from agents.planner import Planner  # type: ignore[import-not-found]
+            from agents.planner import Planner, PlannerConfig
         except ImportError as e:
             raise ValueError("learner needs the LLM planner (agents/planner.py), which is not in this checkout yet; "
                              "use --learner grpo, or model.planner=tiny with model.reasoner=tiny.") from e
-        planner = Planner.from_spec(m.planner, dtype=dtype)
-        planner.model.to(device)
+        planner = Planner.from_spec(m.planner, PlannerConfig(temperature=m.temperature), dtype=dtype)
+        planner.to(device)
         agents["planner"] = TrainablePlanner(planner)
     return agents
 

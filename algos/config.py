@@ -29,6 +29,8 @@ class ModelConfig:
     """Same choices as planner; "tiny" needs planner "tiny" too."""
     max_step_tokens: int = 64
     """Reasoner token cap per step."""
+    max_answer_tokens: int = 512
+    """Reasoner token cap of the single answer turn when there is no planner (learner "grpo")."""
     temperature: float = 1.0
     """Sampling temperature of both agents during training."""
     dtype: str = "float32"
@@ -38,8 +40,9 @@ class ModelConfig:
         if (self.planner == "tiny") != (self.reasoner == "tiny"):
             raise ValueError(f"ModelConfig.planner={self.planner!r} / reasoner={self.reasoner!r}: the tiny toy agents "
                              "only work together; set both to 'tiny' or neither.")
-        if self.max_step_tokens < 1:
-            raise ValueError(f"ModelConfig.max_step_tokens={self.max_step_tokens!r} is invalid: use an int >= 1.")
+        for f in ("max_step_tokens", "max_answer_tokens"):
+            if getattr(self, f) < 1:
+                raise ValueError(f"ModelConfig.{f}={getattr(self, f)!r} is invalid: use an int >= 1.")
         if not self.temperature > 0:
             raise ValueError(f"ModelConfig.temperature={self.temperature!r} is invalid: use a positive float.")
         if self.dtype not in ("float32", "bfloat16"):
@@ -100,7 +103,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "train.planner_optim.lr": 1e-2, "train.reasoner_optim.lr": 1e-2, "schedule.stage1_steps": 2,
     },
     "demo": {  # a few minutes on a CPU with the embedded SmolLM2-135M for both agents
-        "model.planner": "default", "model.reasoner": "default", "model.max_step_tokens": 32,
+        "model.planner": "default", "model.reasoner": "default", "model.max_step_tokens": 32, "model.max_answer_tokens": 96,
         "data.source": "reasoning_gym", "data.size": 64, "train.steps": 8, "train.groups_per_step": 1,
         "train.grpo.group_size": 4, "train.grpo.max_length": 96, "train.env_max_steps": 3,
         "train.planner_optim.lr": 1e-4, "train.reasoner_optim.lr": 1e-5, "train.output_dir": "runs/demo",
@@ -108,7 +111,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "paper": {  # GPUs: Qwen2.5-0.5B-Instruct planner and reasoner on GSM8K, two-stage lambda schedule
         "model.planner": "Qwen/Qwen2.5-0.5B-Instruct", "model.reasoner": "Qwen/Qwen2.5-0.5B-Instruct",
-        "model.max_step_tokens": 256, "model.dtype": "bfloat16", "data.source": "gsm8k", "data.size": 7473,
+        "model.max_step_tokens": 256, "model.max_answer_tokens": 1024, "model.dtype": "bfloat16", "data.source": "gsm8k", "data.size": 7473,
         "train.steps": 1000, "train.groups_per_step": 32, "train.grpo.group_size": 8, "train.grpo.max_length": 2048,
         "train.grpo.kl_coef": 0.04, "train.env_max_steps": 8, "train.planner_optim.lr": 1e-6,
         "train.reasoner_optim.lr": 1e-6, "train.planner_optim.warmup_steps": 20, "train.reasoner_optim.warmup_steps": 20,

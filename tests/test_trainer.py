@@ -149,3 +149,24 @@ def test_two_processes_under_accelerate_launch(tmp_path):
     assert (ckpt / "rng.0.safetensors").is_file() and (ckpt / "rng.1.safetensors").is_file()
     assert json.loads((ckpt / "state.json").read_text())["num_processes"] == 2
     assert p.stdout.count('"steps": 2') == 1  # one main process printed the summary: a real 2-process group
+
+
+def test_num_iterations_reuses_rollout_batch(tmp_path):
+    out = main(_cfg(tmp_path, **{"train.grpo.num_iterations": 3, "train.steps": 1}))
+    m = out["history"][0]
+    # passes 2 and 3 see a ratio != 1 against the kept old log-probs, so approx_kl is positive
+    assert m["reasoner/approx_kl"] > 0 and m["planner/approx_kl"] > 0
+
+
+def test_kl_to_frozen_reference(tmp_path):
+    out = main(_cfg(tmp_path, **{"train.grpo.kl_coef": 0.1, "train.steps": 2}))
+    assert "reasoner/kl" in out["history"][0]
+    assert out["history"][0]["reasoner/kl"] == pytest.approx(0.0, abs=1e-6)  # step 0: policy == reference
+    assert out["history"][1]["reasoner/kl"] > 0
+
+
+@pytest.mark.slow
+def test_demo_preset_one_step(tmp_path):
+    """The embedded SmolLM2-135M for both agents (minutes on a CPU)."""
+    out = main(resolve("demo", {"train.output_dir": str(tmp_path), "train.steps": 1, "train.progress": False}))
+    assert out["steps"] == 1 and "reasoner/reward" in _scalars(tmp_path)

@@ -90,7 +90,7 @@ class KVBatch:
     """A batch of conversations sharing one KV cache; feed each row any number of new tokens.
 
     Args:
-        model: A causal LM (``logits_to_keep`` supported) in eval mode.
+        model: A causal LM (``logits_to_keep`` supported) or a bare backbone, in eval mode.
         num_rows: Conversations in the batch (row ``i`` starts as conversation ``i``).
         pad_id: Token id used for holes (never attended to).
         kind / capacity: See :func:`make_cache`.
@@ -106,6 +106,8 @@ class KVBatch:
         self.positions = torch.zeros(num_rows, dtype=torch.long, device=self.device)  # real tokens seen
         self._mask = torch.zeros(num_rows, capacity, dtype=torch.bool, device=self.device)
         self.columns = 0
+        output_embeddings = getattr(model, "get_output_embeddings", None)  # None on test fakes: treat as an LM
+        self.is_lm = output_embeddings is None or output_embeddings() is not None
 
     def keep(self, conversations: Sequence[int]) -> None:
         """Drop every row whose conversation is not in ``conversations`` (they never come back)."""
@@ -127,11 +129,11 @@ class KVBatch:
         return self.rows.index(conversation)
 
     def feed(self, new_tokens: Sequence[Sequence[int]]) -> torch.Tensor:
-        """Append ``new_tokens[r]`` to row ``r`` (may be empty); return the last-position logits.
+        """Append ``new_tokens[r]`` to row ``r`` (may be empty); return the last-position output.
 
         Returns:
-            ``[rows, vocab]`` float logits after each row's last new token (meaningless for rows
-            fed nothing).
+            ``[rows, vocab]`` float logits (causal LM) or ``[rows, hidden]`` last hidden states
+            (backbone) after each row's last new token (meaningless for rows fed nothing).
         """
         if len(new_tokens) != len(self.rows):
             raise ValueError(f"feed() needs one token list per row ({len(self.rows)}), got {len(new_tokens)}")
@@ -155,8 +157,9 @@ class KVBatch:
             grown[:, : self.columns] = self._mask[:, : self.columns]
             self._mask = grown
         self._mask[:, self.columns : end] = real
+        extra = {"logits_to_keep": 1} if self.is_lm else {}
         out = self.model(input_ids=ids, attention_mask=self._mask[:, :end], position_ids=position_ids,
-                         cache=self.cache, use_cache=True, logits_to_keep=1)
+                         cache=self.cache, use_cache=True, **extra)
         self.columns = end
         self.positions = self.positions + real.sum(1)
-        return out.logits[:, -1, :].float()
+        return (out.logits if self.is_lm else out.last_hidden_state)[:, -1, :].float()

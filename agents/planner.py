@@ -46,6 +46,9 @@ class PlannerConfig:
     """Std of the freshly initialised head's weights (bias starts at 0)."""
     seed: int | None = None
     """Seed of the sampling generator (None: torch's global RNG)."""
+    use_cache: bool = True
+    """Keep a KV cache across rounds in :meth:`Planner.act` (feed only new segments) instead of
+    re-encoding every context; decisions are the same either way."""
 
     def __post_init__(self):
         if not self.temperature > 0:
@@ -56,6 +59,7 @@ class PlannerConfig:
 class _Trajectory:
     ids: list[int] = field(default_factory=list)
     segments: int = 0  # finished rounds already appended to ids
+    fed: int = 0  # ids[:fed] are in the planner's KV cache (use_cache=True)
     positions: list[int] = field(default_factory=list)
     actions: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
@@ -153,6 +157,7 @@ class Planner(torch.nn.Module):
         """Forget all trajectories; the next :meth:`act` starts ``num_copies`` new ones."""
         self.num_copies = num_copies
         self._trajs = [_Trajectory() for _ in range(num_copies)]
+        self._kv = None
         if seed is not None:
             self.generator = torch.Generator(self.device).manual_seed(seed)
 
@@ -182,7 +187,10 @@ class Planner(torch.nn.Module):
         if any(m.shape != (k,) or not m.any() for m in masks):
             raise ValueError(f"action_mask must have shape ({k},) with at least one allowed action")
         with torch.inference_mode():
-            logits = self.strategy_logits(contexts, [[len(c) - 1] for c in contexts])[:, 0]
+            if self.config.use_cache:
+                logits = self._cached_logits(copy_ids)
+            else:
+                logits = self.strategy_logits(contexts, [[len(c) - 1] for c in contexts])[:, 0]
             mask_t = torch.as_tensor(np.stack(masks), device=logits.device)
             logp = self._logprobs(logits, mask_t)
             if self.config.greedy:
@@ -197,6 +205,22 @@ class Planner(torch.nn.Module):
             traj.logprobs.append(lp)
             traj.action_masks.append(m.tolist())
         return actions.tolist()
+
+    def _cached_logits(self, copy_ids: Sequence[int]) -> torch.Tensor:
+        """Head logits for each copy's current context, feeding the cache only the new segments."""
+        from .kv import KVBatch
+
+        if self._kv is None:
+            self._kv = KVBatch(self.backbone, self.num_copies, self.pad_id, "prealloc", 512)
+        self._kv.keep(copy_ids)
+        feeds = []
+        for c in self._kv.rows:
+            traj = self._trajs[c]
+            feeds.append(traj.ids[traj.fed:])
+            traj.fed = len(traj.ids)
+        hidden = self._kv.feed(feeds)
+        order = {c: r for r, c in enumerate(self._kv.rows)}
+        return self.head(hidden[[order[c] for c in copy_ids]])
 
     def records(self) -> list[dict[str, Any]]:
         """Per copy: ``input_ids`` (header + finished segments), ``positions`` (last context token of

@@ -13,6 +13,10 @@ step delimiter (``render.STEP_DELIMITER``) or ``max_step_tokens`` tokens. Specia
 chat markers) are suppressed, so the assistant message stays one open message, as ``render``
 describes it. The text returned to the environment is the step before the delimiter, stripped.
 
+No-planner mode (``env(planner=False)``, the GRPO baseline) is recognised from the observation's
+render-built prompt: the chat then uses the no-planner system prompt and the single turn writes the
+whole answer (up to ``max_answer_tokens``, no delimiter stop).
+
 The record of a copy (:meth:`Reasoner.records`) is exactly what was fed/sampled, with a mask of
 generated tokens and their log-probs (convention in :mod:`agents.sampling`); learners recompute
 log-probs with :meth:`Reasoner.token_logprobs` (gradients flow) and apply advantages where

@@ -161,3 +161,11 @@ def test_save_load_round_trip(tmp_path):
 def test_load_rejects_a_non_planner_dir(tmp_path):
     with pytest.raises(FileNotFoundError, match="planner.json"):
         Planner.from_pretrained(tmp_path)
+
+
+def test_cached_act_matches_reencoding_act():
+    cached = play(make_planner(use_cache=True), 3)
+    plain = play(make_planner(use_cache=False), 3)
+    for a, b in zip(cached, plain):
+        assert a["actions"] == b["actions"] and a["input_ids"] == b["input_ids"]
+        assert a["logprobs"] == pytest.approx(b["logprobs"], abs=1e-5)

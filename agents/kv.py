@@ -1,0 +1,165 @@
+"""Batched, resumable KV cache for multi-turn decoding over many conversations at once.
+
+Layout ("shared columns with holes"): one cache holds every live conversation as one batch row.
+Each forward appends the same number of *columns* to every row; a row that has fewer new tokens
+than the widest row gets pad tokens that the attention mask hides (holes). Each row keeps its own
+position counter, so RoPE positions count only real tokens and a row's logits are exactly what
+the model would give for that row alone (tested against re-encoding). Rows whose conversation
+ended are dropped from the batch (:meth:`KVBatch.keep`).
+
+:class:`PreallocLayer` replaces ``DynamicLayer``'s per-step ``torch.cat`` (which copies the whole
+cache every token; ~13 % of a batch-16 step on CPU) with a buffer that doubles when full and is
+written in place; attention reads a view of the filled part.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from transformers import DynamicCache, PreTrainedModel
+from transformers.cache_utils import DynamicLayer
+
+__all__ = ["PreallocLayer", "make_cache", "KVBatch"]
+
+
+class PreallocLayer(DynamicLayer):
+    """One layer's K/V in a preallocated ``[batch, heads, capacity, head_dim]`` buffer."""
+
+    def __init__(self, capacity: int = 512, **kwargs):
+        super().__init__()
+        self.capacity = capacity
+        self.length = 0
+        self._k: torch.Tensor | None = None
+        self._v: torch.Tensor | None = None
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        self.device = key_states.device
+        b, h, _, _ = key_states.shape
+        self._k = key_states.new_zeros(b, h, self.capacity, key_states.shape[-1])
+        self._v = value_states.new_zeros(b, h, self.capacity, value_states.shape[-1])
+        self.is_initialized = True
+
+    def _grow(self, needed: int) -> None:
+        cap = max(needed, 2 * self._k.shape[2])
+        for name in ("_k", "_v"):
+            old = getattr(self, name)
+            new = old.new_zeros(*old.shape[:2], cap, old.shape[-1])
+            new[:, :, : self.length] = old[:, :, : self.length]
+            setattr(self, name, new)
+
+    def _refresh_views(self) -> None:
+        self.keys = self._k[:, :, : self.length]
+        self.values = self._v[:, :, : self.length]
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        end = self.length + key_states.shape[-2]
+        if end > self._k.shape[2]:
+            self._grow(end)
+        self._k[:, :, self.length : end] = key_states
+        self._v[:, :, self.length : end] = value_states
+        self.length = end
+        self._refresh_views()
+        return self.keys, self.values
+
+    def get_seq_length(self) -> int:
+        return self.length
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        if self.is_initialized:
+            self._k, self._v = self._k[indices], self._v[indices]
+            self._refresh_views()
+
+    def crop(self, tokens_to_remove: int) -> None:
+        raise NotImplementedError("PreallocLayer does not support crop(); rSIM never rewinds a conversation.")
+
+
+def make_cache(model: PreTrainedModel, kind: str = "prealloc", capacity: int = 512) -> DynamicCache:
+    """A ``DynamicCache`` for ``model``; ``kind="prealloc"`` swaps in :class:`PreallocLayer` layers."""
+    cache = DynamicCache(config=model.config)
+    if kind == "prealloc":
+        cache.layers = [PreallocLayer(capacity) for _ in range(len(cache.layers))]
+    elif kind != "dynamic":
+        raise ValueError(f"cache kind must be 'prealloc' or 'dynamic', got {kind!r}")
+    return cache
+
+
+class KVBatch:
+    """A batch of conversations sharing one KV cache; feed each row any number of new tokens.
+
+    Args:
+        model: A causal LM (``logits_to_keep`` supported) or a bare backbone, in eval mode.
+        num_rows: Conversations in the batch (row ``i`` starts as conversation ``i``).
+        pad_id: Token id used for holes (never attended to).
+        kind / capacity: See :func:`make_cache`.
+    """
+
+    def __init__(self, model: PreTrainedModel, num_rows: int, pad_id: int, kind: str = "prealloc",
+                 capacity: int = 512):
+        self.model = model
+        self.pad_id = pad_id
+        self.device = next(model.parameters()).device
+        self.cache = make_cache(model, kind, capacity)
+        self.rows = list(range(num_rows))  # conversation id of each batch row
+        self.positions = torch.zeros(num_rows, dtype=torch.long, device=self.device)  # real tokens seen
+        self._mask = torch.zeros(num_rows, capacity, dtype=torch.bool, device=self.device)
+        self.columns = 0
+        output_embeddings = getattr(model, "get_output_embeddings", None)  # None on test fakes: treat as an LM
+        self.is_lm = output_embeddings is None or output_embeddings() is not None
+
+    def keep(self, conversations: Sequence[int]) -> None:
+        """Drop every row whose conversation is not in ``conversations`` (they never come back)."""
+        wanted = set(conversations)
+        missing = wanted - set(self.rows)
+        if missing:
+            raise ValueError(f"conversations {sorted(missing)} are not in this batch (already dropped or unknown)")
+        if len(wanted) == len(self.rows):
+            return
+        idx = [i for i, c in enumerate(self.rows) if c in wanted]
+        index = torch.tensor(idx, device=self.device)
+        self.rows = [self.rows[i] for i in idx]
+        self.positions = self.positions[index]
+        self._mask = self._mask[index]
+        if self.columns:
+            self.cache.batch_select_indices(index)
+
+    def row_of(self, conversation: int) -> int:
+        return self.rows.index(conversation)
+
+    def feed(self, new_tokens: Sequence[Sequence[int]]) -> torch.Tensor:
+        """Append ``new_tokens[r]`` to row ``r`` (may be empty); return the last-position output.
+
+        Returns:
+            ``[rows, vocab]`` float logits (causal LM) or ``[rows, hidden]`` last hidden states
+            (backbone) after each row's last new token (meaningless for rows fed nothing).
+        """
+        if len(new_tokens) != len(self.rows):
+            raise ValueError(f"feed() needs one token list per row ({len(self.rows)}), got {len(new_tokens)}")
+        width = max(len(t) for t in new_tokens)
+        if width == 0:
+            raise ValueError("feed() got no tokens for any row")
+        n = len(self.rows)
+        ids = torch.full((n, width), self.pad_id, dtype=torch.long)
+        real = torch.zeros(n, width, dtype=torch.bool)
+        for r, toks in enumerate(new_tokens):  # right-align: each row's last token is in the last column
+            if toks:
+                ids[r, width - len(toks):] = torch.as_tensor(list(toks), dtype=torch.long)
+                real[r, width - len(toks):] = True
+        ids, real = ids.to(self.device), real.to(self.device)
+        # positions: real tokens continue the row's count; holes reuse a harmless in-range value
+        offsets = (real.long().cumsum(1) - 1).clamp(min=0)
+        position_ids = self.positions[:, None] + offsets
+        end = self.columns + width
+        if end > self._mask.shape[1]:
+            grown = torch.zeros(n, max(end, 2 * self._mask.shape[1]), dtype=torch.bool, device=self.device)
+            grown[:, : self.columns] = self._mask[:, : self.columns]
+            self._mask = grown
+        self._mask[:, self.columns : end] = real
+        extra = {"logits_to_keep": 1} if self.is_lm else {}
+        out = self.model(input_ids=ids, attention_mask=self._mask[:, :end], position_ids=position_ids,
+                         cache=self.cache, use_cache=True, **extra)
+        self.columns = end
+        self.positions = self.positions + real.sum(1)
+        return (out.logits if self.is_lm else out.last_hidden_state)[:, -1, :].float()

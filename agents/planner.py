@@ -1,0 +1,278 @@
+"""LLM planner: a decoder-only backbone + ``Linear(hidden, 9)`` head on the last token.
+
+Token layout of one copy's trajectory (built from ids, never by re-tokenising joined text)::
+
+    ids(planner_header(q)) + ids(planner_segment(0, p0, z0)) + ids(planner_segment(1, p1, z1)) + ...
+
+The context of the decision at round ``t`` is the header plus segments ``0..t-1``, a token-prefix
+of every later context; its strategy logits come from the hidden state of its last token. So the
+log-probs of *all* decisions of a trajectory come from one causal forward over the longest
+context (:meth:`Planner.trajectory_logprobs`), gathering hidden states at the recorded
+``positions`` — equal to scoring each round separately (tested).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from rsim_env.render import planner_header, planner_segment
+from rsim_env.strategies import NUM_STRATEGIES
+
+__all__ = ["PlannerConfig", "Planner"]
+
+_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    """How the planner picks strategies."""
+
+    greedy: bool = False
+    """Argmax at inference; False samples (training rollouts)."""
+    temperature: float = 1.0
+    """Softmax temperature of the strategy distribution (sampling and recorded log-probs)."""
+    head_init_std: float = 0.02
+    """Std of the freshly initialised head's weights (bias starts at 0)."""
+    seed: int | None = None
+    """Seed of the sampling generator (None: torch's global RNG)."""
+    use_cache: bool = True
+    """Keep a KV cache across rounds in :meth:`Planner.act` (feed only new segments) instead of
+    re-encoding every context; decisions are the same either way."""
+
+    def __post_init__(self):
+        if not self.temperature > 0:
+            raise ValueError(f"temperature must be > 0 (use greedy=True for argmax), got {self.temperature}")
+
+
+@dataclass
+class _Trajectory:
+    ids: list[int] = field(default_factory=list)
+    segments: int = 0  # finished rounds already appended to ids
+    fed: int = 0  # ids[:fed] are in the planner's KV cache (use_cache=True)
+    positions: list[int] = field(default_factory=list)
+    actions: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    action_masks: list[list[int]] = field(default_factory=list)
+
+
+class Planner(torch.nn.Module):
+    """Strategy policy implementing :class:`agents.base.Policy` (role ``"planner"``)."""
+
+    role = "planner"
+
+    def __init__(self, backbone: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+                 config: PlannerConfig | None = None, num_strategies: int = NUM_STRATEGIES):
+        super().__init__()
+        self.backbone = backbone
+        self.tokenizer = tokenizer
+        self.config = config or PlannerConfig()
+        self.head = torch.nn.Linear(backbone.config.hidden_size, num_strategies)
+        with torch.no_grad():
+            self.head.weight.normal_(0.0, self.config.head_init_std)
+            self.head.bias.zero_()
+        self.head.to(next(backbone.parameters()).device)
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.generator = None
+        if self.config.seed is not None:
+            self.generator = torch.Generator(self.device).manual_seed(self.config.seed)
+        self.reset(0)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.backbone.parameters()).device
+
+    @classmethod
+    def from_spec(cls, spec: str = "default", config: PlannerConfig | None = None,
+                  dtype: torch.dtype = torch.float32) -> "Planner":
+        """Fresh planner (new head) on the backbone of ``spec`` (see :mod:`agents.loading`)."""
+        from .loading import load_backbone
+
+        return cls(*load_backbone(spec, dtype=dtype), config=config)
+
+    # ------------------------------------------------------------------------------ scoring
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def strategy_logits(self, sequences: Sequence[Sequence[int]], positions: Sequence[Sequence[int]]) -> torch.Tensor:
+        """Head logits at ``positions[r]`` of ``sequences[r]``, one right-padded forward.
+
+        Returns:
+            ``[rows, max_positions, num_strategies]`` (rows with fewer positions are zero-padded).
+        """
+        n, width = len(sequences), max(len(s) for s in sequences)
+        ids = torch.full((n, width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros(n, width, dtype=torch.long)
+        for r, s in enumerate(sequences):
+            ids[r, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
+            mask[r, : len(s)] = 1
+        hidden = self.backbone(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                               use_cache=False).last_hidden_state
+        t_max = max(len(p) for p in positions)
+        rows = torch.tensor([r for r, p in enumerate(positions) for _ in p], device=self.device)
+        cols = torch.tensor([i for p in positions for i in p], device=self.device)
+        gathered = self.head(hidden[rows, cols].float())
+        out = gathered.new_zeros(n, t_max, gathered.shape[-1])
+        slot = torch.tensor([j for p in positions for j in range(len(p))], device=self.device)
+        out[rows, slot] = gathered
+        return out
+
+    def _logprobs(self, logits: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+        logits = (logits / self.config.temperature).masked_fill(masks == 0, float("-inf"))
+        return torch.log_softmax(logits, dim=-1)
+
+    def trajectory_logprobs(self, records: Sequence[dict[str, Any]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probs of the recorded actions of whole trajectories, one forward (gradients flow).
+
+        Returns:
+            ``(logp, valid)``: ``[rows, max_decisions]`` log-probs and a 0/1 float mask of real decisions.
+        """
+        logits = self.strategy_logits([r["input_ids"] for r in records], [r["positions"] for r in records])
+        n, t_max, k = logits.shape
+        masks = torch.ones(n, t_max, k, dtype=torch.int8, device=logits.device)
+        actions = torch.zeros(n, t_max, dtype=torch.long, device=logits.device)
+        valid = torch.zeros(n, t_max, device=logits.device)
+        for r, rec in enumerate(records):
+            t = len(rec["actions"])
+            masks[r, :t] = torch.as_tensor(np.asarray(rec["action_masks"], dtype=np.int8), device=logits.device)
+            actions[r, :t] = torch.as_tensor(rec["actions"], device=logits.device)
+            valid[r, :t] = 1
+        logp = self._logprobs(logits, masks).gather(-1, actions[..., None]).squeeze(-1)
+        return torch.where(valid.bool(), logp, torch.zeros_like(logp)), valid
+
+    # ------------------------------------------------------------------------------ Policy API
+
+    def reset(self, num_copies: int, seed: int | None = None) -> None:
+        """Forget all trajectories; the next :meth:`act` starts ``num_copies`` new ones."""
+        self.num_copies = num_copies
+        self._trajs = [_Trajectory() for _ in range(num_copies)]
+        self._kv = None
+        if seed is not None:
+            self.generator = torch.Generator(self.device).manual_seed(seed)
+
+    def _context(self, copy: int, obs: dict[str, Any]) -> list[int]:
+        traj = self._trajs[copy]
+        steps, plans = obs["steps"], obs["strategies"]
+        if int(obs["round"]) != len(traj.actions) or len(steps) != len(traj.actions):
+            raise ValueError(f"copy {copy}: observation is for round {obs['round']} with {len(steps)} steps, but this "
+                             f"planner has made {len(traj.actions)} decisions; call reset() before every rollout")
+        if not traj.ids:
+            traj.ids = self.encode(planner_header(obs["question"]))
+        for i in range(traj.segments, len(steps)):
+            traj.ids += self.encode(planner_segment(i, int(plans[i]), steps[i]))
+        traj.segments = len(steps)
+        return traj.ids
+
+    def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[int]:
+        """Choose a strategy for every listed copy (one batched forward)."""
+        if len(copy_ids) != len(observations):
+            raise ValueError(f"act() got {len(copy_ids)} copy ids but {len(observations)} observations")
+        bad = [c for c in copy_ids if not 0 <= c < self.num_copies]
+        if bad:
+            raise ValueError(f"copy ids {bad} outside range({self.num_copies}); call reset(num_copies) first")
+        contexts = [self._context(c, o) for c, o in zip(copy_ids, observations)]
+        k = self.head.out_features
+        masks = [np.asarray(o.get("action_mask", np.ones(k, np.int8)), dtype=np.int8) for o in observations]
+        if any(m.shape != (k,) or not m.any() for m in masks):
+            raise ValueError(f"action_mask must have shape ({k},) with at least one allowed action")
+        with torch.inference_mode():
+            if self.config.use_cache:
+                logits = self._cached_logits(copy_ids)
+            else:
+                logits = self.strategy_logits(contexts, [[len(c) - 1] for c in contexts])[:, 0]
+            mask_t = torch.as_tensor(np.stack(masks), device=logits.device)
+            logp = self._logprobs(logits, mask_t)
+            if self.config.greedy:
+                actions = logp.argmax(-1)
+            else:
+                actions = torch.multinomial(logp.exp(), 1, generator=self.generator).squeeze(-1)
+            chosen = logp.gather(-1, actions[:, None]).squeeze(-1)
+        for c, ctx, a, lp, m in zip(copy_ids, contexts, actions.tolist(), chosen.tolist(), masks):
+            traj = self._trajs[c]
+            traj.positions.append(len(ctx) - 1)
+            traj.actions.append(a)
+            traj.logprobs.append(lp)
+            traj.action_masks.append(m.tolist())
+        return actions.tolist()
+
+    def _cached_logits(self, copy_ids: Sequence[int]) -> torch.Tensor:
+        """Head logits for each copy's current context, feeding the cache only the new segments."""
+        from .kv import KVBatch
+
+        if self._kv is None:
+            self._kv = KVBatch(self.backbone, self.num_copies, self.pad_id, "prealloc", 512)
+        self._kv.keep(copy_ids)
+        feeds = []
+        for c in self._kv.rows:
+            traj = self._trajs[c]
+            feeds.append(traj.ids[traj.fed:])
+            traj.fed = len(traj.ids)
+        hidden = self._kv.feed(feeds)
+        order = {c: r for r, c in enumerate(self._kv.rows)}
+        return self.head(hidden[[order[c] for c in copy_ids]])
+
+    def records(self) -> list[dict[str, Any]]:
+        """Per copy: ``input_ids`` (header + finished segments), ``positions`` (last context token of
+        each decision), ``actions``, ``logprobs`` (at sampling time), ``action_masks``, ``temperature``.
+        Feed them to :meth:`trajectory_logprobs` to recompute with gradients."""
+        return [dict(input_ids=list(t.ids), positions=list(t.positions), actions=list(t.actions),
+                     logprobs=list(t.logprobs), action_masks=[list(m) for m in t.action_masks],
+                     temperature=self.config.temperature) for t in self._trajs]
+
+    # ------------------------------------------------------------------------------ persistence
+
+    def save_pretrained(self, path: str | os.PathLike) -> Path:
+        """Write ``backbone/`` (HF format + tokenizer), ``head.safetensors`` and ``planner.json``.
+
+        Written to a temporary sibling directory and renamed into place, so a crash never leaves a
+        half-saved planner at ``path``.
+        """
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
+        try:
+            self.backbone.save_pretrained(tmp / "backbone", safe_serialization=True)
+            self.tokenizer.save_pretrained(tmp / "backbone")
+            save_file({k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()},
+                      tmp / "head.safetensors")
+            meta = dict(format=_FORMAT, num_strategies=self.head.out_features,
+                        hidden_size=self.head.in_features, config=asdict(self.config))
+            (tmp / "planner.json").write_text(json.dumps(meta, indent=2))
+            old = path.with_name(f".{path.name}.old")
+            if path.exists():
+                shutil.rmtree(old, ignore_errors=True)
+                os.replace(path, old)
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return path
+
+    @classmethod
+    def from_pretrained(cls, path: str | os.PathLike, config: PlannerConfig | None = None,
+                        dtype: torch.dtype = torch.float32) -> "Planner":
+        """Load a planner written by :meth:`save_pretrained` (``config`` overrides the saved one)."""
+        path = Path(path)
+        meta_file = path / "planner.json"
+        if not meta_file.is_file():
+            raise FileNotFoundError(f"{path} is not a saved planner (no planner.json); save one with "
+                                    f"Planner.save_pretrained(path)")
+        meta = json.loads(meta_file.read_text())
+        if meta.get("format") != _FORMAT:
+            raise ValueError(f"{meta_file}: planner format {meta.get('format')!r}, this code reads {_FORMAT}")
+        backbone = AutoModel.from_pretrained(path / "backbone", dtype=dtype)
+        tokenizer = AutoTokenizer.from_pretrained(path / "backbone")
+        planner = cls(backbone, tokenizer, config or PlannerConfig(**meta["config"]), meta["num_strategies"])
+        planner.head.load_state_dict(load_file(path / "head.safetensors", device=str(planner.device)))
+        return planner

@@ -1,0 +1,259 @@
+"""LLM reasoner: writes one step per turn for a batch of conversations, keeping the KV cache.
+
+Each conversation's token sequence is built only from ids — never by re-tokenising decoded text::
+
+    chat_template(system, user=question, generation prompt)      # prompt, fed at round 0
+    + ids(injection_0) + generated_0 [+ ids("\\n\\n") if step 0 hit the token cap]
+    + ids(injection_1) + generated_1 ...
+
+Per round, :meth:`Reasoner.act` feeds every live conversation only its *new* tokens (the last
+sampled token of the previous step, the delimiter if needed, the injection) in one batched
+forward, then decodes all rows in lockstep, one forward per token, until each row has written the
+step delimiter (``render.STEP_DELIMITER``) or ``max_step_tokens`` tokens. Special tokens (EOS,
+chat markers) are suppressed, so the assistant message stays one open message, as ``render``
+describes it. The text returned to the environment is the step before the delimiter, stripped.
+
+No-planner mode (``env(planner=False)``, the GRPO baseline) is recognised from the observation's
+render-built prompt: the chat then uses the no-planner system prompt and the single turn writes the
+whole answer (up to ``max_answer_tokens``, no delimiter stop).
+
+The record of a copy (:meth:`Reasoner.records`) is exactly what was fed/sampled, with a mask of
+generated tokens and their log-probs (convention in :mod:`agents.sampling`); learners recompute
+log-probs with :meth:`Reasoner.token_logprobs` (gradients flow) and apply advantages where
+``gen_mask`` is 1 — never on prompt or injected tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from rsim_env.render import STEP_DELIMITER, chat_to_text, no_planner_chat, reasoner_chat
+
+from .kv import KVBatch
+from .sampling import masked_logprobs, sample, token_logprobs
+
+__all__ = ["ReasonerConfig", "Reasoner", "collate"]
+
+
+@dataclass(frozen=True)
+class ReasonerConfig:
+    """How the reasoner decodes."""
+
+    max_step_tokens: int = 96
+    """Token cap per step; a capped step is followed by a fed (not generated) delimiter."""
+    temperature: float = 1.0
+    """Sampling temperature (also the temperature of the recorded log-probs)."""
+    top_p: float = 1.0
+    """Nucleus sampling mass (1.0 = off). Does not change the recorded log-probs."""
+    greedy: bool = False
+    """Argmax decoding (evaluation); records temperature-1 log-probs."""
+    stop_at_delimiter: bool = True
+    """End a step at the delimiter; False writes exactly ``max_step_tokens`` per step (benchmarks)."""
+    suppress_special_tokens: bool = True
+    """Never sample EOS / chat-marker tokens inside the assistant message."""
+    cache: str = "prealloc"
+    """KV cache layers: ``"prealloc"`` (in-place, doubling buffer) or ``"dynamic"`` (HF DynamicCache)."""
+    cache_capacity: int = 512
+    """Initial cache columns (grows by doubling)."""
+    max_answer_tokens: int = 512
+    """Token cap of the single turn in no-planner mode (``env(planner=False)``, GRPO baseline)."""
+    seed: int | None = None
+    """Seed of the sampling generator (None: torch's global RNG)."""
+
+    def __post_init__(self):
+        if self.max_answer_tokens < 1:
+            raise ValueError(f"max_answer_tokens must be >= 1, got {self.max_answer_tokens}")
+        if self.max_step_tokens < 1:
+            raise ValueError(f"max_step_tokens must be >= 1, got {self.max_step_tokens}")
+        if not self.temperature > 0:
+            raise ValueError(f"temperature must be > 0 (use greedy=True for argmax), got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.cache not in ("prealloc", "dynamic"):
+            raise ValueError(f"cache must be 'prealloc' or 'dynamic', got {self.cache!r}")
+
+
+@dataclass
+class _Conversation:
+    ids: list[int] = field(default_factory=list)
+    gen_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    fed: int = 0  # ids[:fed] are in the KV cache; ids[fed:] is the pending last sampled token
+    prompt_len: int = 0
+    step_spans: list[tuple[int, int]] = field(default_factory=list)
+    needs_delimiter: bool = False
+    single_turn: bool = False  # no-planner mode: one whole answer, no delimiter stop
+
+    def extend(self, ids: Sequence[int]) -> None:
+        self.ids.extend(ids)
+        self.gen_mask.extend([0] * len(ids))
+        self.logprobs.extend([0.0] * len(ids))
+
+
+class Reasoner:
+    """Batched multi-turn reasoner implementing :class:`agents.base.Policy` (role ``"reasoner"``)."""
+
+    role = "reasoner"
+
+    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+                 config: ReasonerConfig | None = None):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.config = config or ReasonerConfig()
+        self.device = next(model.parameters()).device
+        self.delimiter_ids = self._encode(STEP_DELIMITER)
+        special = sorted(set(tokenizer.all_special_ids)) if self.config.suppress_special_tokens else []
+        self.suppressed_ids = special
+        self._suppressed = torch.as_tensor(special, dtype=torch.long, device=self.device)
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.generator = None
+        if self.config.seed is not None:
+            self.generator = torch.Generator(self.device).manual_seed(self.config.seed)
+        self.reset(0)
+
+    @classmethod
+    def from_spec(cls, spec: str = "default", config: ReasonerConfig | None = None,
+                  dtype: torch.dtype = torch.float32) -> "Reasoner":
+        """Load ``spec`` (``"default"``, a path or a hub id; see :mod:`agents.loading`)."""
+        from .loading import load_causal_lm
+
+        return cls(*load_causal_lm(spec, dtype=dtype), config=config)
+
+    @property
+    def record_temperature(self) -> float:
+        return 1.0 if self.config.greedy else self.config.temperature
+
+    def _encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def prompt_ids(self, question: str, no_planner: bool = False) -> list[int]:
+        """System + user(question) through the chat template, ending with the assistant header."""
+        chat = no_planner_chat(question) if no_planner else reasoner_chat(question, [], [], None)[:2]
+        out = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=True)
+        return list(out["input_ids"] if hasattr(out, "keys") else out)
+
+    # ------------------------------------------------------------------------------ Policy API
+
+    def reset(self, num_copies: int, seed: int | None = None) -> None:
+        """Forget all conversations; the next :meth:`act` starts ``num_copies`` new ones."""
+        self.num_copies = num_copies
+        self._convs = [_Conversation() for _ in range(num_copies)]
+        self._kv: KVBatch | None = None
+        if seed is not None:
+            self.generator = torch.Generator(self.device).manual_seed(seed)
+
+    def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[str]:
+        """Write the next step of every listed copy (one batched decode); return the step texts."""
+        if len(copy_ids) != len(observations):
+            raise ValueError(f"act() got {len(copy_ids)} copy ids but {len(observations)} observations")
+        bad = [c for c in copy_ids if not 0 <= c < self.num_copies]
+        if bad:
+            raise ValueError(f"copy ids {bad} outside range({self.num_copies}); call reset(num_copies) first")
+        with torch.inference_mode():
+            if self._kv is None:
+                self._kv = KVBatch(self.model, self.num_copies, self.pad_id, self.config.cache,
+                                   self.config.cache_capacity)
+            self._kv.keep(copy_ids)
+            by_copy = dict(zip(copy_ids, observations))
+            feeds = [self._start_turn(c, by_copy[c]) for c in self._kv.rows]
+            texts = self._decode_turn(feeds)
+        return [texts[c] for c in copy_ids]
+
+    def records(self) -> list[dict[str, Any]]:
+        """Per copy: everything a learner needs to recompute and weight the log-probs.
+
+        Keys: ``input_ids`` (prompt + injections + generated tokens, in order), ``gen_mask`` (1 on
+        tokens the model generated), ``logprobs`` (their log-probs at sampling time, 0 elsewhere),
+        ``prompt_len``, ``step_spans`` (``[start, end)`` of each step's generated tokens),
+        ``temperature`` and ``suppressed_ids`` (the log-prob convention), ``pad_id``.
+        """
+        return [dict(input_ids=list(c.ids), gen_mask=list(c.gen_mask), logprobs=list(c.logprobs),
+                     prompt_len=c.prompt_len, step_spans=list(c.step_spans), temperature=self.record_temperature,
+                     suppressed_ids=list(self.suppressed_ids), pad_id=self.pad_id) for c in self._convs]
+
+    def token_logprobs(self, records: Sequence[dict[str, Any]]) -> torch.Tensor:
+        """Recompute ``[rows, max_len]`` token log-probs of ``records`` with gradients (training)."""
+        return token_logprobs(self.model, [r["input_ids"] for r in records], self.record_temperature,
+                              self.suppressed_ids, self.pad_id)
+
+    # ------------------------------------------------------------------------------ internals
+
+    def _start_turn(self, copy: int, obs: dict[str, Any]) -> list[int]:
+        conv = self._convs[copy]
+        written = len(conv.step_spans)
+        if int(obs["round"]) != written:
+            raise ValueError(f"copy {copy}: observation is for round {obs['round']} but this reasoner has written "
+                             f"{written} steps; call reset() at the start of every rollout")
+        if not conv.ids:
+            # No-planner mode (env(planner=False)) is recognised by its prompt, which render builds.
+            conv.single_turn = obs.get("prompt") == chat_to_text(no_planner_chat(obs["question"]))
+            conv.extend(self.prompt_ids(obs["question"], no_planner=conv.single_turn))
+            conv.prompt_len = len(conv.ids)
+        elif conv.needs_delimiter:
+            conv.extend(self.delimiter_ids)
+        conv.extend(self._encode(obs["injected"]))
+        feed = conv.ids[conv.fed:]
+        conv.fed = len(conv.ids)
+        return feed
+
+    def _pick(self, logits: torch.Tensor) -> tuple[list[int], list[float]]:
+        lp = masked_logprobs(logits, self.record_temperature, self._suppressed)
+        tokens, token_lp = sample(lp, self.config.greedy, self.config.top_p, self.generator)
+        return tokens.tolist(), token_lp.tolist()
+
+    def _decode_turn(self, feeds: list[list[int]]) -> dict[int, str]:
+        kv, cfg = self._kv, self.config
+        rows = list(kv.rows)
+        convs = [self._convs[c] for c in rows]
+        starts = [len(c.ids) for c in convs]
+        step_tokens: list[list[int]] = [[] for _ in rows]
+        active = [True] * len(rows)
+        caps = [cfg.max_answer_tokens if c.single_turn else cfg.max_step_tokens for c in convs]
+        logits = kv.feed(feeds)
+        for count in range(1, max(caps) + 1):
+            tokens, lps = self._pick(logits)
+            for r, conv in enumerate(convs):
+                if not active[r]:
+                    continue
+                conv.ids.append(tokens[r]); conv.gen_mask.append(1); conv.logprobs.append(lps[r])
+                step_tokens[r].append(tokens[r])
+                stop = cfg.stop_at_delimiter and not conv.single_turn and self._has_delimiter(step_tokens[r])
+                if count == caps[r] or stop:
+                    active[r] = False
+            if not any(active):
+                break
+            logits = kv.feed([[tokens[r]] if active[r] else [] for r in range(len(rows))])
+            for r, conv in enumerate(convs):
+                conv.fed += active[r]
+        texts = {}
+        for r, conv in enumerate(convs):
+            conv.step_spans.append((starts[r], len(conv.ids)))
+            text = self.tokenizer.decode(step_tokens[r], skip_special_tokens=False).lstrip()
+            conv.needs_delimiter = STEP_DELIMITER not in text
+            texts[rows[r]] = text.strip() if conv.single_turn else text.split(STEP_DELIMITER)[0].strip()
+        return texts
+
+    def _has_delimiter(self, tokens: list[int]) -> bool:
+        # Leading whitespace does not count: a step ends at the first delimiter after some content.
+        return STEP_DELIMITER in self.tokenizer.decode(tokens, skip_special_tokens=False).lstrip()
+
+
+def collate(records: Sequence[dict[str, Any]], device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
+    """Right-pad reasoner records into tensors: ``input_ids``, ``attention_mask``, ``gen_mask``, ``old_logprobs``.
+
+    ``old_logprobs[r, i]`` aligns with :meth:`Reasoner.token_logprobs` output ``[r, i]``.
+    """
+    n, width = len(records), max(len(r["input_ids"]) for r in records)
+    out = {k: torch.zeros(n, width, dtype=torch.long) for k in ("input_ids", "attention_mask", "gen_mask")}
+    out["old_logprobs"] = torch.zeros(n, width)
+    for i, rec in enumerate(records):
+        m = len(rec["input_ids"])
+        out["input_ids"][i, :m] = torch.tensor(rec["input_ids"])
+        out["attention_mask"][i, :m] = 1
+        out["gen_mask"][i, :m] = torch.tensor(rec["gen_mask"])
+        out["old_logprobs"][i, :m] = torch.tensor(rec["logprobs"])
+    return {k: v.to(device) for k, v in out.items()}

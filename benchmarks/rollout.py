@@ -1,0 +1,228 @@
+"""Multi-turn reasoner rollout speed: cached turns vs re-encoding vs one raw ``generate``.
+
+Three ways to produce the same number of new tokens for a batch of conversations:
+
+* **(a) cached** — :class:`agents.reasoner.Reasoner`: one KV cache across all turns, each turn
+  feeds only the new injection (+ delimiter) tokens, our own batched decode loop;
+* **(b) naive** — every turn re-renders the conversation text, re-tokenises it and calls
+  ``model.generate`` on the whole thing (what a straightforward implementation does);
+* **(c) generate** — a single ``model.generate`` writing all ``rounds * tokens_per_round`` tokens
+  at the same batch size (an upper bound: no turns, no injections).
+
+To keep it fair every turn writes exactly ``tokens_per_round`` tokens in (a) and (b) (delimiter
+stop off, ``min_new_tokens`` = ``max_new_tokens``), all greedy, fp32, same batch. Also runs (d), a
+full EnvGroup rollout with an LLM planner and the reasoner on the same model (stop at delimiter),
+for its wall time and the process's peak RSS with both agents loaded.
+
+    python -m benchmarks.rollout --out results/rollout.json [--model default]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psutil
+import torch
+
+from agents.loading import load_causal_lm
+from agents.planner import Planner, PlannerConfig
+from agents.reasoner import Reasoner, ReasonerConfig
+from algos.rollout import rollout
+from rsim_env import Problem
+from rsim_env.group import EnvGroup
+from rsim_env.render import STEP_DELIMITER, injection, reasoner_chat
+
+QUESTIONS = [
+    "What is 17 * 23?",
+    "A shop sells pencils at 3 for $1. How much do 27 pencils cost?",
+    "Solve for x: 3x + 7 = 25.",
+    "What is the sum of the first 20 positive integers?",
+    "A rectangle has perimeter 30 and width 5. What is its area?",
+    "If a train travels 180 km in 2.5 hours, what is its average speed in km/h?",
+    "What is 15% of 240?",
+    "How many minutes are there in 3.75 hours?",
+]
+ANSWERS = ["391", "9", "6", "210", "50", "72", "36", "225"]
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """Benchmark settings."""
+
+    model: str = "default"
+    """Model spec for both agents (see agents.loading)."""
+    batch: int = 8
+    """Conversations decoded together."""
+    rounds: int = 6
+    """Turns per conversation."""
+    tokens_per_round: int = 48
+    """New tokens written per turn (forced, so all variants write the same number)."""
+    out: str | None = None
+    """JSON result path (None: do not write)."""
+    skip_rollout: bool = False
+    """Skip (d), the full planner + reasoner EnvGroup rollout."""
+    threads: int | None = None
+    """torch intra-op threads (None: torch's default). On a shared box, 1 avoids OpenMP spin contention."""
+
+    def __post_init__(self):
+        for name in ("batch", "rounds", "tokens_per_round"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+
+class PeakRSS:
+    """Samples this process's RSS every 10 ms in a thread; ``peak_mib`` after the block."""
+
+    def __enter__(self):
+        self.proc, self.peak, self.running = psutil.Process(), 0, True
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+        return self
+
+    def _loop(self):
+        while self.running:
+            self.peak = max(self.peak, self.proc.memory_info().rss)
+            time.sleep(0.01)
+
+    def __exit__(self, *exc):
+        self.running = False
+        self.thread.join()
+        self.peak = max(self.peak, self.proc.memory_info().rss)
+        self.peak_mib = self.peak / 2**20
+
+
+def plans(cfg: BenchConfig) -> list[list[int]]:
+    return [[(c + t) % 8 if t < cfg.rounds - 1 else 8 for t in range(cfg.rounds)] for c in range(cfg.batch)]
+
+
+def run_cached(model, tok, cfg: BenchConfig) -> int:
+    reasoner = Reasoner(model, tok, ReasonerConfig(max_step_tokens=cfg.tokens_per_round, greedy=True,
+                                                   stop_at_delimiter=False, cache_capacity=1024))
+    reasoner.reset(cfg.batch)
+    strat = plans(cfg)
+    for t in range(cfg.rounds):
+        obs = [{"question": QUESTIONS[c % len(QUESTIONS)], "round": t, "strategy": strat[c][t],
+                "injected": injection(t, strat[c][t]), "prompt": ""} for c in range(cfg.batch)]
+        reasoner.act(list(range(cfg.batch)), obs)
+    return sum(sum(r["gen_mask"]) for r in reasoner.records())
+
+
+def run_naive(model, tok, cfg: BenchConfig) -> int:
+    tok.padding_side = "left"
+    strat = plans(cfg)
+    steps: list[list[str]] = [[] for _ in range(cfg.batch)]
+    generated = 0
+    for t in range(cfg.rounds):
+        texts = []
+        for c in range(cfg.batch):
+            chat = reasoner_chat(QUESTIONS[c % len(QUESTIONS)], steps[c], strat[c][:t], strat[c][t])
+            texts.append(tok.apply_chat_template(chat, continue_final_message=True, tokenize=False))
+        enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        out = model.generate(**enc, max_new_tokens=cfg.tokens_per_round, min_new_tokens=cfg.tokens_per_round,
+                             do_sample=False, pad_token_id=tok.pad_token_id)
+        new = out[:, enc["input_ids"].shape[1]:]
+        generated += new.numel()
+        for c in range(cfg.batch):
+            steps[c].append(tok.decode(new[c], skip_special_tokens=True).replace(STEP_DELIMITER, "\n").strip())
+    return generated
+
+
+def run_generate(model, tok, cfg: BenchConfig) -> int:
+    tok.padding_side = "left"
+    strat = plans(cfg)
+    texts = [tok.apply_chat_template(reasoner_chat(QUESTIONS[c % len(QUESTIONS)], [], [], strat[c][0]),
+                                     continue_final_message=True, tokenize=False) for c in range(cfg.batch)]
+    enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    n = cfg.rounds * cfg.tokens_per_round
+    out = model.generate(**enc, max_new_tokens=n, min_new_tokens=n, do_sample=False, pad_token_id=tok.pad_token_id)
+    return out[:, enc["input_ids"].shape[1]:].numel()
+
+
+def run_full_rollout(cfg: BenchConfig, model, tok) -> dict:
+    planner = Planner.from_spec(cfg.model, PlannerConfig(seed=0))
+    reasoner = Reasoner(model, tok, ReasonerConfig(max_step_tokens=cfg.tokens_per_round, seed=0, temperature=0.7))
+    problems = [Problem(id=str(i), question=q, answer=a) for i, (q, a) in enumerate(zip(QUESTIONS, ANSWERS))]
+    groups = max(1, cfg.batch // 4)
+    group = EnvGroup(problems[:groups], cfg.batch // groups, max_steps=cfg.rounds)
+    out = rollout(group, reasoner, planner, seed=0)
+    tokens = sum(sum(tr["reasoner"]["gen_mask"]) for tr in out.trajectories)
+    return {"tokens": tokens, "rounds": out.stats["rounds"], "planner_s": out.stats["seconds"]["planner"],
+            "reasoner_s": out.stats["seconds"]["reasoner"]}
+
+
+def main(cfg: BenchConfig) -> dict:
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    model, tok = load_causal_lm(cfg.model)
+    model.eval()
+    results: dict = {"config": asdict(cfg), "torch_threads": torch.get_num_threads()}
+    with torch.inference_mode():
+        model.generate(**tok(["warm up"], return_tensors="pt"), max_new_tokens=2, do_sample=False,
+                       pad_token_id=tok.pad_token_id)
+        for name, fn in [("a_cached", run_cached), ("b_naive", run_naive), ("c_generate", run_generate)]:
+            with PeakRSS() as mem:
+                t0 = time.perf_counter()
+                tokens = fn(model, tok, cfg)
+                seconds = time.perf_counter() - t0
+            results[name] = {"seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds,
+                             "peak_rss_mib": mem.peak_mib}
+            print(f"[bench] {name}: {tokens} tokens in {seconds:.1f} s", flush=True)
+        if not cfg.skip_rollout:
+            with PeakRSS() as mem:
+                t0 = time.perf_counter()
+                full = run_full_rollout(cfg, model, tok)
+                seconds = time.perf_counter() - t0
+            results["d_rollout_planner_reasoner"] = {**full, "seconds": seconds,
+                                                     "tokens_per_s": full["tokens"] / seconds,
+                                                     "peak_rss_mib": mem.peak_mib}
+    a, b, c = results["a_cached"], results["b_naive"], results["c_generate"]
+    if not (a["tokens"] == b["tokens"] == c["tokens"]):
+        raise RuntimeError(f"token counts differ (a={a['tokens']}, b={b['tokens']}, c={c['tokens']}); not comparable")
+    results["speedup_vs_naive"] = b["seconds"] / a["seconds"]
+    results["ratio_vs_generate"] = a["tokens_per_s"] / c["tokens_per_s"]
+    results["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print_table(results)
+    if cfg.out:
+        Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(cfg.out).write_text(json.dumps(results, indent=2))
+    return results
+
+
+def print_table(r: dict) -> None:
+    cfg = r["config"]
+    print(f"\nreasoner rollout, model={cfg['model']}, batch={cfg['batch']}, rounds={cfg['rounds']}, "
+          f"{cfg['tokens_per_round']} tokens/round, torch threads={r['torch_threads']}")
+    print(f"{'variant':34s} {'seconds':>8s} {'tokens':>7s} {'tok/s':>7s} {'peak RSS MiB':>13s}")
+    names = {"a_cached": "(a) cached multi-turn (ours)", "b_naive": "(b) naive re-encode + generate",
+             "c_generate": "(c) one raw generate", "d_rollout_planner_reasoner": "(d) EnvGroup rollout, planner+reasoner"}
+    for key, label in names.items():
+        if key in r:
+            v = r[key]
+            print(f"{label:34s} {v['seconds']:8.1f} {v['tokens']:7d} {v['tokens_per_s']:7.1f} {v['peak_rss_mib']:13.0f}")
+    print(f"speedup a vs b (b_time / a_time): {r['speedup_vs_naive']:.2f}x   (target >= 1.5)")
+    print(f"tokens/s a / c: {r['ratio_vs_generate']:.2f}   (target >= 0.9)")
+    print(f"process peak RSS: {r['peak_rss_mib']:.0f} MiB   (target < 4096)")
+
+
+def parse_args(argv=None) -> BenchConfig:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default=None, help="write the JSON result here")
+    p.add_argument("--model", default="default", help="model spec: 'default', a local path or a hub id")
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--tokens-per-round", type=int, default=48)
+    p.add_argument("--skip-rollout", action="store_true", help="skip the planner + reasoner EnvGroup rollout")
+    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    a = p.parse_args(argv)
+    return BenchConfig(model=a.model, batch=a.batch, rounds=a.rounds, tokens_per_round=a.tokens_per_round,
+                       out=a.out, skip_rollout=a.skip_rollout, threads=a.threads)
+
+
+if __name__ == "__main__":
+    main(parse_args())

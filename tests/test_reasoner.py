@@ -1,0 +1,178 @@
+"""Reasoner: stop handling, cache continuation == re-encoding, exact generated-token masks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from agents.loading import tiny_model, tiny_tokenizer, tiny_config
+from agents.reasoner import Reasoner, ReasonerConfig, collate
+from agents.sampling import token_logprobs
+from rsim_env.render import STEP_DELIMITER, injection
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _reasoner_tests_single_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def obs(question: str, round_index: int, strategy: int) -> dict:
+    return {"question": question, "round": round_index, "strategy": strategy,
+            "injected": injection(round_index, strategy), "steps": (), "strategies": (), "prompt": ""}
+
+
+QUESTIONS = ["What is 2+3?", "Compute 12 * 7 and explain.", "x"]
+
+
+class ScriptedLM(torch.nn.Module):
+    """Fake causal LM: row r 'writes' script[r] one byte-token at a time, whatever it is fed.
+
+    It keeps no real KV cache; it only advances a row's script when the row was fed a real token
+    in the last column (so rows that finished their step, fed holes, do not advance).
+    """
+
+    def __init__(self, scripts: list[str]):
+        super().__init__()
+        self.tok = tiny_tokenizer()
+        self.config = tiny_config(vocab_size=len(self.tok))
+        self.scripts = [self.tok(s, add_special_tokens=False)["input_ids"] for s in scripts]
+        self.cursor = [0] * len(scripts)
+        self.weight = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, input_ids, attention_mask, position_ids, cache, use_cache, logits_to_keep):
+        n, vocab = input_ids.shape[0], self.config.vocab_size
+        logits = torch.zeros(n, 1, vocab)
+        for r in range(n):
+            if attention_mask[r, -1]:
+                script = self.scripts[r]
+                logits[r, 0, script[min(self.cursor[r], len(script) - 1)]] = 100.0
+                self.cursor[r] += 1
+        return type("Out", (), {"logits": logits})()
+
+
+def test_stop_at_delimiter_cap_and_leading_whitespace():
+    scripts = ["First part.\n\nignored", "abcdefghijklmnopqrstuvwxyz", "\n\nLead.\n\n"]
+    model = ScriptedLM(scripts)
+    r = Reasoner(model, model.tok, ReasonerConfig(max_step_tokens=16, greedy=True))
+    r.reset(3)
+    texts = r.act([0, 1, 2], [obs(q, 0, 1) for q in QUESTIONS])
+    assert texts == ["First part.", "abcdefghijklmnop", "Lead."]
+    recs = r.records()
+    gen = [[t for t, m in zip(rec["input_ids"], rec["gen_mask"]) if m] for rec in recs]
+    assert model.tok.decode(gen[0]) == "First part.\n\n"  # stops on the token completing the delimiter
+    assert model.tok.decode(gen[1]) == "abcdefghijklmnop"  # capped at 16 tokens
+    assert model.tok.decode(gen[2]) == "\n\nLead.\n\n"  # a leading blank line does not end the step
+    # next turn: the capped copy gets the delimiter fed (not generated) before the injection
+    model.scripts = [model.tok("Z\n\n", add_special_tokens=False)["input_ids"]] * 3
+    model.cursor = [0, 0, 0]
+    r.act([0, 1], [obs(QUESTIONS[0], 1, 3), obs(QUESTIONS[1], 1, 3)])
+    recs = r.records()
+    for c, needs_delim in [(0, False), (1, True)]:
+        rec = recs[c]
+        start, _ = rec["step_spans"][1]
+        fed = [t for t, m in zip(rec["input_ids"][: start], rec["gen_mask"][: start]) if not m][rec["prompt_len"]:]
+        expected = injection(0, 1) + (STEP_DELIMITER if needs_delim else "") + injection(1, 3)
+        assert model.tok.decode(fed) == expected
+    assert len(recs[2]["step_spans"]) == 1  # copy 2 was dropped: no second step
+
+
+def reencode_greedy_check(model, rec):
+    """Every generated token is the argmax of a from-scratch forward over its prefix."""
+    ids = torch.tensor([rec["input_ids"]])
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[0]
+    suppressed = torch.tensor(rec["suppressed_ids"])
+    logits[:, suppressed] = float("-inf")
+    for i, m in enumerate(rec["gen_mask"]):
+        if m:
+            assert logits[i - 1].argmax().item() == rec["input_ids"][i], f"position {i}"
+
+
+@pytest.mark.parametrize("cache", ["prealloc", "dynamic"])
+@pytest.mark.parametrize("stop", [True, False], ids=["stop", "nostop"])
+def test_cache_continuation_matches_reencoding_under_greedy(cache, stop):
+    model, tok = tiny_model(seed=2)
+    r = Reasoner(model, tok, ReasonerConfig(max_step_tokens=7, greedy=True, cache=cache, cache_capacity=16,
+                                            stop_at_delimiter=stop))
+    r.reset(3)
+    plans = [[1, 3, 8], [0, 8], [5, 6, 7]]
+    for rnd in range(3):
+        live = [c for c in range(3) if rnd < len(plans[c])]
+        r.act(live, [obs(QUESTIONS[c], rnd, plans[c][rnd]) for c in live])
+    for rec in r.records():
+        reencode_greedy_check(model, rec)
+
+
+def test_masks_cover_exactly_the_generated_tokens_and_logprobs_recompute():
+    model, tok = tiny_model(seed=4)
+    r = Reasoner(model, tok, ReasonerConfig(max_step_tokens=6, seed=0, temperature=0.8, top_p=0.9))
+    r.reset(2)
+    plans = [[2, 8], [4, 1, 8]]
+    for rnd in range(3):
+        live = [c for c in range(2) if rnd < len(plans[c])]
+        r.act(live, [obs(QUESTIONS[c], rnd, plans[c][rnd]) for c in live])
+    records = r.records()
+    for c, rec in enumerate(records):
+        assert len(rec["input_ids"]) == len(rec["gen_mask"]) == len(rec["logprobs"])
+        in_spans = [0] * len(rec["input_ids"])
+        for s, e in rec["step_spans"]:
+            in_spans[s:e] = [1] * (e - s)
+        assert rec["gen_mask"] == in_spans
+        assert len(rec["step_spans"]) == len(plans[c])
+        # the non-generated tokens are exactly prompt + injections (+ delimiters of capped steps)
+        expected = r.prompt_ids(QUESTIONS[c])
+        for rnd, (s, e) in enumerate(rec["step_spans"]):
+            text = tok.decode(rec["input_ids"][s:e])
+            if rnd and STEP_DELIMITER not in tok.decode(rec["input_ids"][slice(*rec["step_spans"][rnd - 1])]).lstrip():
+                expected += r.delimiter_ids
+            expected += tok(injection(rnd, plans[c][rnd]), add_special_tokens=False)["input_ids"]
+            assert text  # something was generated
+        assert [t for t, m in zip(rec["input_ids"], rec["gen_mask"]) if not m] == expected
+        assert all(lp == 0.0 for lp, m in zip(rec["logprobs"], rec["gen_mask"]) if not m)
+        assert all(lp < 0.0 for lp, m in zip(rec["logprobs"], rec["gen_mask"]) if m)
+    batch = collate(records)
+    new = r.token_logprobs(records)
+    assert torch.isfinite(new).all()
+    torch.testing.assert_close(new * batch["gen_mask"], batch["old_logprobs"], atol=1e-4, rtol=0)
+    (new * batch["gen_mask"]).sum().backward()  # gradients reach the model
+    assert model.model.embed_tokens.weight.grad.abs().sum() > 0
+
+
+def test_seeded_sampling_is_reproducible():
+    model, tok = tiny_model(seed=5)
+    outs = []
+    for _ in range(2):
+        r = Reasoner(model, tok, ReasonerConfig(max_step_tokens=5, seed=11))
+        r.reset(2)
+        outs.append(r.act([0, 1], [obs(q, 0, 2) for q in QUESTIONS[:2]]))
+    assert outs[0] == outs[1]
+
+
+def test_token_logprobs_skips_padding_and_suppressed():
+    model, tok = tiny_model()
+    out = token_logprobs(model, [[1, 2, 3, 4], [5, 6]], suppressed_ids=[3], pad_id=tok.pad_token_id)
+    assert out.shape == (2, 4)
+    assert out[0, 0] == 0 and out[0, 2] == 0 and out[1, 2:].eq(0).all() and out[0, 1] < 0
+
+
+@pytest.mark.parametrize("kwargs,field", [({"max_step_tokens": 0}, "max_step_tokens"), ({"temperature": 0}, "temperature"),
+                                          ({"top_p": 0}, "top_p"), ({"cache": "paged"}, "cache")],
+                         ids=["cap", "temperature", "top_p", "cache"])
+def test_config_errors_name_the_field(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        ReasonerConfig(**kwargs)
+
+
+def test_misuse_raises():
+    model, tok = tiny_model()
+    r = Reasoner(model, tok, ReasonerConfig(max_step_tokens=3, greedy=True))
+    r.reset(2)
+    with pytest.raises(ValueError, match="round"):
+        r.act([0], [obs("q", 1, 2)])
+    r.reset(2)
+    r.act([0], [obs("q", 0, 2)])  # copy 1 did not appear: it is finished for good
+    with pytest.raises(ValueError, match="dropped"):
+        r.act([0, 1], [obs("q", 1, 2), obs("q", 1, 2)])

@@ -46,8 +46,10 @@ _add("fraction", [(_b("\\frac{1}{2}"), "0.5", True), (_b("0.5"), "\\frac{1}{2}",
                   (_b("0.333"), "\\frac{1}{3}", True), (_b("0.3"), "\\frac{1}{3}", False),
                   (_b("\\frac12"), "\\frac{1}{2}", True), (_b("1/2"), "\\frac{1}{2}", True),
                   (_b("\\frac{1}{2}"), "\\frac{1}{3}", False), (_b("-\\frac{3}{2}"), "\\frac{-3}{2}", True),
-                  (_b("\\frac{7}{3}"), "2\\frac{1}{3}", False), (_b("\\frac{9}{4}"), "\\frac{4}{9}", False)])
-_add("mixed_number", [(_b("2\\frac{1}{3}"), "\\frac{7}{3}", False), (_b("\\frac{7}{3}"), "\\frac{7}{3}", True)])
+                  (_b("\\frac{7}{3}"), "2\\frac{1}{3}", True), (_b("\\frac{9}{4}"), "\\frac{4}{9}", False)])
+_add("mixed_number", [(_b("2\\frac{1}{3}"), "\\frac{7}{3}", True), (_b("\\frac{7}{3}"), "\\frac{7}{3}", True),
+                      (_b("2 1/3"), "7/3", True), (_b("-1\\frac{1}{2}"), "-1.5", True),
+                      (_b("2\\frac{1}{3}"), "\\frac{2}{3}", False), (_b("2\\frac{4}{3}"), "\\frac{8}{3}", True)])
 _add("sqrt", [(_b("2\\sqrt{2}"), "\\sqrt{8}", True), (_b("\\sqrt{2}"), "1.414", True),
               (_b("\\sqrt{3}"), "\\sqrt{2}", False), (_b("\\frac{\\sqrt{3}}{2}"), "\\frac{1}{2}\\sqrt{3}", True),
               (_b("\\sqrt[3]{8}"), "2", True), (_b("3\\sqrt{2}"), "\\sqrt{18}", True),

@@ -44,6 +44,24 @@ _THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3})((?:,\d{3})+)(?![\d])")
 _TEXT = re.compile(r"\\text\{([^{}]*)\}")
 _GLUED_UNIT = re.compile(r"^(-?[\d.]+%?)([A-Za-z/^23]{1,8})$")
 _SPACES = re.compile(r"\s+")
+_MIXED = re.compile(r"^(-?)(\d{1,9})\s*(?:\\frac\{(\d{1,9})\}\{(\d{1,9})\}|\s(\d{1,9})/(\d{1,9}))$")
+
+
+def mixed_to_fraction(s: str) -> str:
+    """Read a whole answer written as a mixed number as one fraction.
+
+    ``2\\frac{1}{3}`` and ``2 1/3`` become ``\\frac{7}{3}`` (the school convention that MATH-style
+    answers follow); only a proper fraction after a whole number qualifies, so ``2\\frac{4}{3}``
+    stays a product.
+    """
+    m = _MIXED.match(s)
+    if not m:
+        return s
+    sign, whole = m.group(1), int(m.group(2))
+    num, den = (int(m.group(3)), int(m.group(4))) if m.group(3) else (int(m.group(5)), int(m.group(6)))
+    if not 0 < num < den:
+        return s
+    return f"{sign}\\frac{{{whole * den + num}}}{{{den}}}"
 
 
 def strip_units(s: str) -> str:
@@ -85,7 +103,7 @@ def normalize(s: str) -> str:
         if s.startswith(prefix) and s[len(prefix):].lstrip()[:1].isdigit():
             s = s[len(prefix):].lstrip()
     s = s.rstrip(" .;")
-    return strip_units(s).strip()
+    return mixed_to_fraction(strip_units(s).strip())
 
 
 def is_hedged(s: str) -> bool:

@@ -106,7 +106,8 @@ class KVBatch:
         self.positions = torch.zeros(num_rows, dtype=torch.long, device=self.device)  # real tokens seen
         self._mask = torch.zeros(num_rows, capacity, dtype=torch.bool, device=self.device)
         self.columns = 0
-        self.is_lm = model.get_output_embeddings() is not None
+        output_embeddings = getattr(model, "get_output_embeddings", None)  # None on test fakes: treat as an LM
+        self.is_lm = output_embeddings is None or output_embeddings() is not None
 
     def keep(self, conversations: Sequence[int]) -> None:
         """Drop every row whose conversation is not in ``conversations`` (they never come back)."""

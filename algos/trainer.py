@@ -95,6 +95,8 @@ class TrainConfig:
     """Rollouts written to samples.jsonl per logging step (main process)."""
     progress: bool = True
     """Show a tqdm progress bar."""
+    skip_zero_std_groups: bool = True
+    """Don't score groups whose rewards are all equal (zero advantage) unless the KL term needs them."""
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     """GRPO loss settings (shared by both agents; group_size is G)."""
     planner_optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-5))
@@ -243,7 +245,8 @@ class Trainer:
         g = self.cfg.grpo
         adv = group_advantages(R, self.G, scale=g.scale_rewards, eps=g.adv_eps)
         zero = zero_std_groups(R, self.G)
-        keep = [c for c in range(len(R)) if g.kl_coef > 0 or not zero[c // self.G]]
+        score_all = g.kl_coef > 0 or not self.cfg.skip_zero_std_groups
+        keep = [c for c in range(len(R)) if score_all or not zero[c // self.G]]
         active = int(self.acc.reduce(torch.tensor(len(keep), device=self.acc.device), "sum").item())
         if active == 0:  # every process has only zero-advantage groups: nothing to learn this step
             return {"skipped": 1.0}

@@ -61,7 +61,7 @@ def _problem():
     return reasoning_gym_problems(size=2, seed=0)[0]
 
 
-def run_ours(cfg: Config) -> dict:
+def run_ours(cfg: Config, skip_zero_std: bool) -> dict:
     from accelerate.utils import set_seed
 
     from agents.reasoner import Reasoner, ReasonerConfig
@@ -70,8 +70,9 @@ def run_ours(cfg: Config) -> dict:
     from algos.grpo_baseline import GRPOBaseline
     from algos.trainer import OptimConfig, TrainConfig, Trainer, make_accelerator
 
-    tcfg = TrainConfig(steps=cfg.steps, groups_per_step=1, seed=cfg.seed, output_dir=cfg.output_dir + "/ours",
+    tcfg = TrainConfig(steps=cfg.steps, groups_per_step=1, seed=cfg.seed, output_dir=cfg.output_dir + f"/ours_skip{int(skip_zero_std)}",
                        progress=False, mixed_precision="no", save_every=0,
+                       skip_zero_std_groups=skip_zero_std,
                        grpo=GRPOConfig(group_size=cfg.group_size, max_length=cfg.completion_tokens),
                        reasoner_optim=OptimConfig(lr=cfg.lr))
     acc = make_accelerator(tcfg)
@@ -79,12 +80,13 @@ def run_ours(cfg: Config) -> dict:
     reasoner = Reasoner.from_spec(cfg.model, ReasonerConfig(
         max_step_tokens=cfg.completion_tokens, max_answer_tokens=cfg.completion_tokens, stop_at_delimiter=False))
     trainer = Trainer(tcfg, GRPOBaseline(), {"reasoner": TrainableReasoner(reasoner)}, [_problem()], acc)
-    times, tokens = [], []
+    times, tokens, updated = [], [], []
     for _ in range(cfg.steps):
         m = trainer.train_step()
         times.append(m["step_time"]); tokens.append(m["completions/mean_length"] * cfg.group_size)
+        updated.append(m.get("reasoner/skipped", 1.0) == 0.0)
     acc.end_training()
-    return _summary(times[cfg.warmup:], tokens[cfg.warmup:])
+    return dict(_summary(times[cfg.warmup:], tokens[cfg.warmup:]), updated_steps=sum(updated[cfg.warmup:]))
 
 
 def run_trl(cfg: Config) -> dict:
@@ -137,7 +139,10 @@ def _summary(times: list[float], tokens: list[float]) -> dict:
 def main(cfg: Config) -> dict:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    result: dict = {"config": asdict(cfg), "torch_threads": torch.get_num_threads(), "ours": run_ours(cfg)}
+    # "ours" always runs the backward pass (like TRL, which cannot skip); "ours_skip" is the default
+    # behaviour, which skips groups whose rewards are all equal (often every group, early on).
+    result: dict = {"config": asdict(cfg), "torch_threads": torch.get_num_threads(),
+                    "ours": run_ours(cfg, skip_zero_std=False), "ours_skip": run_ours(cfg, skip_zero_std=True)}
     try:
         import trl  # noqa: F401
 
@@ -158,11 +163,11 @@ def main(cfg: Config) -> dict:
 
 
 def _print(r: dict) -> None:
-    print(f"{'trainer':>8} {'s/step':>8} {'tokens/step':>12} {'tokens/s':>9}")
-    for name in ("ours", "trl"):
+    print(f"{'trainer':>9} {'s/step':>8} {'tokens/step':>12} {'tokens/s':>9}")
+    for name in ("ours", "ours_skip", "trl"):
         x = r.get(name)
         if x:
-            print(f"{name:>8} {x['seconds_per_step']:>8.2f} {x['tokens_per_step'] or 0:>12.1f} {x['tokens_per_s'] or 0:>9.1f}")
+            print(f"{name:>9} {x['seconds_per_step']:>8.2f} {x['tokens_per_step'] or 0:>12.1f} {x['tokens_per_s'] or 0:>9.1f}")
     if r.get("speedup_vs_trl"):
         print(f"TRL s/step / ours s/step = {r['speedup_vs_trl']:.2f}")
 

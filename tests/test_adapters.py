@@ -74,3 +74,19 @@ def test_stackelberg_with_llm_agents_updates_both(tmp_path):
     assert ran, "both steps had only zero-advantage groups; pick other seeds"
     assert updated == ran
     assert ran == {"planner", "reasoner"}
+
+
+def test_reasoner_score_matches_agents_token_logprobs():
+    """Our generated-positions-only scoring equals the agents' full-sequence recompute on gen tokens."""
+    agents = _agents(step_tokens=4)
+    _, records = _rollout(agents, n_groups=2)
+    recs = records["reasoner"]
+    scored = agents["reasoner"].score(recs)
+    full = agents["reasoner"].inner.token_logprobs(recs)
+    torch.testing.assert_close(scored.logp, full * scored.mask, atol=1e-5, rtol=1e-5)
+    # and both match what was recorded while sampling
+    rec_lp = torch.zeros_like(full)
+    for i, r in enumerate(recs):
+        rec_lp[i, : len(r["logprobs"])] = torch.tensor(r["logprobs"])
+    torch.testing.assert_close(scored.logp.detach(), rec_lp * scored.mask, atol=1e-4, rtol=1e-4)
+    assert (scored.entropy[scored.mask.bool()] > 0).all()

@@ -190,3 +190,26 @@ def test_cli_errors_name_the_field(argv, msg, capsys):
     with pytest.raises(SystemExit):
         main(["train", "--preset", "tiny", *argv])
     assert msg in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("loss_type,local,other,want", [("dapo", 10, 30, 0.5), ("grpo", 2, 6, 0.5), ("dr_grpo", 4, 4, 1.0)],
+                         ids=["dapo-tokens", "grpo-rows", "even"])
+def test_process_weight_makes_mean_of_processes_a_global_mean(loss_type, local, other, want):
+    from algos.trainer import Trainer
+
+    class FakeAcc:
+        num_processes, device = 2, "cpu"
+
+        def reduce(self, t, op):
+            return t + other
+
+    tr = Trainer.__new__(Trainer)
+    tr.acc = FakeAcc()
+    mask = torch.ones(1, local) if loss_type == "dapo" else torch.ones(local, 3)
+    w = tr._process_weight(loss_type, mask, local, 1.0)
+    assert w == pytest.approx(want)
+    # the all-reduced mean of the two weighted local means is the global mean
+    a, b = 1.0, 3.0
+    w_other = other * 2 / (local + other)
+    assert (a * w + b * w_other) / 2 == pytest.approx((a * local + b * other) / (local + other))
+    assert tr._process_weight(loss_type, mask, local, 0.0) == 0.0  # a process with nothing to learn

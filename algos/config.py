@@ -106,7 +106,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "model.planner": "default", "model.reasoner": "default", "model.max_step_tokens": 32, "model.max_answer_tokens": 96,
         "data.source": "reasoning_gym", "data.size": 64, "train.steps": 8, "train.groups_per_step": 1,
         "train.grpo.group_size": 4, "train.grpo.max_length": 96, "train.env_max_steps": 3,
-        "train.planner_optim.lr": 1e-4, "train.reasoner_optim.lr": 1e-5, "train.output_dir": "runs/demo",
+        "train.planner_optim.lr": 1e-3, "train.reasoner_optim.lr": 2e-5, "train.output_dir": "runs/demo",
         "train.mixed_precision": "no", "schedule.stage1_steps": 4,
     },
     "paper": {  # GPUs: Qwen2.5-0.5B-Instruct planner and reasoner on GSM8K, two-stage lambda schedule

@@ -239,6 +239,19 @@ class Trainer:
             p.grad = flat[o:o + p.numel()].view_as(p).clone()
             o += p.numel()
 
+    def _process_weight(self, loss_type: str, mask: torch.Tensor, rows: int, weight: float) -> float:
+        """Loss multiplier making the all-reduced *mean* gradient equal the loss over the global batch.
+
+        Each process normalises by its own count (tokens for "dapo", sequences otherwise); with
+        uneven counts (skipped groups, different lengths) a plain mean over processes would
+        over-weight the smaller ones. Multiplying by ``local * world / global`` fixes that.
+        """
+        local = (float(mask.sum().item()) if loss_type == "dapo" else float(rows)) * weight
+        if self.acc.num_processes == 1:
+            return weight
+        total = self.acc.reduce(torch.tensor(local, device=self.acc.device), "sum").item()
+        return local * self.acc.num_processes / total if total > 0 else 0.0
+
     def update(self, role: str, plan: StepPlan, results: list[dict], records: list[dict]) -> dict[str, float]:
         """One optimizer step (``num_iterations`` passes) for ``role``; returns its metrics."""
         R = torch.tensor([res["rewards"][role] for res in results], dtype=torch.float32)
@@ -260,15 +273,17 @@ class Trainer:
         if g.kl_coef > 0:
             with torch.no_grad(), self.acc.autocast():
                 ref_logp = self.ref_agents[role].score(recs).logp.float()
-        old, sums = None, {}
+        old, sums, scale = None, {}, None
         for _ in range(g.num_iterations):
             with self.acc.autocast():
                 scored = agent.score(recs)
             logp = scored.logp.float()
             old = logp.detach() if old is None else old
             loss, m = grpo_loss(logp, old, a, scored.mask, self.loss_cfg[role], ref_logp, scored.entropy)
+            if scale is None:
+                scale = self._process_weight(g.loss_type, scored.mask, len(sub), weight)
             opt.zero_grad(set_to_none=False)
-            (loss * weight).backward()
+            (loss * scale).backward()
             self._sync_grads(params)
             max_norm = self.optim_cfg[role].max_grad_norm
             gn = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf"))

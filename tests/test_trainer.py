@@ -170,3 +170,46 @@ def test_demo_preset_one_step(tmp_path):
     """The embedded SmolLM2-135M for both agents (minutes on a CPU)."""
     out = main(resolve("demo", {"train.output_dir": str(tmp_path), "train.steps": 1, "train.progress": False}))
     assert out["steps"] == 1 and "reasoner/reward" in _scalars(tmp_path)
+
+
+def test_cli_print_config_and_flags():
+    out = main(["train", "--preset", "paper", "--steps", "7", "--set", "train.grpo.clip_eps_high=0.3",
+                "--set", "schedule.schedule=alternating", "--print-config"])
+    c = out["config"]
+    assert c["train"]["steps"] == 7 and c["train"]["grpo"]["clip_eps_high"] == 0.3
+    assert c["model"]["reasoner"] == "Qwen/Qwen2.5-0.5B-Instruct" and c["schedule"]["schedule"] == "alternating"
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--set", "train.grpo.group_size=1"], "GRPOConfig.group_size=1"),
+    (["--set", "train.steps"], "expected KEY=VALUE"),
+    (["--set", "train=3"], "is a section"),
+    (["--set", "schedule.lambda_stage1=2"], "StackelbergConfig.lambda_stage1=2"),
+], ids=["group-size", "no-equals", "section", "lambda"])
+def test_cli_errors_name_the_field(argv, msg, capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--preset", "tiny", *argv])
+    assert msg in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("loss_type,local,other,want", [("dapo", 10, 30, 0.5), ("grpo", 2, 6, 0.5), ("dr_grpo", 4, 4, 1.0)],
+                         ids=["dapo-tokens", "grpo-rows", "even"])
+def test_process_weight_makes_mean_of_processes_a_global_mean(loss_type, local, other, want):
+    from algos.trainer import Trainer
+
+    class FakeAcc:
+        num_processes, device = 2, "cpu"
+
+        def reduce(self, t, op):
+            return t + other
+
+    tr = Trainer.__new__(Trainer)
+    tr.acc = FakeAcc()
+    mask = torch.ones(1, local) if loss_type == "dapo" else torch.ones(local, 3)
+    w = tr._process_weight(loss_type, mask, local, 1.0)
+    assert w == pytest.approx(want)
+    # the all-reduced mean of the two weighted local means is the global mean
+    a, b = 1.0, 3.0
+    w_other = other * 2 / (local + other)
+    assert (a * w + b * w_other) / 2 == pytest.approx((a * local + b * other) / (local + other))
+    assert tr._process_weight(loss_type, mask, local, 0.0) == 0.0  # a process with nothing to learn

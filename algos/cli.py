@@ -35,12 +35,9 @@ def build_problems(cfg: RunConfig) -> list:
         return reasoning_gym_problems(size=d.size, seed=d.seed)
     if d.source == "jsonl":
         return load_jsonl(d.path)[: d.size]
-    try:  # hub sets: the env's loaders when the lead's module is there
-        from rsim_env import loaders  # type: ignore[attr-defined]
-    except ImportError as e:
-        raise ValueError(f"data.source={d.source!r} needs rsim_env.loaders (hub datasets), which is not installed "
-                         "in this checkout; use data.source=reasoning_gym or data.source=jsonl.") from e
-    return list(getattr(loaders, d.source)())[: d.size]
+    from rsim_env.loaders import load_problems  # hub sets (gsm8k, math): datasets.load_dataset by name
+
+    return load_problems(d.source, limit=d.size)
 
 
 def build_learner(cfg: RunConfig) -> Any:

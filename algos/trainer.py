@@ -38,6 +38,7 @@ from rsim_env.problems import Problem
 from rsim_env.strategies import STRATEGIES
 
 from . import checkpoint as ckpt
+from .rollout import rollout as play
 from .grpo import GRPOConfig, group_advantages, grpo_loss, zero_std_groups
 from .policy import check_trainable
 from .stackelberg import StepPlan
@@ -210,14 +211,10 @@ class Trainer:
     def rollout(self, problems: Sequence[Problem], seed: int) -> tuple[list[dict], dict[str, list[dict]]]:
         """Play every problem G times; return per-copy results and each agent's records."""
         group = EnvGroup(list(problems), self.G, max_steps=self.cfg.env_max_steps, planner=self.learner.env_planner)
-        for r in self.roles:
-            self.agents[r].reset(len(group))
-        group.reset(seed=seed)
         with torch.no_grad(), self.acc.autocast():
-            while not group.done:
-                agent, ids, obs = group.observe()
-                group.step(self.agents[agent].act(ids, obs))
-        return group.results(), {r: self.agents[r].records() for r in self.roles}
+            out = play(group, self.agents["reasoner"], self.agents.get("planner"), seed=seed)
+        results = [{k: t[k] for k in ("copy_id", "problem_index", "rewards", "info")} for t in out.trajectories]
+        return results, {r: [t[r] for t in out.trajectories] for r in self.roles}
 
     # ------------------------------------------------------------------ one update
     def _set_lr(self, role: str, scale: float) -> float:

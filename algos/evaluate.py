@@ -29,13 +29,13 @@ import json
 import platform
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from rsim_env.group import EnvGroup
 from rsim_env.problems import Problem
-from rsim_env.strategies import NUM_STRATEGIES, TERMINATION
+from rsim_env.strategies import NUM_STRATEGIES
 
 from . import analysis
 

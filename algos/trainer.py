@@ -31,7 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 from accelerate import Accelerator
-from accelerate.utils import gather_object, set_seed
+from accelerate.utils import gather_object
 
 from rsim_env.group import EnvGroup
 from rsim_env.problems import Problem

@@ -127,7 +127,7 @@ def run_trl(cfg: Config) -> dict:
                           processing_class=tok, callbacks=[timer])
     trainer.train()
     lengths = [h["completions/mean_length"] for h in trainer.state.log_history if "completions/mean_length" in h]
-    return _summary(timer.times[cfg.warmup:], [l * cfg.group_size for l in lengths[cfg.warmup:]])
+    return _summary(timer.times[cfg.warmup:], [n * cfg.group_size for n in lengths[cfg.warmup:]])
 
 
 def _summary(times: list[float], tokens: list[float]) -> dict:

@@ -1,6 +1,5 @@
 """The trainer driving the real LLM agent classes (tiny random-init Llama models, byte tokenizer)."""
 
-import pytest
 import torch
 
 from agents.loading import tiny_model

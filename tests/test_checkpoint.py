@@ -40,7 +40,7 @@ def test_resume_is_exact(tmp_path):
 
     models, opts = _make()
     torch.manual_seed(1); np.random.seed(1); random.seed(1)
-    for step in range(2):
+    for _ in range(2):
         _step(models, opts)
     save_checkpoint(tmp_path, 2, models, opts, {"data_position": 7}, {"lr": 1e-2})
     # scramble everything, then resume into fresh objects

@@ -91,7 +91,7 @@ def test_eval_scripted_writes_every_field(tmp_path, capsys):
     assert list(data["modes"]) == ["none", "random", "fixed:1,3,8", "fixed:8"] == data["config"]["modes_resolved"]
     assert data["config"]["limit"] == 5 and data["config"]["fixed"] == [[1, 3, 8], [8]]
     assert data["data"]["problems"] == 5 and data["planner"] is None
-    for mode, m in data["modes"].items():
+    for _mode, m in data["modes"].items():
         assert m["problems"] == 5 and m["samples"] == 5
         lo, hi = m["ci95"]
         assert 0 <= lo <= m["accuracy"] <= hi <= 1
@@ -150,7 +150,7 @@ def test_eval_tiny_lms_via_rsim_cli(tmp_path, tiny_planner_dir):
     assert len(data["per_problem"]) == 3 * 3 * 2
     assert sorted((r["mode"], r["problem_id"], r["sample"]) for r in data["per_problem"]) == sorted(
         (m, p, s) for m in data["modes"] for p in {r["problem_id"] for r in data["per_problem"]} for s in (0, 1))
-    for mode, m in data["modes"].items():
+    for _mode, m in data["modes"].items():
         assert m["samples"] == 6 and "pass@2" in m and m["pass@2"] >= m["accuracy"]
         tc = m["token_cost"]
         assert tc["reasoner_read_mean"] > 0 and 0 < tc["reasoner_written_mean"] <= 2 * 4 * 2

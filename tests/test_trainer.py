@@ -52,7 +52,7 @@ def test_end_to_end_changes_params_and_logs_reward(tmp_path):
         assert t in tags, f"{t} not logged; got {sorted(tags)}"
     assert len(tags["reasoner/reward"]) == cfg.train.steps
     assert tags["lambda"][0] == pytest.approx(0.7) and tags["lambda"][-1] == pytest.approx(0.3)
-    samples = [json.loads(l) for l in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    samples = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]
     assert samples and {"strategies", "steps", "rewards"} <= set(samples[0])
     ckpt = Path(out["checkpoint"])
     assert json.loads((ckpt / "config.json").read_text())["learner"] == "stackelberg"

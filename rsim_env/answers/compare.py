@@ -64,9 +64,9 @@ def _rel_to_interval(s: tuple) -> tuple | None:
     if len(nodes) == 2:
         (a, b), op = nodes, ops[0]
         if a[0] == "sym":
-            var, bound, op = a, b, {"<": ">", ">": "<", "<=": ">=", ">=": "<="}[op]
+            _var, bound, op = a, b, {"<": ">", ">": "<", "<=": ">=", ">=": "<="}[op]
         elif b[0] == "sym":
-            var, bound = b, a
+            _var, bound = b, a
         else:
             return None
         # now the relation reads: bound op var

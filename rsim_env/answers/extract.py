@@ -76,7 +76,7 @@ def _from_boxed(text: str) -> Extraction | None:
 
 def _from_answer_is(text: str) -> Extraction | None:
     found = None
-    for found in _ANSWER_IS.finditer(text):
+    for found in _ANSWER_IS.finditer(text):  # noqa: B007 - keep the last match
         pass
     if found is None:
         return None
@@ -105,7 +105,7 @@ def choice_letter(text: str) -> str | None:
 
 def _last_number(text: str) -> Extraction | None:
     found = None
-    for found in _NUMBER.finditer(text[-5000:]):
+    for found in _NUMBER.finditer(text[-5000:]):  # noqa: B007 - keep the last match
         pass
     return Extraction(found.group().rstrip(","), "last_number") if found else None
 

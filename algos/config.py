@@ -107,6 +107,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "data.source": "reasoning_gym", "data.size": 64, "train.steps": 8, "train.groups_per_step": 1,
         "train.grpo.group_size": 4, "train.grpo.max_length": 96, "train.env_max_steps": 3,
         "train.planner_optim.lr": 1e-3, "train.reasoner_optim.lr": 2e-5, "train.output_dir": "runs/demo",
+        "train.save_every": 4,
         "train.mixed_precision": "no", "schedule.stage1_steps": 4,
     },
     "paper": {  # GPUs: Qwen2.5-0.5B-Instruct planner and reasoner on GSM8K, two-stage lambda schedule

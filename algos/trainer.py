@@ -84,8 +84,8 @@ class TrainConfig:
     """Rounds per episode before truncation (planner mode)."""
     log_every: int = 1
     """Log metrics and sample rollouts every this many steps."""
-    save_every: int = 0
-    """Checkpoint every this many steps (0 = only at the end)."""
+    save_every: int = 10
+    """Checkpoint every this many steps (0 = only at the end); a crash loses at most this many steps."""
     keep_checkpoints: int = 2
     """Newest checkpoints kept on disk."""
     output_dir: str = "runs/rsim"

@@ -28,6 +28,7 @@ from agents.tiny import TinyPlanner
 from algos.stackelberg import StackelbergConfig, StackelbergGRPO
 from algos.trainer import OptimConfig, TrainConfig, Trainer, make_accelerator
 from algos.grpo import GRPOConfig
+from algos.rollout import rollout
 from rsim_env import EnvGroup, STRATEGIES
 from rsim_env.problems import Problem
 from rsim_env.strategies import TERMINATION
@@ -100,16 +101,11 @@ def success(planner: Any, reasoner: Any, problems: list[Problem], max_steps: int
     """Fraction of problems solved with one rollout each."""
     if hasattr(planner, "greedy"):
         planner.greedy = greedy
-    group = EnvGroup(problems, 1, max_steps=max_steps)
-    planner.reset(len(group)); reasoner.reset(len(group))
-    group.reset(seed=0)
     with torch.no_grad():
-        while not group.done:
-            agent, ids, obs = group.observe()
-            group.step((planner if agent == "planner" else reasoner).act(ids, obs))
+        out = rollout(EnvGroup(problems, 1, max_steps=max_steps), reasoner, planner, seed=0)
     if hasattr(planner, "greedy"):
         planner.greedy = False
-    return sum(r["info"]["correct"] for r in group.results()) / len(problems)
+    return sum(t["info"]["correct"] for t in out.trajectories) / len(problems)
 
 
 def main(cfg: Config) -> dict:

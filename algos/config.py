@@ -108,7 +108,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "train.grpo.group_size": 4, "train.grpo.max_length": 96, "train.env_max_steps": 3,
         "train.planner_optim.lr": 1e-3, "train.reasoner_optim.lr": 2e-5, "train.output_dir": "runs/demo",
         # 2 groups x G=4 per step: with 1 group the planner's reward wandered (-1.67 -> -1.67 over
-        # 8 steps in one run); with 2 it rose from -1.25 to +0.52 over 10 steps (it learns to terminate).
+        # 8 steps in one run). With 2, one run rose from -1.25 to +0.52 (it learned to terminate) and
+        # another only improved its repetition penalty (-1.92 -> -1.50): 10 steps are a demo, not a result.
         "train.save_every": 5,
         "train.mixed_precision": "no", "schedule.stage1_steps": 5,
     },

@@ -1,17 +1,20 @@
-"""``python -m rsim_env``: play a few scripted rSIM episodes on the embedded default data and show them."""
+"""``python -m agents.demo``: play a few scripted rSIM episodes on the embedded default data and show them.
+
+Lives in ``agents`` (not ``rsim_env``) because it uses the scripted agents: the env never imports agents.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from .env import env as make_env
+from rsim_env import env as make_env
+
+from .scripted import RandomPlanner, TemplateReasoner
 
 
 def main(cfg: argparse.Namespace) -> dict:
     """Play ``cfg.episodes`` episodes (random planner, templated reasoner); return their outcomes."""
-    from agents.scripted import RandomPlanner, TemplateReasoner  # scripted agents need no torch
-
     e = make_env(render_mode="ansi", max_steps=cfg.max_steps)
     oracle = {p.question: p.answer for p in e.unwrapped.problems}
     planner, reasoner = RandomPlanner(seed=cfg.seed, p_terminate=0.3), TemplateReasoner(oracle, p_correct=0.5, seed=cfg.seed)

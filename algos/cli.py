@@ -53,7 +53,7 @@ def build_agents(cfg: RunConfig, learner: Any, device: Any) -> dict[str, Any]:
     """Agents for ``learner`` on ``device`` (identical init on every process: seed first)."""
     m = cfg.model
     if m.reasoner == "tiny":
-        from agents.tiny import TinyPlanner, TinyReasoner
+        from algos.tiny_agents import TinyPlanner, TinyReasoner
 
         agents = {"reasoner": TinyReasoner(device=device)}
         if learner.env_planner:

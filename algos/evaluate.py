@@ -193,7 +193,7 @@ def build_reasoner(spec: str, cfg: EvalConfig, problems: Sequence[Problem]) -> t
             raise ValueError(f"--reasoner {spec}: checkpoint {ck} has no trained reasoner (model.reasoner.safetensors); "
                              f"its learner ({run.get('learner')}) froze it. Pass its base model {run['model']['reasoner']!r}.")
         if run["model"]["reasoner"] == "tiny":  # the toy word-sampler of `rsim train --preset tiny`
-            from agents.tiny import TinyReasoner
+            from algos.tiny_agents import TinyReasoner
 
             reasoner = TinyReasoner()
             load_model(reasoner.module, str(weights))
@@ -237,7 +237,7 @@ def load_planner(path: str, cfg: EvalConfig) -> tuple[Any, dict[str, Any]]:
             "trained_with_reasoner": run["model"]["reasoner"], "train_data": run.get("data"),
             "step": json.loads((ck / "state.json").read_text()).get("step")}
     if spec == "tiny":  # the toy MLP planner of `rsim train --preset tiny`
-        from agents.tiny import TinyPlanner
+        from algos.tiny_agents import TinyPlanner
 
         planner = TinyPlanner(max_rounds=run["train"]["env_max_steps"])
         load_model(planner.module, str(weights))
@@ -273,7 +273,7 @@ def episode_tokens(planner_rec: dict[str, Any], reasoner_rec: dict[str, Any], ha
         written = int(sum(reasoner_rec["gen_mask"]))
         out["reasoner_written"] = written
         out["reasoner_read"] = len(reasoner_rec["input_ids"]) - written
-    elif "tokens" in reasoner_rec:  # agents.tiny.TinyReasoner: words drawn per step, no prompt
+    elif "tokens" in reasoner_rec:  # algos.tiny_agents.TinyReasoner: words drawn per step, no prompt
         out["reasoner_written"] = sum(len(t) for t in reasoner_rec["tokens"])
     return out
 

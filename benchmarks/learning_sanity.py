@@ -2,7 +2,7 @@
 
 Setup: a scripted reasoner (templated steps, so strategy detection works) whose final answer is
 right only when the planner chose exactly ``target`` (default decomposition -> validation ->
-termination). The planner is a tiny random-init MLP (``agents.tiny.TinyPlanner``) trained with the
+termination). The planner is a tiny random-init MLP (``algos.tiny_agents.TinyPlanner``) trained with the
 Stackelberg learner and its lambda schedule; the scripted follower cannot learn, so only the
 leader updates (at lr * lambda). Reported: greedy success before and after training, the success
 of a uniformly random planner (measured, and the exact ``9**-len(target)``), and updates used.
@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from agents.scripted import RandomPlanner, TemplateReasoner, _TEMPLATES
-from agents.tiny import TinyPlanner
+from algos.tiny_agents import TinyPlanner
 from algos.stackelberg import StackelbergConfig, StackelbergGRPO
 from algos.trainer import OptimConfig, TrainConfig, Trainer, make_accelerator
 from algos.grpo import GRPOConfig

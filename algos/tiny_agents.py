@@ -19,6 +19,8 @@ from torch import nn
 
 from rsim_env.strategies import NUM_STRATEGIES
 
+from .policy import Scored
+
 VOCAB = (
     "wait", "break", "sub-problems", "carefully", "check", "verify", "so", "far", "focus", "next", "plan",
     "then", "the", "answer", "is", *[f"\\boxed{{{d}}}" for d in range(10)],
@@ -79,8 +81,6 @@ class TinyPlanner(_Sampler):
         return self._records
 
     def score(self, records: Sequence[dict[str, Any]]):
-        from algos.policy import Scored  # local: agents must not depend on algos at import time
-
         T = max(1, max(len(r["actions"]) for r in records))
         rounds = [r["rounds"][t] if t < len(r["rounds"]) else 0 for r in records for t in range(T)]
         prev = [r["prev"][t] if t < len(r["prev"]) else NUM_STRATEGIES for r in records for t in range(T)]
@@ -136,8 +136,6 @@ class TinyReasoner(_Sampler):
         return len(record["tokens"]) * self.step_tokens
 
     def score(self, records: Sequence[dict[str, Any]]):
-        from algos.policy import Scored
-
         k = self.step_tokens
         S = max(1, max(len(r["tokens"]) for r in records))
         strategies = [r["strategies"][s] if s < len(r["strategies"]) else 0 for r in records for s in range(S)]

@@ -193,6 +193,7 @@ class Trainer:
         torch.manual_seed(cfg.seed * 1000 + 17 + accelerator.process_index)
         np.random.seed(cfg.seed * 1000 + 17 + accelerator.process_index)
         if accelerator.is_main_process:
+            ckpt.remove_debris(self.out / "checkpoints")  # temp dirs of a save killed in an earlier run
             accelerator.init_trackers("tensorboard", config=_flat_hparams(self.run_config))
             tb = accelerator.get_tracker("tensorboard", unwrap=True)
             tb.add_text("config", "```\n" + json.dumps(self.run_config, indent=1) + "\n```", 0)

@@ -32,6 +32,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rsim_env.render import STEP_DELIMITER, chat_to_text, no_planner_chat, reasoner_chat
+from rsim_env.validation import check_finite
 
 from .kv import KVBatch
 from .sampling import masked_logprobs, sample, token_logprobs
@@ -65,6 +66,7 @@ class ReasonerConfig:
     """Seed of the sampling generator (None: torch's global RNG)."""
 
     def __post_init__(self):
+        check_finite(self)
         if self.max_answer_tokens < 1:
             raise ValueError(f"max_answer_tokens must be >= 1, got {self.max_answer_tokens}")
         if self.max_step_tokens < 1:

@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from rsim_env.validation import check_finite
+
 from .stackelberg import StackelbergConfig
 from .trainer import TrainConfig
 
@@ -37,6 +39,7 @@ class ModelConfig:
     """Weights dtype to load ("float32" or "bfloat16")."""
 
     def __post_init__(self) -> None:
+        check_finite(self)
         if (self.planner == "tiny") != (self.reasoner == "tiny"):
             raise ValueError(f"ModelConfig.planner={self.planner!r} / reasoner={self.reasoner!r}: the tiny toy agents "
                              "only work together; set both to 'tiny' or neither.")
@@ -66,6 +69,7 @@ class DataConfig:
     """Generator seed for procedural sources."""
 
     def __post_init__(self) -> None:
+        check_finite(self)
         if self.source not in DATA_SOURCES:
             raise ValueError(f"DataConfig.source={self.source!r} is invalid: choose one of {DATA_SOURCES}.")
         if self.source == "jsonl" and not self.path:
@@ -92,6 +96,7 @@ class RunConfig:
     """Checkpoint dir or run dir to resume from ("" = fresh run)."""
 
     def __post_init__(self) -> None:
+        check_finite(self)
         if self.learner not in LEARNERS:
             raise ValueError(f"RunConfig.learner={self.learner!r} is invalid: choose one of {LEARNERS}.")
 

@@ -36,6 +36,7 @@ from accelerate.utils import gather_object
 from rsim_env.group import EnvGroup
 from rsim_env.problems import Problem
 from rsim_env.strategies import STRATEGIES
+from rsim_env.validation import check_finite
 
 from . import checkpoint as ckpt
 from .rollout import rollout as play
@@ -60,6 +61,7 @@ class OptimConfig:
     """Linear warm-up of the learning rate over this many optimizer steps."""
 
     def __post_init__(self) -> None:
+        check_finite(self)
         if not (isinstance(self.lr, (int, float)) and self.lr > 0 and math.isfinite(self.lr)):
             raise ValueError(f"OptimConfig.lr={self.lr!r} is invalid: use a positive float such as 1e-6.")
         if not self.weight_decay >= 0:
@@ -106,6 +108,7 @@ class TrainConfig:
     """Reasoner optimizer."""
 
     def __post_init__(self) -> None:
+        check_finite(self)
         for f in ("steps", "groups_per_step", "env_max_steps", "log_every"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:

@@ -22,6 +22,7 @@ from . import answers, rewards
 from .problems import Problem
 from .rewards import RewardWeights
 from .strategies import NUM_STRATEGIES, TERMINATION, detect
+from .validation import check_finite
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class EnvConfig:
     """Weights of the reward components."""
 
     def __post_init__(self) -> None:
+        check_finite(self)
         for name in ("max_steps", "max_step_chars", "max_question_chars"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Sequence
 
 from .strategies import TERMINATION
+from .validation import check_finite
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 
@@ -65,6 +66,7 @@ class RewardWeights:
     """Weight of R_penalty (planner)."""
 
     def __post_init__(self) -> None:
+        check_finite(self)
         for name, value in asdict(self).items():
             if not isinstance(value, (int, float)) or value != value:
                 raise ValueError(f"RewardWeights.{name}={value!r} must be a finite number (e.g. 1.0).")

@@ -94,6 +94,9 @@ class RunConfig:
     """Training problems."""
     resume: str = ""
     """Checkpoint dir or run dir to resume from ("" = fresh run)."""
+    allow_config_change: bool = False
+    """With resume: accept changed optimiser/loss settings (learning rates, clipping, KL, temperatures, lambda
+    schedule); shapes and meaning (models, learner, group size, seed, env, data) can never change (algos/resume_check.py)."""
 
     def __post_init__(self) -> None:
         check_finite(self)
@@ -184,3 +187,49 @@ def resolve(preset: str | None = None, overrides: dict[str, Any] | None = None) 
             raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}.")
         cfg = apply_overrides(cfg, PRESETS[preset])
     return apply_overrides(cfg, overrides or {})
+
+
+def config_from_saved(saved: dict[str, Any], where: str = "checkpoint") -> RunConfig:
+    """The :class:`RunConfig` stored in a checkpoint's ``config.json`` (validated like any other).
+
+    Keys this version does not know are dropped with a log line (a newer or older release wrote
+    them); missing keys take their defaults.
+    """
+    import logging
+
+    from .resume_check import flatten
+
+    known, unknown = {}, []
+    for key, value in flatten(saved).items():
+        node: Any = RunConfig()
+        for part in key.split("."):
+            node = getattr(node, part, _MISSING) if dataclasses.is_dataclass(node) else _MISSING
+        if node is _MISSING:
+            unknown.append(key)
+        else:  # lists are tuples saved as JSON: hand them back as text for the tuple conversion
+            known[key] = json.dumps(value) if isinstance(value, list) else value
+    if unknown:
+        logging.getLogger("rsim.resume").warning("resume: %s: ignoring saved config keys unknown to this version: %s",
+                                                 where, ", ".join(unknown))
+    try:
+        return apply_overrides(RunConfig(), known)
+    except ValueError as e:
+        raise ValueError(f"{where}: the saved config is invalid here: {e}") from e
+
+
+_MISSING = object()
+
+
+def resolve_resumed(saved: dict[str, Any], preset: str | None, overrides: dict[str, Any],
+                    where: str = "checkpoint") -> RunConfig:
+    """A resumed run's config: the saved one, then ``preset`` (if given), then ``overrides``.
+
+    Resuming never falls back to the defaults: the saved config is the base and the command line
+    only overrides what it names (:mod:`algos.resume_check` then decides which changes are allowed).
+    """
+    cfg = config_from_saved(saved, where)
+    if preset:
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}.")
+        cfg = apply_overrides(cfg, PRESETS[preset])
+    return apply_overrides(cfg, overrides)

@@ -43,6 +43,7 @@ from .rollout import rollout as play
 from .grpo import GRPOConfig, group_advantages, grpo_loss, zero_std_groups
 from .policy import check_trainable
 from .stackelberg import StepPlan
+from .step_guard import StepGuard
 
 MIXED_PRECISION = ("auto", "no", "bf16", "fp16")
 
@@ -100,6 +101,8 @@ class TrainConfig:
     """Show a tqdm progress bar."""
     skip_zero_std_groups: bool = True
     """Don't score groups whose rewards are all equal (zero advantage) unless the KL term needs them."""
+    max_bad_steps: int = 5
+    """Stop after this many consecutive steps whose loss or gradient norm was not finite (each such update is skipped)."""
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     """GRPO loss settings (shared by both agents; group_size is G)."""
     planner_optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-5))
@@ -109,7 +112,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check_finite(self)
-        for f in ("steps", "groups_per_step", "env_max_steps", "log_every"):
+        for f in ("steps", "groups_per_step", "env_max_steps", "log_every", "max_bad_steps"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"TrainConfig.{f}={v!r} is invalid: use an int >= 1.")
@@ -192,6 +195,8 @@ class Trainer:
         self.num_tokens = 0
         self.history: list[dict[str, float]] = []
         self.out = Path(cfg.output_dir)
+        self.guard = StepGuard(cfg.max_bad_steps, accelerator)  # drops non-finite updates, stops a diverged run
+        self.last_checkpoint: Path | None = None
         # distinct sampling streams per process, identical model init (agents were built before)
         torch.manual_seed(cfg.seed * 1000 + 17 + accelerator.process_index)
         np.random.seed(cfg.seed * 1000 + 17 + accelerator.process_index)
@@ -274,7 +279,7 @@ class Trainer:
         if g.kl_coef > 0:
             with torch.no_grad(), self.acc.autocast():
                 ref_logp = self.ref_agents[role].score(recs).logp.float()
-        old, sums, scale = None, {}, None
+        old, sums, scale, dropped = None, {}, None, 0
         for _ in range(g.num_iterations):
             with self.acc.autocast():
                 scored = agent.score(recs)
@@ -288,10 +293,15 @@ class Trainer:
             self._sync_grads(params)
             max_norm = self.optim_cfg[role].max_grad_norm
             gn = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf"))
-            opt.step()
+            if self.guard.finite(role, loss.detach(), gn):
+                opt.step()
+            else:  # NaN/inf would poison the weights and Adam's moments: drop this update
+                opt.zero_grad(set_to_none=False)
+                dropped += 1
             for k, v in dict(m, loss=loss.item(), grad_norm=gn.item()).items():
                 sums[k] = sums.get(k, 0.0) + v / g.num_iterations
-        sums.update(learning_rate=lr, tokens=float(scored.mask.sum().item()) * weight, skipped=0.0)
+        sums.update(learning_rate=lr, tokens=float(scored.mask.sum().item()) * weight, skipped=0.0,
+                    nonfinite_skipped=float(dropped))
         return sums
 
     # ------------------------------------------------------------------ the loop
@@ -315,6 +325,7 @@ class Trainer:
             self.acc.log(metrics, step=self.step)
             self._log_extras(results)
         self.history.append(metrics)
+        self.guard.end_step(self.step, self.last_checkpoint)  # raises after max_bad_steps bad steps in a row
         return metrics
 
     def train(self) -> dict[str, Any]:
@@ -324,14 +335,16 @@ class Trainer:
         bar = tqdm(total=self.cfg.steps, initial=self.step, desc=self.learner.name,
                    disable=not (self.cfg.progress and self.acc.is_main_process))
         path = None
-        while self.step < self.cfg.steps:
-            m = self.train_step()
-            bar.update(1)
-            bar.set_postfix({k: f"{m[k]:.3f}" for k in ("planner/reward", "reasoner/reward", "accuracy") if k in m})
-            if (self.cfg.save_every and self.step % self.cfg.save_every == 0) or self.step == self.cfg.steps:
-                path = self.save()
-        bar.close()
-        self.acc.end_training()
+        try:
+            while self.step < self.cfg.steps:
+                m = self.train_step()
+                bar.update(1)
+                bar.set_postfix({k: f"{m[k]:.3f}" for k in ("planner/reward", "reasoner/reward", "accuracy") if k in m})
+                if (self.cfg.save_every and self.step % self.cfg.save_every == 0) or self.step == self.cfg.steps:
+                    path = self.save()
+        finally:  # flush the logs even when the run stops on an error
+            bar.close()
+            self.acc.end_training()
         return {"steps": self.step, "checkpoint": str(path) if path else None, "output_dir": str(self.out),
                 "history": self.history}
 
@@ -394,12 +407,13 @@ class Trainer:
         path = None
         if self.acc.is_main_process:
             state = {"data_position": self.data_position, "num_tokens": self.num_tokens,
-                     "learner": self.learner.name, "num_processes": self.acc.num_processes}
+                     "learner": self.learner.name, "num_processes": self.acc.num_processes, **self.guard.state()}
             path = ckpt.save_checkpoint(self.out / "checkpoints", self.step,
                                         {r: self.agents[r].module for r in self.learner.trained},
                                         self.optimizers, state, self.run_config, rng=rng,
                                         keep=self.cfg.keep_checkpoints)
         self.acc.wait_for_everyone()
+        self.last_checkpoint = path or self.last_checkpoint
         return path
 
     def _check_replicas_agree(self) -> None:
@@ -415,11 +429,14 @@ class Trainer:
     def resume(self, path: str | Path) -> dict[str, Any]:
         """Load a checkpoint (dir, or a run dir = its newest) and continue from its step."""
         state = ckpt.load_checkpoint(path, {r: self.agents[r].module for r in self.learner.trained},
-                                     self.optimizers, rank=self.acc.process_index)
+                                     self.optimizers, rank=self.acc.process_index,
+                                     state_schema={"data_position": int, "num_tokens": int})
         if state.get("num_processes", 1) != self.acc.num_processes:
             raise ValueError(f"checkpoint was written by {state['num_processes']} processes, now {self.acc.num_processes}; "
                              "resume with the same --num_processes for an exact continuation.")
         self.step, self.data_position, self.num_tokens = state["step"], state["data_position"], state["num_tokens"]
+        self.guard.load(state)
+        self.last_checkpoint = Path(state["path"])
         return state
 
 

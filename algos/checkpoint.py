@@ -6,8 +6,11 @@ Layout of ``<root>/step_00000010/``::
     optim.<agent>.safetensors      optimizer tensors (Adam moments, step counts)
     optim.<agent>.json             optimizer scalars + param_groups, with tensor keys
     rng.<rank>.safetensors / .json torch (+ CUDA) / numpy / python RNG states, one pair per process
-    state.json                     counters, data position, schedule state, metrics history
+    state.json                     step, data position, token count, learner name, process count
+                                   (the schedule is a pure function of the step; metrics live in TensorBoard)
     config.json                    the resolved config
+
+The directory layout (names, ``latest``) is shared with the agent registry: :mod:`agents.runs`.
 
 A checkpoint is written into a hidden temp dir and renamed into place (files, temp dir and parent
 dir fsynced), so a crash mid-save never leaves a half checkpoint behind; :func:`latest` only sees
@@ -30,15 +33,15 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, load_model, save_file, save_model
 
+from agents.runs import PREFIX, latest, list_checkpoints, weights_file
+
 from .checkpoint_checks import (TMP_PREFIX, CheckpointError, InsufficientSpaceError, NonFiniteStateError,
                                 check_free_space, check_safetensors, first_non_finite, fsync_dir, log,
                                 read_json, remove_debris, require, state_bytes)
 
-__all__ = ["CheckpointError", "CheckpointWriteError", "InsufficientSpaceError", "NonFiniteStateError",
+__all__ = ["PREFIX", "CheckpointError", "CheckpointWriteError", "InsufficientSpaceError", "NonFiniteStateError",
            "capture_rng", "find_checkpoints", "latest", "list_checkpoints", "load_checkpoint",
            "remove_debris", "restore_rng", "save_checkpoint"]
-
-PREFIX = "step_"
 
 
 # -------------------------------------------------------------------------------------- RNG
@@ -181,7 +184,7 @@ class CheckpointWriteError(OSError):
 
 def _write_files(tmp: Path, step: int, models, optimizers, state, config, rng) -> None:
     for name, model in models.items():
-        save_model(model, str(tmp / f"model.{name}.safetensors"))
+        save_model(model, str(weights_file(tmp, name)))
     for name, opt in optimizers.items():
         tensors, doc = optimizer_to_files(opt.state_dict())
         save_file(tensors, str(tmp / f"optim.{name}.safetensors"))
@@ -195,20 +198,6 @@ def _write_files(tmp: Path, step: int, models, optimizers, state, config, rng) -
         with open(f, "rb") as fh:
             os.fsync(fh.fileno())
     fsync_dir(tmp)
-
-
-def list_checkpoints(root: str | Path) -> list[Path]:
-    """Complete checkpoints under ``root``, oldest first."""
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    return sorted(p for p in root.iterdir() if p.name.startswith(PREFIX) and (p / "state.json").is_file())
-
-
-def latest(root: str | Path) -> Path | None:
-    """Newest complete checkpoint under ``root`` (or ``None``)."""
-    found = list_checkpoints(root)
-    return found[-1] if found else None
 
 
 # ------------------------------------------------------------------------------ load
@@ -268,7 +257,7 @@ def _load_one(path: Path, models, optimizers, rank: int, schema: dict[str, type]
         require(state, key, kind, path / "state.json")
     config = read_json(path / "config.json")
     for name, model in models.items():  # check every file first: a bad one changes nothing
-        f = path / f"model.{name}.safetensors"
+        f = weights_file(path, name)
         if not f.is_file():
             raise CheckpointError(f"{f}: missing; this checkpoint has no weights for agent {name!r} "
                                   f"(files: {sorted(p.name for p in path.iterdir())}).")
@@ -276,7 +265,7 @@ def _load_one(path: Path, models, optimizers, rank: int, schema: dict[str, type]
     docs = {name: _check_optim_files(path, name, opt) for name, opt in optimizers.items()}
     rng_meta = _check_rng_files(path, rank)
     for name, model in models.items():
-        _load_model(path / f"model.{name}.safetensors", name, model)
+        _load_model(weights_file(path, name), name, model)
     for name, opt in optimizers.items():
         _load_optim(path, name, opt, docs[name])
     restore_rng(load_file(str(path / f"rng.{rank}.safetensors")), rng_meta)

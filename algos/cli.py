@@ -19,76 +19,34 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from agents.registry import SPEC_HELP as AGENT_SPECS
+from rsim_env.data import SPEC_HELP as DATA_SPECS
+
 from . import console, preflight as pre
-from .config import LEARNERS, PRESETS, RunConfig, config_from_saved, resolve, resolve_resumed
+from .config import PRESETS, RunConfig, config_from_saved, resolve, resolve_resumed
+from .learners import LEARNERS, build_learner
 from .resume_check import check_config_change, check_not_complete
 from .trainer import Trainer, make_accelerator, to_dict
 
+__all__ = ["build_problems", "build_learner", "build_agents", "train", "parse", "main"]
+
 
 def build_problems(cfg: RunConfig) -> list:
-    """The training problems named by ``cfg.data``."""
-    from rsim_env.problems import Problem, load_jsonl, reasoning_gym_problems
+    """The training problems named by ``cfg.data`` (:func:`rsim_env.data.load_problems`)."""
+    from rsim_env.data import load_problems
 
     d = cfg.data
-    if d.source == "tiny":
-        import random
-
-        rng = random.Random(d.seed)
-        out = []
-        for i in range(d.size):
-            a = rng.randint(0, 9)
-            b = rng.randint(0, 9 - a)
-            out.append(Problem(id=f"tiny/{i}", question=f"What is {a} + {b}?", answer=str(a + b), source="tiny"))
-        return out
-    if d.source == "reasoning_gym":
-        return reasoning_gym_problems(size=d.size, seed=d.seed)
-    if d.source == "jsonl":
-        return load_jsonl(d.path)[: d.size]
-    from rsim_env.loaders import load_problems  # hub sets (gsm8k, math): datasets.load_dataset by name
-
-    return load_problems(d.source, limit=d.size)
+    return load_problems(d.source, limit=d.size, seed=d.seed, split=d.split or None)
 
 
-def build_learner(cfg: RunConfig) -> Any:
-    from .grpo_baseline import GRPOBaseline
-    from .plugin import PlannerOnly
-    from .stackelberg import StackelbergGRPO
+def build_agents(cfg: RunConfig, learner: Any, device: Any, problems: Sequence[Any] = ()) -> dict[str, Any]:
+    """Agents for ``learner`` on ``device`` from ``cfg.model`` specs (identical init on every process: seed first)."""
+    from agents.registry import AgentContext, build_agent
 
-    return {"stackelberg": lambda: StackelbergGRPO(cfg.schedule), "grpo": GRPOBaseline,
-            "planner_only": PlannerOnly}[cfg.learner]()
-
-
-def build_agents(cfg: RunConfig, learner: Any, device: Any) -> dict[str, Any]:
-    """Agents for ``learner`` on ``device`` (identical init on every process: seed first)."""
-    m = cfg.model
-    if m.reasoner == "tiny":
-        from algos.tiny_agents import TinyPlanner, TinyReasoner
-
-        agents = {"reasoner": TinyReasoner(device=device)}
-        if learner.env_planner:
-            agents["planner"] = TinyPlanner(max_rounds=cfg.train.env_max_steps, device=device)
-        return agents
-    import torch
-
-    from agents.reasoner import Reasoner, ReasonerConfig
-
-    from .adapters import TrainablePlanner, TrainableReasoner
-
-    dtype = getattr(torch, m.dtype)
-    reasoner = Reasoner.from_spec(m.reasoner, ReasonerConfig(
-        max_step_tokens=m.max_step_tokens, max_answer_tokens=m.max_answer_tokens, temperature=m.temperature), dtype=dtype)
-    reasoner.model.to(device)
-    agents: dict[str, Any] = {"reasoner": TrainableReasoner(reasoner)}
-    if learner.env_planner:
-        try:
-            from agents.planner import Planner, PlannerConfig
-        except ImportError as e:
-            raise ValueError("learner needs the LLM planner (agents/planner.py), which is not in this checkout yet; "
-                             "use --learner grpo, or model.planner=tiny with model.reasoner=tiny.") from e
-        planner = Planner.from_spec(m.planner, PlannerConfig(temperature=m.temperature), dtype=dtype)
-        planner.to(device)
-        agents["planner"] = TrainablePlanner(planner)
-    return agents
+    roles = ("planner", "reasoner") if learner.env_planner else ("reasoner",)
+    return {role: build_agent(getattr(cfg.model, role), AgentContext(
+        role=role, config=getattr(cfg, role), dtype=cfg.model.dtype, device=device, seed=cfg.train.seed,
+        max_rounds=cfg.env.max_steps, problems=problems)).agent for role in roles}
 
 
 def preflight(cfg: RunConfig) -> tuple[Path | None, int]:
@@ -103,8 +61,10 @@ def preflight(cfg: RunConfig) -> tuple[Path | None, int]:
         check_config_change(to_dict(config_from_saved(saved, str(point))), to_dict(cfg), cfg.allow_config_change,
                             where=str(point))
     pre.check_output_dir(cfg.train.output_dir, point)
-    for role in ("planner", "reasoner"):
-        pre.check_model_spec(role, getattr(cfg.model, role), names=("tiny",))
+    from agents.registry import check_spec
+
+    for role in ("planner", "reasoner") if build_learner(cfg).env_planner else ("reasoner",):
+        check_spec(getattr(cfg.model, role), role)
     return point, step
 
 
@@ -126,8 +86,8 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     acc = make_accelerator(cfg.train)
     set_seed(cfg.train.seed)  # same init on every process
     learner = build_learner(cfg)
-    agents = build_agents(cfg, learner, acc.device)
-    trainer = Trainer(cfg.train, learner, agents, problems, acc, run_config=to_dict(cfg))
+    agents = build_agents(cfg, learner, acc.device, problems)
+    trainer = Trainer(cfg.train, learner, agents, problems, acc, run_config=to_dict(cfg), env=cfg.env)
     if cfg.resume:
         trainer.resume(cfg.resume)
     t0 = time.perf_counter()
@@ -141,22 +101,33 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     return out
 
 
+SPEC_EPILOG = f"""agent specs (model.planner / model.reasoner; the same as rsim eval --planner / --reasoner):
+  {AGENT_SPECS}
+data specs (data.source; the same as rsim eval --source):
+  {DATA_SPECS}"""
+
+
 def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
     p = argparse.ArgumentParser(prog="rsim", description="rSIM: planner + reasoner LLMs, Stackelberg GRPO.")
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("eval", add_help=False, help="evaluate planner modes (see `rsim eval --help`; algos/evaluate.py)")
-    t = sub.add_parser("train", help="train a learner (see --preset)")
+    sub.add_parser("eval", add_help=False, help="evaluate planner modes (see `rsim eval --help`; algos/evaluation/)")
+    t = sub.add_parser("train", help="train a learner (see --preset)", epilog=SPEC_EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("--preset", choices=sorted(PRESETS), help="start from a preset (demo: CPU minutes; paper: GPUs)")
-    t.add_argument("--learner", choices=LEARNERS)
+    t.add_argument("--learner", choices=sorted(LEARNERS))
     t.add_argument("--steps", type=int, help="= --set train.steps=N")
     t.add_argument("--out", help="= --set train.output_dir=DIR")
     t.add_argument("--resume", help="checkpoint dir or run dir to continue from (its saved config is the base; "
                    "--preset/--set override it)")
     t.add_argument("--allow-config-change", action="store_true",
                    help="with --resume: accept changed learning rates / loss settings (never models, sizes, env, data)")
+    t.add_argument("--planner", help="= --set model.planner=SPEC (agent specs below)")
+    t.add_argument("--reasoner", help="= --set model.reasoner=SPEC (agent specs below)")
+    t.add_argument("--data", help="= --set data.source=SPEC (data specs below)")
     t.add_argument("--debug", action="store_true", help="show the traceback of an error (or set RSIM_DEBUG=1)")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override any config field, e.g. train.grpo.clip_eps_high=0.28 (repeatable)")
+                   help="override any config field, e.g. train.grpo.clip_eps_high=0.28, env.weights.follow=0.5, "
+                        "env.check.timeout_s=5 (repeatable; list them with --print-config)")
     t.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     a = p.parse_args(argv)
     overrides: dict[str, Any] = {}
@@ -165,7 +136,8 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
             p.error(f"--set {item!r}: expected KEY=VALUE, e.g. train.steps=10")
         k, v = item.split("=", 1)
         overrides[k.strip()] = v.strip()
-    for flag, key in (("learner", "learner"), ("steps", "train.steps"), ("out", "train.output_dir"), ("resume", "resume")):
+    for flag, key in (("learner", "learner"), ("steps", "train.steps"), ("out", "train.output_dir"), ("resume", "resume"),
+                      ("planner", "model.planner"), ("reasoner", "model.reasoner"), ("data", "data.source")):
         if getattr(a, flag) is not None:
             overrides[key] = getattr(a, flag)
     if a.allow_config_change:
@@ -196,7 +168,7 @@ def main(cfg: RunConfig | Sequence[str] | None = None) -> dict[str, Any] | None:
 
 def _run(cfg: RunConfig | Sequence[str]) -> dict[str, Any]:
     if not isinstance(cfg, RunConfig) and list(cfg)[:1] == ["eval"]:
-        from .evaluate import main as evaluate  # `rsim eval ...`: all of it lives in algos/evaluate.py
+        from .evaluation import main as evaluate  # `rsim eval ...`: all of it lives in algos/evaluation/
 
         return evaluate(list(cfg)[1:])
     if not isinstance(cfg, RunConfig):

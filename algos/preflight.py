@@ -1,4 +1,5 @@
-"""Checks ``rsim train`` runs before it loads any model, so that a typo costs no model load.
+"""Checks ``rsim train`` runs before it loads any model, so that a typo costs no model load
+(model specs: :func:`agents.registry.check_spec`; data specs: :func:`rsim_env.data.check_spec`).
 
 Each function takes plain values (paths, spec strings) and raises ``ValueError`` (or
 :class:`algos.checkpoint.CheckpointError`, also a ``ValueError``) naming the problem, the value
@@ -8,16 +9,11 @@ and the fix.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 from . import checkpoint as ckpt
 from .checkpoint_checks import CheckpointError, read_json, require
-
-HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-"""``org/name`` as the Hugging Face hub writes repo ids."""
-
 
 def check_output_dir(out: str | Path, resume_from: Path | None) -> Path:
     """Raise unless ``out`` can hold this run's logs and checkpoints; return it.
@@ -72,34 +68,3 @@ def read_resume_point(path: str | Path) -> tuple[Path, dict[str, Any], int]:
             errors.append(str(e))
     raise CheckpointError(errors[0] if len(errors) == 1 else
                           f"resume: none of the {len(errors)} checkpoints under {p} is readable; newest: {errors[0]}")
-
-
-def check_model_spec(role: str, spec: str, names: tuple[str, ...] = ()) -> None:
-    """Raise if ``spec`` is a local path that does not exist (or an uncached hub id while offline).
-
-    Args:
-        role: "planner" or "reasoner" (for the message).
-        spec: ``model.<role>``.
-        names: specs that are names, not paths (``default``, ``tiny``, ``toy``, ...).
-    """
-    if spec in names or spec == "default" or Path(spec).expanduser().exists():
-        return
-    head, sep, _ = spec.partition(":")
-    if sep and not head.startswith((".", "/", "~")) and "/" not in head:
-        return  # PREFIX:REST or module:factory specs are checked by their builder
-    if HUB_ID.match(spec) and not Path(spec.split("/")[0]).is_dir():
-        if os.environ.get("HF_HUB_OFFLINE", "") in ("1", "true", "True") and not _in_hub_cache(spec):
-            raise ValueError(f"model.{role}={spec!r} is not a local directory and not in the hub cache, and "
-                             "HF_HUB_OFFLINE is set; download it first or pass a local model dir.")
-        return  # a hub id: downloading it is a legitimate first load
-    raise ValueError(f"model.{role}={spec!r}: no such file or directory (a hub id would be org/name with no "
-                     "local dir 'org'); pass an existing model dir, a run dir of `rsim train`, a hub id, or 'default'.")
-
-
-def _in_hub_cache(repo_id: str) -> bool:
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:  # pragma: no cover - a transformers dependency
-        return True
-    found = try_to_load_from_cache(repo_id, "config.json")
-    return isinstance(found, str)

@@ -2,11 +2,12 @@
 
 A :class:`Problem` is one question with its ground-truth answer. A *problem source* is any
 object with ``__len__`` and ``__getitem__(i) -> Problem`` (a plain ``list`` of problems works);
-the environment picks ``source[seed % len(source)]`` on ``reset(seed=...)``.
+on ``reset(seed=...)`` the environment picks an index with a generator seeded by ``seed`` (same
+seed, same problem).
 
 The offline default source is procedural and comes from the PyPI package ``reasoning-gym``
 (no network, deterministic for a seed). Hub datasets (GSM8K, MATH, ...) live in
-:mod:`rsim_env.loaders`.
+:mod:`rsim_env.loaders`; :func:`rsim_env.data.load_problems` builds any source from one spec.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 ANSWER_TYPES = ("auto", "number", "expression", "choice", "bool", "list", "text")
 """Answer types understood by :func:`rsim_env.answers.check` (``auto`` guesses from the gold)."""
@@ -67,7 +68,7 @@ class Problem:
 
 
 def reasoning_gym_problems(
-    tasks: Sequence[str] = DEFAULT_TASKS, size: int = 1000, seed: int = 0
+    tasks: Sequence[str] = DEFAULT_TASKS, size: int = 1000, seed: int = 0, **options: Any
 ) -> list[Problem]:
     """Build the embedded default source from ``reasoning-gym`` (offline, deterministic).
 
@@ -75,6 +76,7 @@ def reasoning_gym_problems(
         tasks: reasoning-gym dataset names, interleaved round-robin (``gsm_symbolic``, ...).
         size: Total number of problems, split evenly across ``tasks``.
         seed: Generator seed; the same seed gives the same problems.
+        **options: Passed to every task's generator (``reasoning_gym.create_dataset``), e.g. ``min_terms=3``.
 
     Returns:
         ``size`` problems with ids ``"<task>/<index>"``.
@@ -90,7 +92,7 @@ def reasoning_gym_problems(
     per_task = [size // len(tasks) + (1 if i < size % len(tasks) else 0) for i in range(len(tasks))]
     columns = []
     for task, n in zip(tasks, per_task):
-        ds = reasoning_gym.create_dataset(task, size=n, seed=seed)
+        ds = reasoning_gym.create_dataset(task, size=n, seed=seed, **options)
         columns.append(
             [
                 Problem(
@@ -129,7 +131,20 @@ def load_jsonl(path: str | Path, source: str | None = None) -> list[Problem]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"No JSONL problem file at {path}; pass an existing file path.")
-    problems = []
+    problems = [_problem_from_row(row, f"{path}:{lineno}", f"{path.stem}/{lineno}", source or path.stem)
+                for lineno, row in iter_jsonl(path)]
+    if not problems:
+        raise ValueError(f"{path} holds no problems; add at least one JSON line.")
+    return problems
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, parsed value)`` for each non-blank line of a JSONL file.
+
+    Raises:
+        ValueError: A line is not UTF-8 or not JSON (``path:line`` and the fix are named).
+    """
+    path = Path(path)
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             try:
@@ -140,13 +155,9 @@ def load_jsonl(path: str | Path, source: str | None = None) -> list[Problem]:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                yield lineno, json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{lineno} is not valid JSON ({exc.msg}).") from exc
-            problems.append(_problem_from_row(row, f"{path}:{lineno}", f"{path.stem}/{lineno}", source or path.stem))
-    if not problems:
-        raise ValueError(f"{path} holds no problems; add at least one JSON line.")
-    return problems
 
 
 def _problem_from_row(row: Any, where: str, default_id: str, default_source: str) -> Problem:

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from algos.checkpoint import CheckpointError, save_checkpoint
-from algos.preflight import check_model_spec, check_output_dir, read_resume_point
+from agents.registry import check_spec
+from algos.preflight import check_output_dir, read_resume_point
 
 
 def _run(tmp_path, steps=(2, 4)):
@@ -66,19 +67,25 @@ def test_state_step_of_wrong_type(tmp_path):
 def test_missing_model_path(tmp_path, monkeypatch, spec):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs").mkdir()
-    with pytest.raises(ValueError, match=rf"model.reasoner='{spec}': no such file or directory"):
-        check_model_spec("reasoner", spec)
+    with pytest.raises(ValueError, match=rf"reasoner spec '{spec}': no such file or directory"):
+        check_spec(spec, "reasoner")
 
 
-@pytest.mark.parametrize("spec", ["default", "toy", "Qwen/Qwen2.5-0.5B-Instruct", "untrained:default", "pkg.mod:factory"])
+@pytest.mark.parametrize("spec", ["default", "toy", "tiny", "template:0.5", "Qwen/Qwen2.5-0.5B-Instruct",
+                                  "untrained:default", "pkg.mod:factory"])
 def test_valid_specs_pass_without_loading(tmp_path, monkeypatch, spec):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    check_model_spec("planner", spec, names=("toy", "tiny"))
+    check_spec(spec, "reasoner")
+
+
+def test_untrained_of_a_missing_path():
+    with pytest.raises(ValueError, match="planner spec './gone': no such file"):
+        check_spec("untrained:./gone", "planner")
 
 
 def test_uncached_hub_id_while_offline(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ValueError, match="not in the hub cache, and HF_HUB_OFFLINE is set"):
-        check_model_spec("planner", "nobody-xyz/no-such-model-123")
+        check_spec("nobody-xyz/no-such-model-123", "planner")

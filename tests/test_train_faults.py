@@ -60,9 +60,10 @@ def _weights(ck):
 
 @pytest.mark.parametrize("sets,listed", [
     (["train.grpo.group_size=8", "train.seed=1"], ["train.grpo.group_size: 4 -> 8", "train.seed: 0 -> 1"]),
-    (["train.env_max_steps=6"], ["train.env_max_steps: 4 -> 6"]),
+    (["env.max_steps=6"], ["env.max_steps: 4 -> 6"]),
+    (["env.weights.follow=0.5"], ["env.weights.follow: 1.0 -> 0.5"]),
     (["data.size=16"], ["data.size: 32 -> 16"]),
-], ids=["group-size-and-seed", "env", "data"])
+], ids=["group-size-and-seed", "env", "reward-weights", "data"])
 def test_resume_with_changed_shape_or_meaning_is_refused(run2, monkeypatch, capsys, sets, listed):
     monkeypatch.setattr(cli, "build_agents", lambda *a: pytest.fail("models loaded before the config check"))
     argv = ["train", "--resume", str(run2), "--steps", "4", *QUIET]
@@ -98,7 +99,7 @@ def test_resume_without_the_preset_uses_the_saved_config(run2, monkeypatch, caps
     ck = list_checkpoints(run2 / "checkpoints")[-1]
     assert ck.name == "step_00000003"
     saved = json.loads((ck / "config.json").read_text())
-    assert saved["model"]["reasoner"] == "tiny" and saved["train"]["output_dir"] == str(run2)
+    assert saved["model"]["reasoner"] == "toy" and saved["train"]["output_dir"] == str(run2)
 
 
 @pytest.mark.parametrize("steps", [1, 2])
@@ -187,7 +188,7 @@ def test_missing_model_path_is_one_line_before_any_load(tmp_path, monkeypatch, c
     monkeypatch.chdir(tmp_path)
     line = one_line_error(*rsim(monkeypatch, capsys, "train", "--set", "model.planner=./no-such-model",
                                 "--set", "model.reasoner=./no-such-model", "--out", "out", *QUIET)[::2])
-    assert "model.planner='./no-such-model': no such file or directory" in line
+    assert "planner spec './no-such-model': no such file or directory" in line
 
 
 def test_bad_data_file_is_one_line_before_any_model(tmp_path, monkeypatch, capsys):
@@ -195,7 +196,7 @@ def test_bad_data_file_is_one_line_before_any_model(tmp_path, monkeypatch, capsy
     bad.write_bytes(b'{"question": "1+1?", "answer": "2"}\n{"question": null, "answer": "1"}\n')
     monkeypatch.setattr(cli, "build_agents", lambda *a: pytest.fail("models loaded before the data was read"))
     line = one_line_error(*rsim(monkeypatch, capsys, "train", "--preset", "tiny", "--out", str(tmp_path / "o"),
-                                "--set", "data.source=jsonl", "--set", f"data.path={bad}", *QUIET)[::2])
+                                "--data", str(bad), *QUIET)[::2])
     assert f"{bad}:2: 'question' must be a string, got null" in line
 
 
@@ -239,3 +240,10 @@ def test_console_script_exit_status_and_single_line(tmp_path):
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert p.returncode == 1 and "Traceback" not in p.stderr
     assert p.stderr.strip().count("\n") == 0 and p.stderr.startswith("rsim: error: resume:"), p.stderr
+
+
+def test_eval_errors_are_one_line_too(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    line = one_line_error(*rsim(monkeypatch, capsys, "eval", "--reasoner", "./no-such-model", "--limit", "1",
+                                "--modes", "none")[::2])
+    assert "reasoner spec './no-such-model': no such file or directory" in line

@@ -41,7 +41,7 @@ from .checkpoint_checks import (TMP_PREFIX, CheckpointError, InsufficientSpaceEr
 
 __all__ = ["PREFIX", "CheckpointError", "CheckpointWriteError", "InsufficientSpaceError", "NonFiniteStateError",
            "capture_rng", "find_checkpoints", "latest", "list_checkpoints", "load_checkpoint",
-           "remove_debris", "restore_rng", "save_checkpoint"]
+           "quarantine", "remove_debris", "restore_rng", "save_checkpoint"]
 
 
 # -------------------------------------------------------------------------------------- RNG
@@ -230,18 +230,20 @@ def load_checkpoint(
         state_schema: keys ``state.json`` must hold, with their types (checked like ``step``).
 
     Returns:
-        ``state.json`` plus ``config`` (``config.json``), ``path`` and ``skipped`` (errors of
-        newer checkpoints that were passed over).
+        ``state.json`` plus ``config`` (``config.json``), ``path`` and ``skipped`` (the newer
+        checkpoints that were passed over as corrupt).
     """
     errors: list[str] = []
-    for cand in find_checkpoints(path):
+    candidates = find_checkpoints(path)
+    for i, cand in enumerate(candidates):
         try:
             state = _load_one(cand, models, optimizers, rank, state_schema or {})
         except CheckpointError as e:
             errors.append(str(e))
-            log.warning("checkpoint: cannot resume from %s (%s); trying the previous one", cand.name, e)
+            if i + 1 < len(candidates):
+                log.warning("checkpoint: cannot resume from %s (%s); trying the previous one", cand.name, e)
             continue
-        state["skipped"] = errors
+        state["skipped"] = [str(c) for c in candidates[:i]]
         return state
     if len(errors) == 1:
         raise CheckpointError(errors[0])
@@ -338,3 +340,17 @@ def _check_rng_files(path: Path, rank: int) -> dict[str, Any]:
         raise CheckpointError(f"{jf}: RNG state has the wrong shape or types "
                               "(expected numpy [name, pos, has_gauss, cached] and python [version, [ints], gauss]).")
     return meta
+
+
+def quarantine(paths: list[str]) -> list[Path]:
+    """Rename corrupt checkpoints to ``corrupt-step_*`` so that no later resume, eval or pruning
+    takes them for complete ones (they are kept for inspection; delete them to free the space)."""
+    moved = []
+    for p in map(Path, paths):
+        target = p.with_name(f"corrupt-{p.name}")
+        if p.is_dir() and not target.exists():
+            os.rename(p, target)
+            moved.append(target)
+    if moved:
+        log.warning("checkpoint: moved %d corrupt checkpoint(s) aside: %s", len(moved), ", ".join(map(str, moved)))
+    return moved

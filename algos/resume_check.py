@@ -25,8 +25,10 @@ log = logging.getLogger("rsim.resume")
 BENIGN = (
     "train.steps", "train.log_every", "train.save_every", "train.keep_checkpoints", "train.sample_rollouts",
     "train.progress", "train.output_dir", "train.log_update_norm", "train.max_bad_steps",
-    "resume", "allow_config_change", "planner.use_cache", "reasoner.cache", "reasoner.cache_capacity",
+    "planner.use_cache", "reasoner.cache", "reasoner.cache_capacity",
 )
+RUN_CONTROL = ("resume", "allow_config_change")
+"""How this invocation runs, not what is trained: never compared."""
 TUNABLE = (
     "train.planner_optim.*", "train.reasoner_optim.*", "train.grpo.clip_eps_*", "train.grpo.kl_coef",
     "train.grpo.adv_eps", "train.grpo.num_iterations", "train.grpo.scale_rewards", "train.grpo.loss_type",
@@ -65,7 +67,7 @@ def differences(saved: dict[str, Any], new: dict[str, Any]) -> dict[str, tuple[A
     a, b = flatten(saved), flatten(new)
     missing = object()
     return {k: (a.get(k, missing), b.get(k, missing)) for k in sorted(set(a) | set(b))
-            if a.get(k, missing) != b.get(k, missing)}
+            if k not in RUN_CONTROL and a.get(k, missing) != b.get(k, missing)}
 
 
 def _show(diffs: dict[str, tuple[Any, Any]]) -> str:

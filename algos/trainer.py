@@ -357,4 +357,7 @@ class Trainer:
         self.step, self.data_position, self.log.num_tokens = state["step"], state["data_position"], state["num_tokens"]
         self.guard.load(state)
         self.last_checkpoint = Path(state["path"])
+        self.acc.wait_for_everyone()  # every process has read the checkpoints before any is renamed
+        if self.acc.is_main_process:
+            ckpt.quarantine(state["skipped"])  # a newer corrupt one must not outlive (by pruning) the good ones
         return state

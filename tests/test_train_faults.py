@@ -123,7 +123,9 @@ def test_resume_from_run_dir_falls_back_past_a_corrupt_checkpoint(tmp_path, monk
     f.write_bytes(f.read_bytes()[:-64])  # truncated by a crash of the disk, not of our save
     status, _, err = rsim(monkeypatch, capsys, "train", "--resume", str(out), "--steps", "6", *QUIET)
     assert status == 0, err
-    assert [c.name for c in list_checkpoints(out / "checkpoints")][-1] == "step_00000006"
+    # resumed from step 2; the corrupt step 4 was moved aside, so pruning kept the good ones
+    assert [c.name for c in list_checkpoints(out / "checkpoints")] == ["step_00000004", "step_00000006"]
+    assert (out / "checkpoints" / "corrupt-step_00000004" / "model.reasoner.safetensors").is_file()
 
 
 # ------------------------------------------------------------------------------ non-finite steps (item 4)

@@ -194,7 +194,11 @@ def _checkpoint(spec: Path, ck: RunCheckpoint, ctx: AgentContext) -> Built:
                          f"({weights.name}); its learner ({ck.config.get('learner')}) did not train it. "
                          f"Pass its base model {base!r} instead.")
     agent, _ = build_agent(base, replace(ctx, max_rounds=ck.max_steps))
-    load_model(agent.module, str(weights), device=str(ctx.device))
+    try:
+        load_model(agent.module, str(weights), device=str(ctx.device))
+    except Exception as e:  # SafetensorError (truncated) or RuntimeError (another model): name the file
+        raise ValueError(f"{ctx.role} spec {str(spec)!r}: {weights} does not load ({str(e).splitlines()[0][:200]}); "
+                         "the checkpoint is corrupt or was written for another base model.") from e
     return Built(agent, ck.info(ctx.role))
 
 

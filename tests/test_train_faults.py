@@ -249,3 +249,13 @@ def test_eval_errors_are_one_line_too(tmp_path, monkeypatch, capsys):
     line = one_line_error(*rsim(monkeypatch, capsys, "eval", "--reasoner", "./no-such-model", "--limit", "1",
                                 "--modes", "none")[::2])
     assert "reasoner spec './no-such-model': no such file or directory" in line
+
+
+@pytest.mark.parametrize("corrupt", ["weights", "config"])
+def test_eval_of_a_corrupt_run_names_the_file(run2, monkeypatch, capsys, corrupt):
+    ck = list_checkpoints(run2 / "checkpoints")[-1]
+    f = ck / ("model.planner.safetensors" if corrupt == "weights" else "config.json")
+    f.write_bytes(f.read_bytes()[:20])
+    line = one_line_error(*rsim(monkeypatch, capsys, "eval", "--planner", str(run2), "--reasoner", "template",
+                                "--source", "tiny", "--limit", "1", "--modes", "trained", "--no-plots")[::2])
+    assert str(f) in line and "rsim: error:" in line

@@ -110,7 +110,7 @@ def run_cached(model, tok, cfg: BenchConfig) -> int:
         obs = [{"question": QUESTIONS[c % len(QUESTIONS)], "round": t, "strategy": strat[c][t],
                 "injected": injection(t, strat[c][t]), "prompt": ""} for c in range(cfg.batch)]
         reasoner.act(list(range(cfg.batch)), obs)
-    return sum(sum(r["gen_mask"]) for r in reasoner.records())
+    return sum(sum(r.gen_mask) for r in reasoner.records())
 
 
 def run_naive(model, tok, cfg: BenchConfig) -> int:
@@ -151,7 +151,7 @@ def run_full_rollout(cfg: BenchConfig, model, tok) -> dict:
     groups = max(1, cfg.batch // 4)
     group = EnvGroup(problems[:groups], cfg.batch // groups, max_steps=cfg.rounds)
     out = rollout(group, reasoner, planner, seed=0)
-    tokens = sum(sum(tr["reasoner"]["gen_mask"]) for tr in out.trajectories)
+    tokens = sum(sum(tr["reasoner"].gen_mask) for tr in out.trajectories)
     return {"tokens": tokens, "rounds": out.stats["rounds"], "planner_s": out.stats["seconds"]["planner"],
             "reasoner_s": out.stats["seconds"]["reasoner"]}
 

@@ -30,6 +30,8 @@ from pathlib import Path
 import psutil
 import torch
 
+from rsim_env.strategies import STRATEGIES, TERMINATION
+
 from agents.loading import load_causal_lm
 from agents.planner import Planner, PlannerConfig
 from agents.reasoner import Reasoner, ReasonerConfig
@@ -98,7 +100,10 @@ class PeakRSS:
 
 
 def plans(cfg: BenchConfig) -> list[list[int]]:
-    return [[(c + t) % 8 if t < cfg.rounds - 1 else 8 for t in range(cfg.rounds)] for c in range(cfg.batch)]
+    """Per copy: a cycle through the non-terminating strategies, then termination at the last round."""
+    others = [s.index for s in STRATEGIES if s.index != TERMINATION]
+    return [[others[(c + t) % len(others)] if t < cfg.rounds - 1 else TERMINATION for t in range(cfg.rounds)]
+            for c in range(cfg.batch)]
 
 
 def run_cached(model, tok, cfg: BenchConfig) -> int:

@@ -36,7 +36,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from .runs import RunCheckpoint, find_checkpoint, weights_file
 
-__all__ = ["AgentContext", "Built", "Builder", "build_agent", "check_spec", "NAMES", "PREFIXES", "SPEC_HELP", "lazy"]
+__all__ = ["AgentContext", "Built", "Builder", "build_agent", "check_spec", "NAMES", "PREFIXES", "spec_help", "lazy"]
 
 ROLES = ("planner", "reasoner")
 
@@ -147,7 +147,7 @@ def _template(rest: str, ctx: AgentContext) -> Built:
     from .scripted import TemplateReasoner
 
     if ctx.role != "reasoner":
-        raise ValueError("spec 'template' is a scripted reasoner; a planner needs another spec (see SPEC_HELP).")
+        raise ValueError("spec 'template' is a scripted reasoner; a planner needs another spec (see `rsim train --help`).")
     try:
         p = float(rest) if rest else 1.0
     except ValueError as e:
@@ -228,9 +228,14 @@ NAMES: dict[str, Builder] = {"tiny": _tiny, "toy": _toy, "template": _template}
 PREFIXES: dict[str, Builder] = {"template": _template, "untrained": _untrained}
 """Specs ``PREFIX:REST``; add a line here (with :func:`lazy`) for a new kind of agent."""
 
-SPEC_HELP = ("default | HUB_ID | MODEL_DIR | SAVED_PLANNER_DIR | RUN_OR_CHECKPOINT_DIR | tiny | toy | "
-             "template[:p] (reasoner) | untrained:SPEC | package.module:factory")
-"""One-line summary of the grammar, for ``--help``."""
+_CORE_HELP = ("default | HUB_ID | MODEL_DIR | SAVED_PLANNER_DIR | RUN_OR_CHECKPOINT_DIR | tiny | toy | "
+              "template[:p] (reasoner) | untrained:SPEC")
+
+
+def spec_help() -> str:
+    """One-line summary of the grammar (including every added :data:`PREFIXES` kind), for ``--help``."""
+    added = [f"{p}:..." for p in PREFIXES if p not in ("template", "untrained")]
+    return " | ".join([_CORE_HELP, *added, "package.module:factory"])
 
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -245,7 +250,7 @@ def check_spec(spec: str, role: str) -> None:
     hub id that is not cached while ``HF_HUB_OFFLINE`` is set.
     """
     if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"{role} spec must be a non-empty string ({SPEC_HELP}), got {spec!r}.")
+        raise ValueError(f"{role} spec must be a non-empty string ({spec_help()}), got {spec!r}.")
     spec = spec.strip()
     head, sep, rest = spec.partition(":")
     if spec in NAMES or spec == "default" or Path(spec).expanduser().exists():
@@ -260,7 +265,7 @@ def check_spec(spec: str, role: str) -> None:
                              "HF_HUB_OFFLINE is set; download it first or pass a local model dir.")
         return  # a hub id: downloading it is a legitimate first load
     raise ValueError(f"{role} spec {spec!r}: no such file or directory (a hub id is org/name with no local dir "
-                     f"'org'); pass an existing model dir, a run dir of `rsim train`, a hub id or one of: {SPEC_HELP}.")
+                     f"'org'); pass an existing model dir, a run dir of `rsim train`, a hub id or one of: {spec_help()}.")
 
 
 def _in_hub_cache(repo_id: str) -> bool:

@@ -7,6 +7,7 @@ Everything runs in-process through the console boundary (``algos.cli.main`` with
 import json
 import logging
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -259,3 +260,31 @@ def test_eval_of_a_corrupt_run_names_the_file(run2, monkeypatch, capsys, corrupt
     line = one_line_error(*rsim(monkeypatch, capsys, "eval", "--planner", str(run2), "--reasoner", "template",
                                 "--source", "tiny", "--limit", "1", "--modes", "trained", "--no-plots")[::2])
     assert str(f) in line and "rsim: error:" in line
+
+
+def test_nan_on_one_of_two_processes_skips_on_both(tmp_path):
+    """Two gloo processes; only rank 1's loss turns NaN from step 2 on. Both replicas must drop the
+    same updates (save() checks that their weights agree) and count them in state.json."""
+    script = tmp_path / "nan_rank1.py"
+    script.write_text(f"""
+import math, os
+import algos.trainer as t
+real = t.grpo_loss
+calls = {{"n": 0}}
+def loss(*a, **k):
+    value, m = real(*a, **k)
+    calls["n"] += 1
+    nan = os.environ.get("RANK") == "1" and calls["n"] > 2   # steps 2 and 3 (2 agents per step)
+    return (value * math.nan if nan else value), m
+t.grpo_loss = loss
+from algos.cli import main
+main(["train", "--preset", "tiny", "--steps", "3", "--out", {str(tmp_path / "run")!r},
+      "--set", "train.save_every=1", "--set", "train.progress=false", "--set", "schedule.stage1_steps=100"])
+""")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines",
+           "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(script)]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-3000:]
+    state = json.loads((tmp_path / "run" / "checkpoints" / "step_00000003" / "state.json").read_text())
+    assert state["num_processes"] == 2 and state["bad_steps_total"] == 2 and state["bad_steps_in_row"] == 2

@@ -179,7 +179,7 @@ class Executor:
         check_cfg = {"limits": self._limits(timeout_s, nproc), "req_fd": req_w, "rep_fd": rep_r, "res_fd": res_w,
                      "entry_point": entry_point, "max_reply_bytes": self.cfg.max_reply_mb << 20,
                      "tests_path": "/checker/tests.py" if bw else str(tests_path)}
-        py = [self.python, "-I", "-S", "-c"]
+        py = [self.python, "-I", "-S", "-u", "-c"]  # -u: output reaches us even though we kill the process
         start = time.monotonic()
         cand_cmd = py + [_CANDIDATE_SRC, json.dumps(cand_cfg), program]
         check_cmd = py + [_CHECKER_SRC, json.dumps(check_cfg)]
@@ -238,6 +238,8 @@ class Executor:
         for uid in uids:
             if uid is not None:
                 isolation.sweep(uid)
+                if self.mode == "rlimits":  # no private /tmp: remove what the program left there
+                    isolation.sweep_files(uid)
         for p in procs:
             if p.popen.poll() is None:
                 p.popen.kill()

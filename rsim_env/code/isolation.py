@@ -100,6 +100,11 @@ class UidPool:
 
 def pids_of_uid(uid: int) -> list[int]:
     """Every live process whose real or effective uid is ``uid`` (``/proc/<pid>/status``; zombies skipped)."""
+    return pids_of_uids(range(uid, uid + 1))
+
+
+def pids_of_uids(uids: range) -> list[int]:
+    """Every live process whose real or effective uid is in ``uids`` (one scan of ``/proc``)."""
     out = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -111,7 +116,7 @@ def pids_of_uid(uid: int) -> list[int]:
                         break  # a zombie is dead already; its parent (maybe us) reaps it
                     if line.startswith(b"Uid:"):
                         real, eff = line.split()[1:3]
-                        if int(real) == uid or int(eff) == uid:
+                        if int(real) in uids or int(eff) in uids:
                             out.append(int(name))
                         break
         except OSError:
@@ -143,6 +148,34 @@ def sweep(uid: int, timeout_s: float = 5.0) -> int:
         time.sleep(0.01)
 
 
+WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
+"""Directories any uid may write to; the rlimits fallback sweeps them for the sandbox uid's files."""
+
+
+def sweep_files(uid: int) -> int:
+    """Delete top-level entries owned by a sandbox uid in the world-writable dirs (rlimits mode)."""
+    if uid == 0 or uid == os.getuid():
+        raise ValueError(f"sweep_files(uid={uid}) would delete our own files; it is only for sandbox uids.")
+    removed = 0
+    for d in {tempfile.gettempdir(), *WORLD_WRITABLE}:
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                if e.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    shutil.rmtree(e.path, ignore_errors=True)
+                else:
+                    os.unlink(e.path)
+                removed += 1
+            except OSError:
+                continue
+    return removed
+
+
 def bwrap_prefix(python: str, workdir_mb: int, extra_ro: tuple[tuple[str, str], ...] = ()) -> list[str]:
     """bubblewrap arguments up to (not including) the command."""
     args = ["bwrap", "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--disable-userns",
@@ -161,7 +194,7 @@ def bwrap_prefix(python: str, workdir_mb: int, extra_ro: tuple[tuple[str, str], 
              "--size", str(workdir_mb << 20), "--tmpfs", "/sandbox"]
     for src, dest in extra_ro:
         args += ["--ro-bind", src, dest]
-    return args + ["--chdir", "/sandbox", "--clearenv"]
+    return args + ["--remount-ro", "/", "--chdir", "/sandbox", "--clearenv"]
 
 
 def clean_env(home: str) -> dict[str, str]:

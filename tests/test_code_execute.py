@@ -114,7 +114,8 @@ def test_config_validation(field, value):
 def test_instrument_counts_test_statements():
     src = "def check(candidate):\n    x = 1\n    assert candidate(x)\n    for i in range(3):\n        assert candidate(i)\n"
     assert instrument(src)[1] == 2
-    assert pairs_to_check([((1,), 2)]) == "def check(candidate):\n    assert candidate(*(1,)) == 2\n"
+    assert pairs_to_check([((1, [2]), 3), ("x", None)]) == (
+        "def check(candidate):\n    assert candidate(1, [2]) == 3\n    assert candidate('x') == None\n")
 
 
 @pytest.mark.parametrize("value", [None, True, 3, -2.5, float("inf"), "é\n", b"\x00\xff", 1 + 2j, [1, (2, 3)],

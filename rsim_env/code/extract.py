@@ -4,8 +4,8 @@ Rule, applied to the **final step** only:
 
 1. If the step contains fenced code blocks (```` ``` ```` or ``~~~``), the program is the **last**
    block whose info string is empty or names Python (``python``, ``py``, ``python3``); blocks
-   tagged with another language are ignored. A final fence that is never closed runs to the end
-   of the step.
+   tagged with another language are ignored. A closing fence stands alone on its line (as in
+   CommonMark: "``` \\boxed{4}" does not close); a fence never closed runs to the end of the step.
 2. If the step has no fence at all, the whole step (stripped) is the program.
 3. Otherwise (only non-Python fences) or if the result is blank, there is no program (``None``).
 

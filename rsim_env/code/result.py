@@ -116,6 +116,6 @@ def pairs_to_check(pairs: Sequence[Any]) -> str:
             raise ValueError(f"I/O pair {i} is {pair!r:.80}; each pair must be (args, expected).")
         args, expected = pair
         args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
-        lines.append(f"    assert candidate(*{_literal(args, f'pair {i} args')}) == "
-                     f"{_literal(expected, f'pair {i} expected')}")
+        call = ", ".join(_literal(a, f"pair {i} argument {j}") for j, a in enumerate(args))
+        lines.append(f"    assert candidate({call}) == {_literal(expected, f'pair {i} expected')}")
     return "\n".join(lines) + "\n"

@@ -47,7 +47,7 @@ def grade_math(problem: Problem, steps: Sequence[str]) -> Grade:
     return Grade(bool(result.correct), rewards.r_format(steps[-1] if steps else ""), result.extracted, result.reason)
 
 
-_pending: dict[tuple[str, str, str], Future] = {}
+_pending: dict[tuple[str, str, str], list] = {}  # key -> [future, episodes still to grade with it]
 _pending_lock = threading.Lock()
 
 
@@ -68,9 +68,12 @@ def prefetch(problem: Problem, final_step: str) -> None:
     if program is None:
         return
     key = (program, problem.tests, problem.entry_point)
-    with _pending_lock:
-        if key not in _pending:
-            _pending[key] = default_executor().submit(program, problem.tests, problem.entry_point, _timeout(problem))
+    with _pending_lock:  # identical programs (common within a GRPO group) share one run
+        if key in _pending:
+            _pending[key][1] += 1
+        else:
+            _pending[key] = [default_executor().submit(program, problem.tests, problem.entry_point,
+                                                       _timeout(problem)), 1]
 
 
 def _timeout(problem: Problem) -> float:
@@ -84,8 +87,14 @@ def grade_code(problem: Problem, steps: Sequence[str]) -> Grade:
     program = _program(steps[-1] if steps else "")
     if program is None:
         return Grade(False, 0.0, extracted, "no_program" if extracted is None else "syntax_error", 0.0)
+    key = (program, problem.tests, problem.entry_point)
     with _pending_lock:
-        future = _pending.pop((program, problem.tests, problem.entry_point), None)
+        entry = _pending.get(key)
+        future = entry[0] if entry else None
+        if entry and entry[1] <= 1:
+            del _pending[key]
+        elif entry:
+            entry[1] -= 1
     if future is None:
         future = default_executor().submit(program, problem.tests, problem.entry_point, _timeout(problem))
     result = future.result()

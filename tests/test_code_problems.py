@@ -138,3 +138,18 @@ def test_mixed_math_and_code_envgroup_episode_with_hand_computed_rewards():
     assert res[3]["info"]["tests_fraction"] == pytest.approx(1 / 3) and res[0]["info"]["tests_fraction"] is None
     assert res[3]["info"]["reason"] == "failed" and res[3]["info"]["extracted"].startswith("def double")
     assert grading._pending == {}  # every prefetched sandbox run was consumed by its episode
+
+
+def test_group_runs_each_distinct_program_once_and_grades_every_copy(monkeypatch):
+    ex = default_executor()
+    submitted = []
+    real = ex.submit
+    monkeypatch.setattr(ex, "submit", lambda *a, **k: (submitted.append(a[0]), real(*a, **k))[1])
+    group = EnvGroup([DOUBLE], group_size=4, max_steps=2)
+    group.reset(seed=0)
+    group.step([8] * 4)
+    right, wrong = "def double(x):\n    return 2 * x", "def double(x):\n    return x"
+    group.step([f"```python\n{p}\n```" for p in (right, wrong, right, right)])
+    assert sorted(submitted) == sorted([right, wrong])
+    assert [r["info"]["correct"] for r in group.results()] == [True, False, True, True]
+    assert grading._pending == {}

@@ -15,7 +15,6 @@ programs run in parallel; :func:`grade` then waits for the prefetched result.
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Callable, Sequence
 

@@ -41,8 +41,8 @@ class Grade:
     """Code: fraction of tests passed; None for math."""
 
 
-def grade_math(problem: Problem, steps: Sequence[str]) -> Grade:
-    result = answers.check("\n\n".join(steps), problem.answer, problem.answer_type)
+def grade_math(problem: Problem, steps: Sequence[str], check: answers.CheckConfig | None = None) -> Grade:
+    result = answers.check("\n\n".join(steps), problem.answer, problem.answer_type, check or answers.CheckConfig())
     return Grade(bool(result.correct), rewards.r_format(steps[-1] if steps else ""), result.extracted, result.reason)
 
 
@@ -79,7 +79,8 @@ def _timeout(problem: Problem) -> float:
     return float(problem.metadata.get("timeout_s", DEFAULT_CODE_TIMEOUT_S))
 
 
-def grade_code(problem: Problem, steps: Sequence[str]) -> Grade:
+def grade_code(problem: Problem, steps: Sequence[str], check: answers.CheckConfig | None = None) -> Grade:
+    """``check`` (the math answer-check settings) is unused: code is judged by running its tests."""
     from .code import default_executor, extract_program
 
     extracted = extract_program(steps[-1] if steps else "")
@@ -100,10 +101,10 @@ def grade_code(problem: Problem, steps: Sequence[str]) -> Grade:
     return Grade(result.passed, 1.0, program, result.reason, result.fraction)
 
 
-GRADERS: dict[str, Callable[[Problem, Sequence[str]], Grade]] = {"math": grade_math, "code": grade_code}
+GRADERS: dict[str, Callable[..., Grade]] = {"math": grade_math, "code": grade_code}
 """Grader per :data:`~rsim_env.problems.KINDS` entry."""
 
 
-def grade(problem: Problem, steps: Sequence[str]) -> Grade:
-    """Grade a finished episode's steps against ``problem`` by its kind."""
-    return GRADERS[problem.kind](problem, steps)
+def grade(problem: Problem, steps: Sequence[str], check: answers.CheckConfig | None = None) -> Grade:
+    """Grade a finished episode's steps against ``problem`` by its kind (``check``: math answer settings)."""
+    return GRADERS[problem.kind](problem, steps, check)

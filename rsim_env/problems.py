@@ -138,8 +138,9 @@ def default_source(size: int = 1000, seed: int = 0) -> list[Problem]:
 def load_jsonl(path: str | Path, source: str | None = None) -> list[Problem]:
     """Load problems from a JSONL file, one object per line.
 
-    Each line needs ``question`` and ``answer``; ``id``, ``answer_type``, ``choices`` and
-    ``metadata`` are optional (ids default to ``"<file stem>/<line number>"``).
+    Each line needs ``question`` and ``answer``; ``id``, ``answer_type``, ``choices``,
+    ``metadata`` and (code problems) ``kind``, ``tests``, ``entry_point`` are optional (ids default
+    to ``"<file stem>/<line number>"``). ``Problem.to_dict()`` writes exactly this form.
 
     Raises:
         FileNotFoundError: The file does not exist.
@@ -169,6 +170,9 @@ def load_jsonl(path: str | Path, source: str | None = None) -> list[Problem]:
                     source=str(row.get("source", source or path.stem)),
                     choices=tuple(row.get("choices", ())),
                     metadata=dict(row.get("metadata", {})),
+                    kind=row.get("kind", "math"),
+                    tests=str(row.get("tests", "")),
+                    entry_point=str(row.get("entry_point", "")),
                 )
             )
     if not problems:

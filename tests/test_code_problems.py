@@ -7,7 +7,9 @@ import pytest
 
 from rsim_env import EnvGroup, Problem
 from rsim_env.code import default_executor
-from rsim_env.code.loaders import codealpaca, first_function, humaneval, mbpp, prompt_helpers
+from rsim_env.code.humaneval import prompt_helpers
+from rsim_env.code.mbpp import main_function
+from rsim_env.data import load_problems
 from rsim_env.code.tasks import FAMILIES, code_tasks
 from rsim_env import grading
 from rsim_env.grading import grade
@@ -21,33 +23,33 @@ def _run_references(problems):
 
 
 def test_mbpp_full_layout_and_references_pass():
-    ps = mbpp(str(FIX / "mbpp.jsonl"))
+    ps = load_problems(str(FIX / "mbpp.jsonl"), kind="mbpp")
     assert [(p.id, p.entry_point) for p in ps] == [("mbpp/11", "remove_Occ"), ("mbpp/17", "square_perimeter")]
     assert 'assert remove_Occ("hello","l") == "heo"' in ps[0].question and ps[0].kind == "code"
     assert [r.reason for r in _run_references(ps)] == ["ok", "ok"]
 
 
 def test_mbpp_sanitized_layout_keeps_test_imports():
-    ps = mbpp(str(FIX / "mbpp_sanitized.json"))
+    ps = load_problems(str(FIX / "mbpp_sanitized.json"), kind="mbpp")
     assert ps[1].tests.startswith("import heapq as hq\n")
     assert [r.reason for r in _run_references(ps)] == ["ok", "ok"]
 
 
 def test_codealpaca_keeps_rows_with_a_function_and_says_its_tests_are_weak():
-    ps = codealpaca(str(FIX / "code_alpaca_20k.json"))
+    ps = load_problems(str(FIX / "code_alpaca_20k.json"), kind="codealpaca")
     assert [p.entry_point for p in ps] == ["add", "reverse"]  # the HTML row has no function
     assert "Input: s = 'abc'" in ps[1].question and all(p.metadata["weak_tests"] for p in ps)
     assert [r.reason for r in _run_references(ps)] == ["ok", "ok"]
 
 
 def test_humaneval_hub_layout_file():
-    (p,) = humaneval(str(FIX / "humaneval.jsonl"))
+    (p,) = load_problems(str(FIX / "humaneval.jsonl"), kind="humaneval")
     assert (p.id, p.entry_point, p.kind) == ("HumanEval/fixture-0", "twice", "code")
     assert [r.reason for r in _run_references([p])] == ["ok"]
 
 
 def test_humaneval_ships_164_problems_and_sampled_references_pass():
-    ps = humaneval()
+    ps = load_problems("humaneval")
     assert len(ps) == 164 and len({p.id for p in ps}) == 164
     sample = [p for p in ps if p.id in {"HumanEval/0", "HumanEval/32", "HumanEval/38", "HumanEval/50",
                                          "HumanEval/100", "HumanEval/163"}]
@@ -60,7 +62,18 @@ def test_humaneval_ships_164_problems_and_sampled_references_pass():
 def test_prompt_helpers_drop_only_the_entry_point():
     prompt = "import math\n\ndef helper(x):\n    return x\n\n@staticmethod\ndef f(x):\n    \"\"\"doc\"\"\"\n"
     assert prompt_helpers(prompt, "f") == "import math\n\ndef helper(x):\n    return x\n\n"
-    assert first_function("import os\ndef a(): pass\ndef b(): pass\n") == "b" and first_function("x = (") is None
+    assert main_function("import os\ndef a(): pass\ndef b(): pass\n") == "b" and main_function("x = (") is None
+
+
+def test_factory_specs_for_code_and_mixtures(tmp_path):
+    assert [p.kind for p in load_problems("code_tasks", 3, seed=1)] == ["code"] * 3
+    mixed = load_problems("mix:tiny,code_tasks", 2)
+    assert [p.kind for p in mixed] == ["math", "code", "math", "code"]
+    path = tmp_path / "mine.jsonl"
+    path.write_text("".join(__import__("json").dumps(p.to_dict()) + "\n" for p in mixed))
+    assert load_problems(str(path)) == mixed  # code problems round-trip through the generic JSONL form
+    with pytest.raises(ValueError, match="two comma-separated"):
+        load_problems("mix:tiny")
 
 
 @pytest.mark.parametrize("bad,match", [({"families": ("nope",)}, "unknown"), ({"size": 0}, "size")],

@@ -255,3 +255,18 @@ def test_a_hostile_run_does_not_block_a_parallel_benign_one(ex, machine):
     assert fast.result().passed
     assert not slow.done() or slow.result().reason == "timeout"
     assert slow.result().reason == "timeout"
+
+
+@pytest.mark.skipif(not ROOT, reason="dedicated sandbox uids need root")
+def test_a_uid_left_dirty_by_a_dead_holder_is_swept_before_reuse():
+    import subprocess
+
+    pool = isolation.UidPool(SandboxConfig().uid_base + SandboxConfig().uid_count - 1, 1)
+    uid, fd = pool.acquire()
+    orphan = subprocess.Popen(["sleep", "30"], user=uid, group=uid, extra_groups=[], start_new_session=True)
+    isolation.UidPool.release(fd, clean=False)  # as if the holder died mid-run
+    uid2, fd2 = pool.acquire()
+    try:
+        assert uid2 == uid and orphan.wait(timeout=5) == -9 and isolation.pids_of_uid(uid) == []
+    finally:
+        isolation.UidPool.release(fd2, clean=True)

@@ -120,15 +120,16 @@ class Executor:
         tmp = Path(tempfile.mkdtemp(prefix="rsim-code-"))
         fds: list[int] = []
         procs: list[_Proc] = []
+        clean = False
         try:
-            for uid in uids:
-                if uid is not None:
-                    isolation.sweep(uid)  # a crashed earlier run of another process may have left some
             return self._supervise(program, tests_src, entry_point, timeout_s, total, uids, tmp, fds, procs)
         finally:
-            self._cleanup(procs, uids, fds, tmp)
-            for _, fd in held:
-                isolation.UidPool.release(fd)
+            try:
+                self._cleanup(procs, uids, fds, tmp)
+                clean = True
+            finally:
+                for _, fd in held:
+                    isolation.UidPool.release(fd, clean)
 
     def _spawn(self, cmd, uid, cwd, pass_fds, home) -> _Proc:
         out_r, out_w = os.pipe()
@@ -235,10 +236,10 @@ class Executor:
                 os.killpg(p.popen.pid, 9)
             except (ProcessLookupError, PermissionError):
                 pass
-        for uid in uids:
-            if uid is not None:
-                isolation.sweep(uid)
-                if self.mode == "rlimits":  # no private /tmp: remove what the program left there
+        if uids[0] is not None:
+            isolation.sweep(uids)
+            if self.mode == "rlimits":  # no private /tmp: remove what the program left there
+                for uid in uids:
                     isolation.sweep_files(uid)
         for p in procs:
             if p.popen.poll() is None:

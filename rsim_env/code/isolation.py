@@ -31,6 +31,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
+from typing import Collection
 
 MODES = ("auto", "bwrap", "rlimits")
 """Accepted values of ``SandboxConfig.isolation``."""
@@ -75,7 +76,11 @@ class UidPool:
         self._mutex = threading.Lock()
 
     def acquire(self, timeout_s: float = 30.0) -> tuple[int, int]:
-        """Lock a free uid; returns ``(uid, lock fd)``. Raises ``RuntimeError`` when none frees up."""
+        """Lock a free uid; returns ``(uid, lock fd)``. Raises ``RuntimeError`` when none frees up.
+
+        The lock file holds ``dirty`` from acquire until a release that confirmed the uid clean;
+        a uid found dirty (its last holder died mid-run) is swept before it is handed out.
+        """
         _LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
         deadline = time.monotonic() + timeout_s
         while True:
@@ -86,6 +91,9 @@ class UidPool:
                 fd = os.open(_LOCK_DIR / f"{uid}.lock", os.O_RDWR | os.O_CREAT, 0o600)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    if os.pread(fd, 5, 0) == b"dirty":
+                        sweep([uid])
+                    os.pwrite(fd, b"dirty", 0)
                     return uid, fd
                 except BlockingIOError:
                     os.close(fd)
@@ -94,7 +102,10 @@ class UidPool:
             time.sleep(0.05)
 
     @staticmethod
-    def release(fd: int) -> None:
+    def release(fd: int, clean: bool) -> None:
+        """Unlock; ``clean`` = no process of the uid is left (then the dirty mark is cleared)."""
+        if clean:
+            os.ftruncate(fd, 0)
         os.close(fd)  # closing the descriptor drops the flock
 
 
@@ -103,7 +114,7 @@ def pids_of_uid(uid: int) -> list[int]:
     return pids_of_uids(range(uid, uid + 1))
 
 
-def pids_of_uids(uids: range) -> list[int]:
+def pids_of_uids(uids: Collection[int]) -> list[int]:
     """Every live process whose real or effective uid is in ``uids`` (one scan of ``/proc``)."""
     out = []
     for name in os.listdir("/proc"):
@@ -124,17 +135,17 @@ def pids_of_uids(uids: range) -> list[int]:
     return out
 
 
-def sweep(uid: int, timeout_s: float = 5.0) -> int:
-    """SIGKILL every process of a dedicated sandbox uid until none is left; returns how many died.
+def sweep(uids: Collection[int], timeout_s: float = 5.0) -> int:
+    """SIGKILL every process of dedicated sandbox uids until none is left; returns how many died.
 
     Repeats because a fork bomb may fork between the scan and the kill; ``RLIMIT_NPROC`` keeps the
     number small, and killed processes cannot fork, so this converges in a few rounds.
     """
-    if uid == 0 or uid == os.getuid():
-        raise ValueError(f"sweep(uid={uid}) would kill our own processes; it is only for sandbox uids.")
+    if 0 in uids or os.getuid() in uids:
+        raise ValueError(f"sweep(uids={uids}) would kill our own processes; it is only for sandbox uids.")
     killed, deadline = 0, time.monotonic() + timeout_s
     while True:
-        pids = pids_of_uid(uid)
+        pids = pids_of_uids(uids)
         if not pids:
             return killed
         for pid in pids:
@@ -144,7 +155,7 @@ def sweep(uid: int, timeout_s: float = 5.0) -> int:
             except ProcessLookupError:
                 pass
         if time.monotonic() > deadline:
-            raise RuntimeError(f"processes of sandbox uid {uid} survive SIGKILL: {pids[:10]}")
+            raise RuntimeError(f"processes of sandbox uids {uids} survive SIGKILL: {pids[:10]}")
         time.sleep(0.01)
 
 
@@ -232,7 +243,7 @@ def detect(requested: str, python: str, pool: UidPool | None) -> str:
                 why = _probe_bwrap(python, uid)
             finally:
                 if fd is not None:
-                    UidPool.release(fd)
+                    UidPool.release(fd, clean=not pids_of_uid(uid))
             if why is not None and requested == "bwrap":
                 raise RuntimeError(f"isolation='bwrap' was requested but {why}.")
             if why is not None:

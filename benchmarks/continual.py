@@ -31,6 +31,8 @@ from algos.evaluation.run import run as evaluate
 class Config:
     """Benchmark settings."""
 
+    preset: str = "demo"
+    """``rsim train`` preset both runs start from ("" = none); the fields below override it."""
     planner: str = "default"
     """Planner to start run A from (agent spec)."""
     reasoner: str = "default"
@@ -66,6 +68,7 @@ def _train(cfg: Config, out: Path, data: str, steps: int, init: str | None) -> s
             "--out", str(out), "--set", f"data.size={cfg.train_size}", "--set", f"env.max_steps={cfg.max_steps}",
             "--set", f"reasoner.max_step_tokens={cfg.max_step_tokens}", "--set", f"train.save_every={steps}"]
     argv += ["--init-planner", init] if init else ["--planner", cfg.planner]
+    argv += ["--preset", cfg.preset] if cfg.preset else []
     for item in cfg.extra.split():
         argv += ["--set", item]
     rsim_main(argv)

@@ -11,7 +11,7 @@ TORCH ?= torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo test test-fast bench clean sandbox-tools
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -42,3 +42,8 @@ bench: install
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# bubblewrap for the code sandbox (rsim_env.code); without it the sandbox falls back to resource
+# limits only, with a warning. Debian/Ubuntu as root; elsewhere install bubblewrap yourself.
+sandbox-tools:
+	command -v bwrap || (apt-get update -qq && apt-get install -y -qq bubblewrap)

@@ -24,9 +24,14 @@ QUICK = 3.0  # timeout for programs expected to end by themselves
 SLOW = 1.0   # timeout for programs expected to hit the time limit
 
 
+TMP = tempfile.mkdtemp(prefix="rsim-sandbox-tests-")  # this module's executions only (others may run meanwhile)
+os.chmod(TMP, 0o711)
+
+
 def _executor(mode):
     try:
-        return Executor(SandboxConfig(isolation=mode, max_parallel=2, max_output_bytes=1 << 16, memory_mb=256))
+        return Executor(SandboxConfig(isolation=mode, max_parallel=2, max_output_bytes=1 << 16, memory_mb=256,
+                                      tmp_dir=TMP))
     except RuntimeError as exc:
         pytest.skip(f"{mode} isolation unavailable here: {exc}")
 
@@ -38,9 +43,37 @@ def ex(request):
     e.close()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _remove_tmp():
+    yield
+    os.rmdir(TMP)
+
+
 def _sandbox_pids():
+    """Processes of sandbox uids that nobody holds (uids in use by a concurrent run elsewhere are skipped)."""
+    if not ROOT:
+        return []
+    import fcntl
+
     cfg = SandboxConfig()
-    return isolation.pids_of_uids(range(cfg.uid_base, cfg.uid_base + cfg.uid_count)) if ROOT else []
+    free, fds = [], []
+    for uid in range(cfg.uid_base, cfg.uid_base + cfg.uid_count):
+        path = isolation._LOCK_DIR / f"{uid}.lock"
+        if not path.exists():
+            free.append(uid)
+            continue
+        fd = os.open(path, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            free.append(uid)
+            fds.append(fd)
+        except BlockingIOError:
+            os.close(fd)
+    try:
+        return isolation.pids_of_uids(set(free))
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 @pytest.fixture
@@ -53,7 +86,6 @@ def machine(tmp_path):
     shared.write(secret)
     shared.close()
     os.chmod(shared.name, 0o644)
-    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "rsim-code-*")))
     yield {"secret": secret, "private": str(private), "shared": shared.name, "dir": str(tmp_path)}
     assert private.read_text() == secret, "canary in a private dir was changed"
     assert sorted(os.listdir(tmp_path)) == ["canary.txt"], "a file appeared beside the canary"
@@ -62,7 +94,7 @@ def machine(tmp_path):
     assert open(shared.name).read() == secret, "canary in /tmp was changed"
     os.unlink(shared.name)
     assert _sandbox_pids() == [], "a sandboxed process was left running"
-    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "rsim-code-*"))) <= before, "temp dir left behind"
+    assert os.listdir(TMP) == [], "temp dir left behind"
 
 
 def run(ex, program, tests="def check(candidate):\n    assert candidate() == 'pwned'\n", timeout=QUICK):
@@ -139,9 +171,18 @@ CASES = [
                 except OSError: pass
         """, {"failed"}, QUICK),
     ("steal-the-tests", """
-        import glob
+        import glob, json, os
         def solution():
-            for path in glob.glob('/tmp/rsim-code-*/checker/tests.py') + glob.glob('/checker/tests.py'):
+            paths = glob.glob('/tmp/rsim-code-*/checker/tests.py') + ['/checker/tests.py']
+            for pid in os.listdir('/proc'):  # the checker's argv names its tests file (rlimits mode)
+                try:
+                    cmd = open(f'/proc/{{pid}}/cmdline', 'rb').read().split(b'\\0')
+                except OSError:
+                    continue
+                for c in cmd:
+                    try: paths.append(json.loads(c)['tests_path'])
+                    except (ValueError, KeyError, TypeError): pass
+            for path in paths:
                 try:
                     open(path).read(); return 'pwned'
                 except OSError: pass

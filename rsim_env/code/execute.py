@@ -117,7 +117,7 @@ class Executor:
     def _run(self, program: str, tests_src: str, entry_point: str, timeout_s: float, total: int) -> ExecResult:
         held = [self.pool.acquire() for _ in range(2)] if self.pool else []
         uids = [u for u, _ in held] or [None, None]
-        tmp = Path(tempfile.mkdtemp(prefix="rsim-code-"))
+        tmp = Path(tempfile.mkdtemp(prefix="rsim-code-", dir=self.cfg.tmp_dir))
         fds: list[int] = []
         procs: list[_Proc] = []
         clean = False

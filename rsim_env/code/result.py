@@ -76,11 +76,13 @@ class SandboxConfig:
     """Size of the sandbox uid pool (two per running execution)."""
     python: str | None = None
     """Interpreter for the sandboxed processes (default: a system python3 any uid can run)."""
+    tmp_dir: str | None = None
+    """Where per-execution temp dirs are made (default: the system temp dir); must be traversable by others."""
 
     def __post_init__(self) -> None:
         for f in fields(self):
             v = getattr(self, f.name)
-            if f.name in ("isolation", "python"):
+            if f.name in ("isolation", "python", "tmp_dir"):
                 continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
                 raise ValueError(f"SandboxConfig.{f.name}={v!r} must be a positive number.")

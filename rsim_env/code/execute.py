@@ -214,7 +214,7 @@ class Executor:
                 elif fd == res_r:
                     buf += chunk
                     *lines, buf = buf.split(b"\n")
-                    msgs += [json.loads(line) for line in lines if line.strip()]
+                    msgs += [m for m in map(_parse_line, lines) if m is not None]
                 else:
                     seen[fd] += len(chunk)
                     keep = self.cfg.keep_output_bytes - len(out[fd])
@@ -249,6 +249,15 @@ class Executor:
         for fd in fds:
             os.close(fd)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _parse_line(line: bytes) -> dict | None:
+    """One result line from the checker (a malformed one is dropped, never trusted)."""
+    try:
+        m = json.loads(line)
+    except ValueError:
+        return None
+    return m if isinstance(m, dict) else None
 
 
 _XCPU = {-24, 128 + 24, -9}  # SIGXCPU / SIGKILL at the hard CPU limit (bwrap reports 128+sig)

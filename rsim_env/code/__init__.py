@@ -5,9 +5,9 @@ entry_point="solution")``) returning an :class:`ExecResult`. See :mod:`.execute`
 verdict is made unforgeable and :mod:`.isolation` for the confinement (bubblewrap or rlimits).
 """
 
-from .execute import Executor, default_executor, execute
+from .execute import Executor, configure, default_executor, execute
 from .extract import extract_program, program_parses
 from .result import REASONS, ExecResult, SandboxConfig, pairs_to_check
 
-__all__ = ["Executor", "default_executor", "execute", "extract_program", "program_parses",
+__all__ = ["Executor", "configure", "default_executor", "execute", "extract_program", "program_parses",
            "REASONS", "ExecResult", "SandboxConfig", "pairs_to_check"]

@@ -303,6 +303,19 @@ def default_executor() -> Executor:
         return _DEFAULT
 
 
+def configure(cfg: SandboxConfig) -> Executor:
+    """Replace the process-wide executor (used by env grading and :func:`execute`) with one for ``cfg``."""
+    global _DEFAULT
+    if not isinstance(cfg, SandboxConfig):
+        raise TypeError(f"configure() takes a SandboxConfig, got {type(cfg).__name__}.")
+    new = Executor(cfg)
+    with _DEFAULT_LOCK:
+        old, _DEFAULT = _DEFAULT, new
+    if old is not None:
+        old.close()
+    return new
+
+
 def execute(program: str | None, tests: str | Sequence[Any], timeout_s: float = 10.0,
             entry_point: str = "solution", executor: Executor | None = None) -> ExecResult:
     """Run ``program`` against ``tests`` in the sandbox and return the verdict.

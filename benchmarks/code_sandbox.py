@@ -28,6 +28,7 @@ import os
 import statistics
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -91,6 +92,7 @@ def _run_rsim(name: str, mode: str, jobs: list[dict], cfg: Config) -> dict:
             "benign_passed": sum(r.passed for _, r, _ in benign), "benign": len(benign),
             "hostile_passed": sum(r.passed for _, r, _ in hostile), "hostile": len(hostile),
             "hostile_reasons": {j["kind"]: r.reason for j, r, _ in hostile[: len(HOSTILE)]},
+            "hostile_reason_counts": dict(Counter(f"{j['kind']}: {r.reason}" for j, r, _ in hostile)),
             "latency_benign": _stats([lat for *_, lat in benign]),
             "latency_hostile": _stats([lat for *_, lat in hostile]),
             "sandbox_elapsed_max_s": max(r.elapsed_s for _, r, _ in done),
@@ -162,7 +164,7 @@ def main(cfg: Config) -> dict:
     _table(rows)
     for r in rows:
         if r.get("hostile_reasons"):
-            print(f"{r['setting']}: hostile verdicts {r['hostile_reasons']}")
+            print(f"{r['setting']}: hostile verdicts {r['hostile_reason_counts']}")
         if r["failures"]:
             print(f"{r['setting']}: benign failures {r['failures']}")
     if cfg.out:

@@ -236,19 +236,21 @@ class Executor:
                 os.killpg(p.popen.pid, 9)
             except (ProcessLookupError, PermissionError):
                 pass
-        if uids[0] is not None:
-            isolation.sweep(uids)
-            if self.mode == "rlimits":  # no private /tmp: remove what the program left there
-                for uid in uids:
-                    isolation.sweep_files(uid)
-        for p in procs:
-            if p.popen.poll() is None:
-                p.popen.kill()
-            p.popen.wait()
-            os.close(p.out_fd)
-        for fd in fds:
-            os.close(fd)
-        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            if uids[0] is not None:
+                isolation.sweep(uids)  # raises if something survives SIGKILL: the uids then stay marked dirty
+                if self.mode == "rlimits":  # no private /tmp: remove what the program left there
+                    for uid in uids:
+                        isolation.sweep_files(uid)
+        finally:
+            for p in procs:
+                if p.popen.poll() is None:
+                    p.popen.kill()
+                p.popen.wait()
+                os.close(p.out_fd)
+            for fd in fds:
+                os.close(fd)
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _parse_line(line: bytes) -> dict | None:

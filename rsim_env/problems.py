@@ -20,6 +20,9 @@ from typing import Any, Iterator, Sequence
 ANSWER_TYPES = ("auto", "number", "expression", "choice", "bool", "list", "text")
 """Answer types understood by :func:`rsim_env.answers.check` (``auto`` guesses from the gold)."""
 
+KINDS = ("math", "code")
+"""Problem kinds: ``math`` (answer checked by :mod:`rsim_env.answers`), ``code`` (program run on ``tests``)."""
+
 DEFAULT_TASKS = ("gsm_symbolic", "basic_arithmetic")
 """reasoning-gym tasks mixed into the embedded default source."""
 
@@ -36,6 +39,10 @@ class Problem:
         source: Name of the dataset or generator the problem came from.
         choices: Multiple-choice options in letter order, empty when not multiple choice.
         metadata: Free-form JSON-serialisable extras (difficulty, reference solution, ...).
+        kind: One of :data:`KINDS`; decides how the episode is graded (:mod:`rsim_env.grading`).
+        tests: Code problems: HumanEval-style source defining ``check(candidate)`` (see
+            :func:`rsim_env.code.execute`); ``answer`` then holds a reference solution (or "").
+        entry_point: Code problems: the function the program must define.
     """
 
     id: str
@@ -45,6 +52,9 @@ class Problem:
     source: str = "custom"
     choices: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    kind: str = "math"
+    tests: str = ""
+    entry_point: str = ""
 
     def __post_init__(self) -> None:
         for name in ("id", "question", "answer", "source"):
@@ -59,6 +69,15 @@ class Problem:
                 "use 'auto' if unsure."
             )
         object.__setattr__(self, "choices", tuple(self.choices))
+        if self.kind not in KINDS:
+            raise ValueError(f"Problem.kind={self.kind!r} is not one of {KINDS}.")
+        if self.kind == "code":
+            if not isinstance(self.tests, str) or "def check" not in self.tests:
+                raise ValueError(f"Code problem {self.id!r} needs tests: source defining `def check(candidate):` "
+                                 "(rsim_env.code.pairs_to_check builds it from input/output pairs).")
+            if not isinstance(self.entry_point, str) or not self.entry_point.isidentifier():
+                raise ValueError(f"Code problem {self.id!r} has entry_point={self.entry_point!r}; "
+                                 "give the name of the function the program must define.")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (inverse of ``Problem(**d)``)."""
@@ -120,8 +139,10 @@ def load_jsonl(path: str | Path, source: str | None = None) -> list[Problem]:
     """Load problems from a JSONL file, one object per line.
 
     Each line needs ``question`` and ``answer`` (strings); ``id`` (string or int),
-    ``answer_type``, ``source``, ``choices`` (list of strings) and ``metadata`` (object) are
-    optional (ids default to ``"<file stem>/<line number>"``). Blank lines are skipped.
+    ``answer_type``, ``source``, ``choices`` (list of strings), ``metadata`` (object) and (code
+    problems) ``kind``, ``tests``, ``entry_point`` (strings) are optional (ids default to
+    ``"<file stem>/<line number>"``). Blank lines are skipped. ``Problem.to_dict()`` writes exactly
+    this form.
 
     Raises:
         FileNotFoundError: The file does not exist.
@@ -168,7 +189,7 @@ def _problem_from_row(row: Any, where: str, default_id: str, default_source: str
     missing = [k for k in ("question", "answer") if k not in row]
     if missing:
         raise ValueError(f"{where} lacks {missing}; each line needs 'question' and 'answer'.")
-    for key in ("question", "answer", "answer_type", "source"):
+    for key in ("question", "answer", "answer_type", "source", "kind", "tests", "entry_point"):
         if key in row and not isinstance(row[key], str):
             raise ValueError(f"{where}: {key!r} must be a string, got {_json_type(row[key])} ({row[key]!r:.60}); "
                              f'write it in quotes, e.g. "{key}": "42".')
@@ -184,7 +205,8 @@ def _problem_from_row(row: Any, where: str, default_id: str, default_source: str
     try:
         return Problem(id=str(pid), question=row["question"], answer=row["answer"],
                        answer_type=row.get("answer_type", "auto"), source=row.get("source", default_source),
-                       choices=tuple(choices), metadata=metadata)
+                       choices=tuple(choices), metadata=metadata, kind=row.get("kind", "math"),
+                       tests=row.get("tests", ""), entry_point=row.get("entry_point", ""))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: {exc}") from exc
 

@@ -50,6 +50,8 @@ BAD_LINES = {
     "null-id": (b'{"id": null, "question": "q", "answer": "1"}\n', "p.jsonl:2: 'id' must be a string or an integer, got null"),
     "bad-answer-type": (b'{"question": "q", "answer": "1", "answer_type": "weird"}\n', "p.jsonl:2: Problem.answer_type='weird'"),
     "empty-question": (b'{"question": " ", "answer": "1"}\n', "p.jsonl:2: Problem .* has an empty question"),
+    "code-tests-not-string": (b'{"question": "q", "answer": "", "kind": "code", "tests": ["assert f()"]}\n',
+                              "p.jsonl:2: 'tests' must be a string, got array"),
 }
 
 

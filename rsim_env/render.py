@@ -111,3 +111,11 @@ def max_reasoner_chars(max_question_chars: int, max_steps: int, max_step_chars: 
     longest = max(len(injection(max_steps - 1, s.index)) for s in STRATEGIES)
     overhead = len(chat_to_text(reasoner_chat("", [], [], None)))
     return overhead + max_question_chars + max_steps * (longest + max_step_chars + len(STEP_DELIMITER))
+
+
+def injected_texts() -> list[str]:
+    """Every text a protocol injects (system prompts, strategy prompts and names): echo references."""
+    out = [REASONER_SYSTEM, NO_PLANNER_SYSTEM]
+    for s in STRATEGIES:
+        out += [s.name, s.prompt, injection(0, s.index)]
+    return out

@@ -4,8 +4,10 @@
   termination probability so episodes end).
 * :class:`FixedPlanner` plays a fixed strategy sequence, then terminates.
 * :class:`TemplateReasoner` writes a plausible step for the planned strategy (with that
-  strategy's keywords, so detection sees it) and, on termination, a boxed answer taken from an
-  optional ``oracle`` (``question -> answer``), right with probability ``p_correct``.
+  strategy's keywords, so detection sees it, and no copy of the injected text) and, on
+  termination, a boxed answer taken from an optional ``oracle`` (``question -> answer``), right
+  with probability ``p_correct`` (when the protocol's lead-in already opened ``\\boxed{``, it
+  writes only the answer and the closing brace).
 
 All implement :class:`agents.base.Policy`.
 """
@@ -20,16 +22,17 @@ import numpy as np
 from rsim_env.strategies import NUM_STRATEGIES, TERMINATION
 
 _TEMPLATES = (
-    "Wait, let me look back at the reasoning so far and reconsider whether it is right.",
-    "Let me break the problem down into smaller sub-problems and solve each part.",
-    "Let me think carefully about this step before writing anything.",
-    "Let me check the last result by substituting it back.",
-    "To recap what we know so far: the quantities in the question are given.",
-    "The most important thing to do next is to focus on the key quantity.",
-    "Next, we continue with the computation.",
-    "Plan: first compute the parts, then combine them, then check.",
+    "Wait, is the earlier reasoning right? Reconsider it: nothing is missing, so it stands.",
+    "Split it into sub-problems: part 1 is to find each quantity, part 2 is to combine them.",
+    "Considering it slowly, the quantities must be combined in the order the question gives them.",
+    "Verify: recomputing the previous result gives the same value.",
+    "To recap: the question gives two quantities and asks for their combination.",
+    "Focus on the key quantity first; it decides everything else.",
+    "Then we combine the two quantities.",
+    "Plan: compute the parts, then combine them, then verify.",
     "Therefore, the final answer is \\boxed{{{answer}}}.",
 )
+"""One step per strategy; each shows its strategy to :func:`rsim_env.detect` and echoes no injected text."""
 
 
 class RandomPlanner:
@@ -126,8 +129,12 @@ class TemplateReasoner:
         out = []
         for obs in observations:
             s = int(obs.get("strategy", TERMINATION))
-            text = _TEMPLATES[s].format(answer=self._answer(obs["question"])) if s == TERMINATION else _TEMPLATES[s]
-            out.append(text)
+            if s != TERMINATION:
+                out.append(_TEMPLATES[s])
+            elif str(obs.get("injected", "")).endswith("\\boxed{"):  # the protocol opened the box: close it
+                out.append(self._answer(obs["question"]) + "}.")
+            else:
+                out.append(_TEMPLATES[s].format(answer=self._answer(obs["question"])))
         return out
 
     def records(self) -> list[dict[str, Any]]:

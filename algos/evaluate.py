@@ -80,6 +80,10 @@ class EvalConfig:
     """Reasoner token cap per step (demo preset: 32)."""
     max_answer_tokens: int = 0
     """Token cap of the single no-planner generation; 0 = max_steps * max_step_tokens (same budget)."""
+    protocol: str = ""
+    """Reasoner turn protocol (rsim_env.render.PROTOCOLS; "" = the environment's default)."""
+    last_number_fallback: bool = False
+    """Grade the last number of a response that states no explicit answer (the env's reward rule)."""
     out: str = ""
     """Output directory ("" = print only)."""
     plots: bool = True
@@ -96,6 +100,10 @@ class EvalConfig:
             raise ValueError(f"EvalConfig.max_answer_tokens={self.max_answer_tokens!r}: use 0 (auto) or a positive int.")
         if not self.temperature > 0:
             raise ValueError(f"EvalConfig.temperature={self.temperature!r} is invalid: use a positive float.")
+        if self.protocol:
+            from rsim_env.render import protocol
+
+            protocol(self.protocol)
         for seq in self.fixed:
             if not seq or any(not isinstance(s, int) or not 0 <= s < NUM_STRATEGIES for s in seq):
                 raise ValueError(f"EvalConfig.fixed has sequence {seq!r}: use ints in 0..{NUM_STRATEGIES - 1}, "
@@ -288,6 +296,8 @@ def _row(mode: str, problem: Problem, traj: dict[str, Any], sample: int, has_pla
         "terminated": bool(info["terminated"]), "truncated": bool(info["truncated"]),
         "injected": list(info["strategies"]) if has_planner else [],
         "detected": [list(d) for d in info["detected"]], "steps": list(info["steps"]),
+        "shown_steps": list(info.get("shown_steps", info["steps"])), "echo": list(info.get("echo", [])),
+        "final_text": (info.get("shown_steps") or info["steps"] or [""])[-1],
         "tokens": episode_tokens(traj.get("planner") or {}, traj.get("reasoner") or {}, has_planner, planner_cached),
     }
 
@@ -331,7 +341,9 @@ def evaluate_mode(mode: str, problems: Sequence[Problem], reasoner: Any, planner
     stats = {"wall_s": 0.0, "planner_s": 0.0, "reasoner_s": 0.0, "planner_calls": 0, "reasoner_calls": 0}
     for b in range(0, len(problems), cfg.batch):
         chunk = list(problems[b: b + cfg.batch])
-        group = EnvGroup(chunk, group_size=cfg.k, planner=has_planner, max_steps=cfg.max_steps)
+        extra = {"protocol": cfg.protocol} if cfg.protocol else {}
+        group = EnvGroup(chunk, group_size=cfg.k, planner=has_planner, max_steps=cfg.max_steps,
+                         last_number_fallback=cfg.last_number_fallback, **extra)
         t0 = time.perf_counter()
         result = rollout(group, reasoner, planner, seed=cfg.seed + b * cfg.k)
         stats["wall_s"] += time.perf_counter() - t0

@@ -66,6 +66,10 @@ class Config:
     """Problems per batched rollout."""
     seed: int = 0
     """Seed of the random planner and the sampling."""
+    protocol: str = ""
+    """Turn protocol (``rsim_env.render.PROTOCOLS``; "" = the environment's default)."""
+    last_number_fallback: bool = False
+    """Grade the last number when no explicit answer is stated (accuracy column)."""
     examples: int = 2
     """Episodes kept verbatim per mode and decoding."""
     out: str = ""
@@ -170,8 +174,25 @@ def _reasoner(cfg: Config, decoding: str, problems: Sequence[Any]) -> Any:
 
 
 def _example(row: dict[str, Any]) -> dict[str, Any]:
-    keys = ("problem_id", "answer", "extracted", "correct", "injected", "steps", "final_text")
+    keys = ("problem_id", "answer", "extracted", "correct", "injected", "steps", "shown_steps")
     return {k: row[k] for k in keys if k in row}
+
+
+def _episode(row: dict[str, Any]) -> dict[str, Any]:
+    """Everything :func:`mode_figures` needs, so figures can be recomputed from the JSON (``recompute``)."""
+    keys = ("problem_id", "answer", "extracted", "correct", "injected", "steps", "final_text", "tokens")
+    return {k: row[k] for k in keys if k in row}
+
+
+def recompute(result: dict[str, Any]) -> dict[str, Any]:
+    """Figures of a saved result recomputed from its ``episodes`` with the current definitions."""
+    grouped: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for e in result["episodes"]:
+        grouped[e["decoding"]][e["mode"]].append(e)
+    by = {d: {m: mode_figures(rows) for m, rows in modes.items()} for d, modes in grouped.items()}
+    out = {**result, "by_decoding": by, "modes": by[result["modes_decoding"]]}
+    out["table_md"] = table(out)
+    return out
 
 
 def main(cfg: Config) -> dict[str, Any]:
@@ -179,10 +200,11 @@ def main(cfg: Config) -> dict[str, Any]:
     from algos.evaluate import EvalConfig, evaluate_mode, make_planner
 
     problems = _problems(cfg)
-    ecfg = EvalConfig(k=1, seed=cfg.seed, batch=cfg.batch, max_steps=cfg.max_steps,
-                      max_step_tokens=cfg.max_step_tokens, limit=cfg.limit, progress=False)
+    ecfg = EvalConfig(k=1, seed=cfg.seed, batch=cfg.batch, max_steps=cfg.max_steps, protocol=cfg.protocol,
+                      last_number_fallback=cfg.last_number_fallback, max_step_tokens=cfg.max_step_tokens,
+                      limit=cfg.limit, progress=False)
     result: dict[str, Any] = {"config": asdict(cfg), "problems": len(problems), "modes": {}, "by_decoding": {},
-                              "examples": {}}
+                              "examples": {}, "episodes": []}
     t0 = time.perf_counter()
     for decoding in cfg.decodings:
         reasoner = _reasoner(cfg, decoding, problems)
@@ -192,6 +214,7 @@ def main(cfg: Config) -> dict[str, Any]:
             figs = mode_figures(rows)
             result["by_decoding"][decoding][mode] = figs
             result["examples"][f"{decoding}/{mode}"] = [_example(r) for r in rows[: cfg.examples]]
+            result["episodes"].extend({"decoding": decoding, "mode": mode, **_episode(r)} for r in rows)
             print(f"[{time.perf_counter() - t0:6.0f}s] {decoding:<7} {mode:<14} acc={figs['accuracy']:.2f} "
                   f"echo={figs['echo_rate']:.2f} follow={figs['follow_rate']:.2f} "
                   f"empty={figs['empty_answer_rate']:.2f}", file=sys.stderr, flush=True)
@@ -239,13 +262,16 @@ def parse(argv: Sequence[str]) -> Config:
     p.add_argument("--batch", type=int, default=d.batch)
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--examples", type=int, default=d.examples)
+    p.add_argument("--protocol", default=d.protocol, help="turn protocol: chat+lead, chat, lead, inline")
+    p.add_argument("--last-number-fallback", action="store_true")
     p.add_argument("--out", default=d.out)
     a = p.parse_args(list(argv))
     try:
         return Config(reasoner=a.reasoner, source=a.source, limit=a.limit,
                       modes=tuple(m for m in a.modes.split(";") if m), decodings=tuple(a.decodings.split(",")),
                       temperature=a.temperature, top_p=a.top_p, max_steps=a.max_steps,
-                      max_step_tokens=a.max_step_tokens, batch=a.batch, seed=a.seed, examples=a.examples, out=a.out)
+                      max_step_tokens=a.max_step_tokens, batch=a.batch, seed=a.seed, examples=a.examples, out=a.out,
+                      protocol=a.protocol, last_number_fallback=a.last_number_fallback)
     except ValueError as e:
         p.error(str(e))
         raise

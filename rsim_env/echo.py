@@ -15,8 +15,11 @@ Definitions (the documented contract, tested in ``tests/test_echo.py``):
   strategy name followed by ``:`` or ``]``, e.g. ``Step 2 (``, ``[validation]``, ``validation:``.
 * **copied clause** — a clause whose normalised words are at least :data:`COPY_THRESHOLD` (60 %)
   covered by word trigrams that occur in some reference text (every text any protocol injects:
-  see :func:`rsim_env.render.injected_texts`); a clause of one or two words is copied when its
-  words occur contiguously in a reference. Clauses without any word are neutral.
+  see :func:`rsim_env.render.injected_texts`); a clause of one or two words is copied only when
+  it *is* a whole reference (``"Next,"``, a strategy name), so ``"Plan:"`` or ``"First,"`` stay. Clauses without any word are neutral.
+* an **answer clause** — one holding a closed, non-empty ``\\boxed{...}`` — is never copied (the
+  answer is the reasoner's own; ``The final answer is \\boxed{7}.`` performs termination), unless
+  the box holds a reference's placeholder (``\\boxed{answer}``). Boxed answers are never cut into clauses.
 * **echo clause** = header clause, a clause inside the parentheses/brackets a header clause opens
   (``Step 2 (deductive reasoning: Apply the rule.)`` is all echo), or a copied clause.
 * A step's **echo fraction** is the share of its normalised words that lie in echo clauses,
@@ -31,6 +34,7 @@ import re
 from functools import lru_cache
 from typing import Iterable, Sequence
 
+from .answers.extract import boxed_spans
 from .strategies import STRATEGIES
 
 __all__ = ["COPY_THRESHOLD", "ECHO_STEP_THRESHOLD", "MAX_SCAN", "words", "clauses", "is_header", "is_copied",
@@ -54,16 +58,46 @@ def words(text: str) -> list[str]:
     return _NON_WORD.sub(" ", text.lower()).split()
 
 
+_BOX = "\ue000"  # stands for one boxed answer while the text is cut into clauses
+
+
 def clauses(text: str) -> list[str]:
     """``text`` cut into clauses; joining them gives back ``text[:MAX_SCAN]`` exactly."""
     text = text[:MAX_SCAN]
+    spans = [(a, b) for a, b, _ in boxed_spans(text)] if _BOX not in text else []
+    masked, boxes, last = [], [], 0
+    for a, b in spans:
+        masked.append(text[last:a] + _BOX)
+        boxes.append(text[a:b])
+        last = b
+    masked.append(text[last:])
+    flat = "".join(masked)
     out, start = [], 0
-    for m in _SPLIT.finditer(text):
-        out.append(text[start:m.end()])
+    for m in _SPLIT.finditer(flat):
+        out.append(flat[start:m.end()])
         start = m.end()
-    if start < len(text):
-        out.append(text[start:])
-    return [c for c in out if c]
+    if start < len(flat):
+        out.append(flat[start:])
+    it = iter(boxes)
+    return [_unmask(c, it) for c in out if c]
+
+
+def _unmask(clause: str, boxes) -> str:
+    while _BOX in clause:
+        clause = clause.replace(_BOX, next(boxes), 1)
+    return clause
+
+
+def _is_answer(clause: str, refs: tuple[str, ...]) -> bool:
+    if "{" not in clause:
+        return False
+    placeholders = _reference_boxes(refs)  # e.g. "answer" in "\\boxed{answer}": a copy, not an answer
+    return any(content.strip() and content.strip().lower() not in placeholders for _, _, content in boxed_spans(clause))
+
+
+@lru_cache(maxsize=64)
+def _reference_boxes(refs: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(c.strip().lower() for r in refs for _, _, c in boxed_spans(r))
 
 
 def _trigrams(ws: Sequence[str]) -> set[tuple[str, ...]]:
@@ -97,11 +131,11 @@ def is_copied(clause: str, references: Iterable[str] | None = None) -> bool:
     refs = tuple(references) if references is not None else _default_references()
     grams, joined = _reference_index(refs)
     ws = words(clause)
-    if not ws:
+    if not ws or _is_answer(clause, refs):
         return False
     if len(ws) < 3:
         needle = " " + " ".join(ws) + " "
-        return any(needle in j for j in joined)
+        return needle in joined
     covered = [False] * len(ws)
     for i in range(len(ws) - 2):
         if tuple(ws[i:i + 3]) in grams:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import answers, rewards
+from . import answers, echo, render, rewards
 from .problems import Problem
 from .rewards import RewardWeights
 from .strategies import NUM_STRATEGIES, TERMINATION, detect
@@ -38,8 +38,15 @@ class EnvConfig:
     """False = no-planner mode (GRPO baseline): the reasoner answers in one turn."""
     weights: RewardWeights = field(default_factory=RewardWeights)
     """Weights of the reward components."""
+    protocol: str = render.DEFAULT_PROTOCOL
+    """Turn protocol of the reasoner's prompts (``rsim_env.render.PROTOCOLS``: chat+lead, chat, lead, inline)."""
+    last_number_fallback: bool = False
+    """Grade the last number of the response when it states no explicit answer (False: no answer, no R_acc)."""
 
     def __post_init__(self) -> None:
+        render.protocol(self.protocol)  # raises ValueError naming the valid protocols
+        if not isinstance(self.last_number_fallback, bool):
+            raise TypeError(f"EnvConfig.last_number_fallback={self.last_number_fallback!r} must be True or False.")
         for name in ("max_steps", "max_step_chars", "max_question_chars"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -63,6 +70,7 @@ class Episode:
         self.steps: list[str] = []
         self.strategies: list[int] = []
         self.detected: list[set[int]] = []
+        self.echoes: list[bool] = []
         self.truncated_steps: list[int] = []
         self.pending: int | None = None
         self.terminated = False
@@ -109,14 +117,29 @@ class Episode:
             self.truncated_steps.append(len(self.steps))
             text = text[: self.cfg.max_step_chars]
         strategy = self.pending if self.pending is not None else TERMINATION
+        self.detected.append(self._detect(len(self.steps), strategy, text))
+        self.echoes.append(echo.is_echo(text))
         self.steps.append(text)
         self.strategies.append(strategy)
-        self.detected.append(detect(text))
         self.pending = None
         if not self.cfg.planner or strategy == TERMINATION:
             self.terminated = True
         elif len(self.steps) >= self.cfg.max_steps:
             self.truncated = True
+
+    def _detect(self, round_index: int, strategy: int, text: str) -> set[int]:
+        """Strategies a generated step shows (used for R_follow and strategy counts).
+
+        Detection sees only generated text that is not an echo of injected text: copying the
+        instruction must not count as following it. A step also shows termination when the step
+        as shown closes a non-empty ``\\boxed{...}`` — under lead-in protocols the injected lead
+        opens the box and the reasoner's generated answer fills and closes it.
+        """
+        found = detect(echo.generated_content(text))
+        shown = render.shown_step(self.cfg.protocol, round_index, strategy, text) if self.cfg.planner else text
+        if text.strip() and not echo.is_echo(text) and rewards.r_format(shown):
+            found.add(TERMINATION)
+        return found
 
     # -- outcome ------------------------------------------------------------------------------
     def outcome(self) -> dict[str, Any]:
@@ -127,13 +150,25 @@ class Episode:
             self._outcome = self._compute_outcome()
         return self._outcome
 
+    def shown_steps(self) -> list[str]:
+        """Steps as the transcript reads them (lead-in + generated text; see ``render.shown_step``)."""
+        if not self.cfg.planner:
+            return list(self.steps)
+        return [render.shown_step(self.cfg.protocol, i, p, z) for i, (p, z) in enumerate(zip(self.strategies, self.steps))]
+
     def _compute_outcome(self) -> dict[str, Any]:
-        response = "\n\n".join(self.steps)
-        result = answers.check(response, self.problem.answer, self.problem.answer_type)
-        final = self.steps[-1] if self.steps else ""
+        shown = self.shown_steps()
+        response = "\n\n".join(shown)
+        check_cfg = answers.CheckConfig(last_number_fallback=self.cfg.last_number_fallback)
+        result = answers.check(response, self.problem.answer, self.problem.answer_type, check_cfg)
+        # An empty answer (``\boxed{}``) is no answer: no accuracy, whatever the checker says.
+        correct = bool(result.correct) and bool((result.extracted or "").strip())
+        final = shown[-1] if shown else ""
         plans = self.strategies if self.cfg.planner else []
         detected = self.detected if self.cfg.planner else []
-        comps = rewards.components(result.correct, final, plans, detected)
+        comps = rewards.components(correct, final, plans, detected)
+        if self.echoes and self.echoes[-1]:  # a copied "\\boxed{answer}" is no answer format
+            comps["format"] = 0.0
         if not self.cfg.planner:  # no plans: plan-based components are not defined, log them as 0
             comps["follow"] = comps["terminal"] = comps["penalty"] = 0.0
         w = self.cfg.weights
@@ -141,12 +176,15 @@ class Episode:
             "problem_id": self.problem.id,
             "answer": self.problem.answer,
             "extracted": result.extracted,
-            "correct": bool(result.correct),
+            "correct": correct,
             "reason": result.reason,
             "components": comps,
             "strategies": list(self.strategies),
             "detected": [sorted(d) for d in self.detected],
             "steps": list(self.steps),
+            "shown_steps": shown,
+            "echo": list(self.echoes),
+            "protocol": self.cfg.protocol if self.cfg.planner else "none",
             "num_rounds": len(self.steps),
             "terminated": self.terminated,
             "truncated": self.truncated,

@@ -31,6 +31,10 @@ def build_problems(cfg: RunConfig) -> list:
             b = rng.randint(0, 9 - a)
             out.append(Problem(id=f"tiny/{i}", question=f"What is {a} + {b}?", answer=str(a + b), source="tiny"))
         return out
+    if d.source == "curriculum":  # the train split; evaluation uses the disjoint held-out split
+        from rsim_env.curriculum import curriculum_problems
+
+        return curriculum_problems(d.size, "train", seed=d.seed)
     if d.source == "reasoning_gym":
         return reasoning_gym_problems(size=d.size, seed=d.seed)
     if d.source == "jsonl":
@@ -67,7 +71,8 @@ def build_agents(cfg: RunConfig, learner: Any, device: Any) -> dict[str, Any]:
 
     dtype = getattr(torch, m.dtype)
     reasoner = Reasoner.from_spec(m.reasoner, ReasonerConfig(
-        max_step_tokens=m.max_step_tokens, max_answer_tokens=m.max_answer_tokens, temperature=m.temperature), dtype=dtype)
+        max_step_tokens=m.max_step_tokens, max_answer_tokens=m.max_answer_tokens, temperature=m.temperature,
+        top_p=m.top_p), dtype=dtype)
     reasoner.model.to(device)
     agents: dict[str, Any] = {"reasoner": TrainableReasoner(reasoner)}
     if learner.env_planner:

@@ -32,7 +32,9 @@ class ModelConfig:
     max_answer_tokens: int = 512
     """Reasoner token cap of the single answer turn when there is no planner (learner "grpo")."""
     temperature: float = 1.0
-    """Sampling temperature of both agents during training."""
+    """Sampling temperature of both agents during training (chosen with benchmarks/calibrate.py)."""
+    top_p: float = 1.0
+    """Nucleus sampling mass of the reasoner during training (1.0 = off)."""
     dtype: str = "float32"
     """Weights dtype to load ("float32" or "bfloat16")."""
 
@@ -45,23 +47,26 @@ class ModelConfig:
                 raise ValueError(f"ModelConfig.{f}={getattr(self, f)!r} is invalid: use an int >= 1.")
         if not self.temperature > 0:
             raise ValueError(f"ModelConfig.temperature={self.temperature!r} is invalid: use a positive float.")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"ModelConfig.top_p={self.top_p!r} is invalid: use a float in (0, 1].")
         if self.dtype not in ("float32", "bfloat16"):
             raise ValueError(f"ModelConfig.dtype={self.dtype!r} is invalid: use 'float32' or 'bfloat16'.")
 
 
-DATA_SOURCES = ("reasoning_gym", "gsm8k", "math", "tiny", "jsonl")
+DATA_SOURCES = ("curriculum", "reasoning_gym", "gsm8k", "math", "tiny", "jsonl")
 
 
 @dataclass(frozen=True)
 class DataConfig:
     """Training problems."""
 
-    source: str = "reasoning_gym"
-    """"reasoning_gym" (embedded, offline), "gsm8k" / "math" (hub), "tiny" (digit sums), or "jsonl"."""
+    source: str = "curriculum"
+    """"curriculum" (embedded, offline, train split; rsim_env.curriculum), "reasoning_gym" (gsm_symbolic +
+    basic_arithmetic), "gsm8k" / "math" (hub), "tiny" (digit sums), or "jsonl"."""
     path: str = ""
     """File for source="jsonl" (one Problem per line)."""
-    size: int = 256
-    """Problems to load (reasoning_gym / tiny generate this many; hub sets are cut to it)."""
+    size: int = 1024
+    """Problems to load (curriculum / reasoning_gym / tiny generate this many; hub sets are cut to it)."""
     seed: int = 0
     """Generator seed for procedural sources."""
 
@@ -104,7 +109,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "demo": {  # a few minutes on a CPU with the embedded SmolLM2-135M for both agents
         "model.planner": "default", "model.reasoner": "default", "model.max_step_tokens": 32, "model.max_answer_tokens": 96,
-        "data.source": "reasoning_gym", "data.size": 64, "train.steps": 10, "train.groups_per_step": 2,
+        "data.source": "curriculum", "data.size": 64, "train.steps": 10, "train.groups_per_step": 2,
         "train.grpo.group_size": 4, "train.grpo.max_length": 96, "train.env_max_steps": 3,
         "train.planner_optim.lr": 1e-3, "train.reasoner_optim.lr": 2e-5, "train.output_dir": "runs/demo",
         # 2 groups x G=4 per step: with 1 group the planner's reward wandered (-1.67 -> -1.67 over

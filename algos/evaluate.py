@@ -54,8 +54,9 @@ class EvalConfig:
     """Reasoner: "default" (embedded SmolLM2-135M), hub id, local path, trainer checkpoint, "tiny", "template[:p]"."""
     planner: str = ""
     """Trained planner for mode "trained": save_pretrained dir, checkpoint or run dir, or "untrained:SPEC"."""
-    source: str = "rg:gsm_symbolic"
-    """Problems: "default" (embedded mix), "rg:TASK[+TASK]" (reasoning-gym), a loader name (gsm8k, math500, ...), a .jsonl path."""
+    source: str = "curriculum:heldout"
+    """Problems: "curriculum:heldout" (embedded curriculum, held-out split), "default" (gsm_symbolic + basic_arithmetic),
+    "rg:TASK[+TASK]" (reasoning-gym), a loader name (gsm8k, math500, ...), a .jsonl path."""
     split: str = ""
     """Dataset split for loader names ("" = the loader's default)."""
     data_seed: int = 1000
@@ -154,6 +155,10 @@ def load_eval_problems(cfg: EvalConfig) -> list[Problem]:
     from rsim_env.problems import default_source, reasoning_gym_problems
 
     src = cfg.source
+    if src.startswith("curriculum"):
+        from rsim_env.curriculum import curriculum_problems
+
+        return curriculum_problems(cfg.limit, src.partition(":")[2] or "heldout", seed=cfg.data_seed)
     if src == "default":
         return default_source(size=cfg.limit, seed=cfg.data_seed)
     if src.startswith("rg:"):

@@ -87,11 +87,10 @@ class Config:
 
 # ------------------------------------------------------------------------------------ figures
 
-def step_facts(step: str, planned: int) -> dict[str, Any]:
-    """Echo and follow facts of one step written under strategy ``planned``."""
-    content = echo.generated_content(step)
-    return {"echo": echo.is_echo(step), "follow": planned in detect(content), "follow_raw": planned in detect(step),
-            "chars": len(step)}
+def step_facts(step: str, planned: int, shown: str | None = None) -> dict[str, Any]:
+    """Echo and follow facts of one step written under strategy ``planned`` (``shown``: with its lead-in)."""
+    return {"echo": echo.is_echo(step), "follow": planned in echo.detect_generated(step, shown),
+            "follow_raw": planned in detect(step if shown is None else shown), "chars": len(step)}
 
 
 def _final_text(row: dict[str, Any]) -> str:
@@ -101,7 +100,8 @@ def _final_text(row: dict[str, Any]) -> str:
 def episode_facts(row: dict[str, Any]) -> dict[str, Any]:
     """Per-episode facts from an :mod:`algos.evaluate` row (``steps``, ``injected``, ``correct``, ...)."""
     plans = list(row["injected"]) or [TERMINATION] * len(row["steps"])
-    steps = [step_facts(s, p) for s, p in zip(row["steps"], plans)]
+    shown = row.get("shown_steps") or (row["steps"][:-1] + [_final_text(row)] if row["steps"] else [])
+    steps = [step_facts(s, p, v) for s, p, v in zip(row["steps"], plans, shown)]
     final_plan_is_term = bool(plans) and plans[-1] == TERMINATION and len(steps) == len(plans)
     answer = extract_answer(_final_text(row), last_number_fallback=False) if final_plan_is_term else None
     return {"plans": plans, "steps": steps, "correct": bool(row["correct"]), "terminated": final_plan_is_term,
@@ -180,7 +180,7 @@ def _example(row: dict[str, Any]) -> dict[str, Any]:
 
 def _episode(row: dict[str, Any]) -> dict[str, Any]:
     """Everything :func:`mode_figures` needs, so figures can be recomputed from the JSON (``recompute``)."""
-    keys = ("problem_id", "answer", "extracted", "correct", "injected", "steps", "final_text", "tokens")
+    keys = ("problem_id", "answer", "extracted", "correct", "injected", "steps", "shown_steps", "final_text", "tokens")
     return {k: row[k] for k in keys if k in row}
 
 

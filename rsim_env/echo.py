@@ -35,9 +35,9 @@ from functools import lru_cache
 from typing import Iterable, Sequence
 
 from .answers.extract import boxed_spans
-from .strategies import STRATEGIES
+from .strategies import STRATEGIES, TERMINATION, detect
 
-__all__ = ["COPY_THRESHOLD", "ECHO_STEP_THRESHOLD", "MAX_SCAN", "words", "clauses", "is_header", "is_copied",
+__all__ = ["detect_generated", "COPY_THRESHOLD", "ECHO_STEP_THRESHOLD", "MAX_SCAN", "words", "clauses", "is_header", "is_copied",
            "echo_fraction", "is_echo", "generated_content"]
 
 COPY_THRESHOLD = 0.6
@@ -178,3 +178,20 @@ def is_echo(step: str, references: Iterable[str] | None = None) -> bool:
 def generated_content(step: str, references: Iterable[str] | None = None) -> str:
     """The step with its echo clauses removed: the text strategy detection and ``R_follow`` see."""
     return "".join(c for c, e in _split(step, references) if not e)
+
+
+def detect_generated(step: str, shown: str | None = None) -> set[int]:
+    """Strategies a generated step shows: the rule behind ``R_follow`` and strategy counts.
+
+    :func:`rsim_env.detect` on :func:`generated_content` (echo clauses removed), plus termination
+    when the step is not an echo and ``shown`` (the step as the transcript reads it, lead-in
+    included; default ``step``) holds a closed, non-empty ``\\boxed{...}`` — under lead-in
+    protocols the injected lead opens the box and the generated answer fills and closes it.
+    """
+    found = detect(generated_content(step))
+    shown = step if shown is None else shown
+    if step.strip() and not is_echo(step):
+        spans = boxed_spans(shown[-MAX_SCAN:])
+        if spans and spans[-1][2].strip():
+            found.add(TERMINATION)
+    return found

@@ -21,7 +21,7 @@ import numpy as np
 from . import answers, echo, render, rewards
 from .problems import Problem
 from .rewards import RewardWeights
-from .strategies import NUM_STRATEGIES, TERMINATION, detect
+from .strategies import NUM_STRATEGIES, TERMINATION
 
 
 @dataclass(frozen=True)
@@ -128,18 +128,9 @@ class Episode:
             self.truncated = True
 
     def _detect(self, round_index: int, strategy: int, text: str) -> set[int]:
-        """Strategies a generated step shows (used for R_follow and strategy counts).
-
-        Detection sees only generated text that is not an echo of injected text: copying the
-        instruction must not count as following it. A step also shows termination when the step
-        as shown closes a non-empty ``\\boxed{...}`` — under lead-in protocols the injected lead
-        opens the box and the reasoner's generated answer fills and closes it.
-        """
-        found = detect(echo.generated_content(text))
+        """Strategies a generated step shows (R_follow, strategy counts): see ``echo.detect_generated``."""
         shown = render.shown_step(self.cfg.protocol, round_index, strategy, text) if self.cfg.planner else text
-        if text.strip() and not echo.is_echo(text) and rewards.r_format(shown):
-            found.add(TERMINATION)
-        return found
+        return echo.detect_generated(text, shown)
 
     # -- outcome ------------------------------------------------------------------------------
     def outcome(self) -> dict[str, Any]:

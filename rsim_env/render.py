@@ -50,14 +50,16 @@ REASONER_SYSTEM = (
 """System prompt of the ``inline`` protocol (kept verbatim so its measurements can be reproduced)."""
 STEPWISE_SYSTEM = (
     "You are a careful math tutor. Solve the problem one short step at a time, following the "
-    "instructions you are given. Use numbers, not just words. When asked for the final answer, write "
-    "it as \\boxed{answer}."
+    "instructions you are given. Use numbers, not just words. When asked for the final answer, put "
+    "the number inside \\boxed{}."
 )
 """System prompt of the ``chat``, ``lead`` and ``chat+lead`` protocols."""
 NO_PLANNER_SYSTEM = (
-    "You are a careful math tutor. Solve the problem step by step, then give the final answer as "
-    "\\boxed{answer}."
+    "You are a careful math tutor. Solve the problem step by step, then put the final answer (a "
+    "number) inside \\boxed{}."
 )
+"""System prompt of no-planner mode. No placeholder inside the box: SmolLM2-135M copies
+``\\boxed{answer}`` literally (measured: most final answers under the first chat+lead draft)."""
 
 INSTRUCTIONS: tuple[str, ...] = (
     "Look back at your reasoning so far. Is anything wrong or missing? Say what, briefly.",
@@ -68,7 +70,7 @@ INSTRUCTIONS: tuple[str, ...] = (
     "Decide what matters most to do next, and do it.",
     "Continue with the next step of the solution.",
     "Write a short plan for the next steps.",
-    "Give the final answer as \\boxed{answer}.",
+    "Give the final answer: put the number inside \\boxed{}.",
 )
 """User-turn instruction per strategy (``chat`` protocols), in :data:`STRATEGIES` order."""
 

@@ -54,6 +54,8 @@ class Config:
     """Reasoner token cap per step; the no-planner answer gets ``max_steps`` times this."""
     seed: int = 0
     """Sampling seed."""
+    protocol: str = ""
+    """Turn protocol of planner modes (``rsim_env.render.PROTOCOLS``; "" = the environment's default)."""
     out: str = ""
     """JSON output path ("" = print only)."""
 
@@ -117,6 +119,7 @@ def main(cfg: Config) -> dict[str, Any]:
     problems = {t: curriculum_problems(cfg.problems, "heldout", tasks=(t,), seed=1000) for t in cfg.tasks}
     everything = [p for ps in problems.values() for p in ps]
     ecfg = EvalConfig(k=cfg.group_size, seed=cfg.seed, batch=max(1, 48 // cfg.group_size), max_steps=cfg.max_steps,
+                      protocol=cfg.protocol,
                       max_step_tokens=cfg.max_step_tokens, limit=len(everything), progress=False)
     rows_out = []
     for temperature, top_p in cfg.settings:
@@ -169,13 +172,15 @@ def parse(argv: Sequence[str]) -> Config:
     p.add_argument("--max-steps", type=int, default=d.max_steps)
     p.add_argument("--max-step-tokens", type=int, default=d.max_step_tokens)
     p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--protocol", default=d.protocol)
     p.add_argument("--out", default=d.out)
     a = p.parse_args(list(argv))
     try:
         settings = tuple((float(x.split(",")[0]), float(x.split(",")[1])) for x in a.settings.split())
         return Config(reasoner=a.reasoner, tasks=tuple(t for t in a.tasks.split(",") if t), problems=a.problems,
                       group_size=a.group_size, settings=settings, modes=tuple(m for m in a.modes.split(";") if m),
-                      max_steps=a.max_steps, max_step_tokens=a.max_step_tokens, seed=a.seed, out=a.out)
+                      max_steps=a.max_steps, max_step_tokens=a.max_step_tokens, seed=a.seed, out=a.out,
+                      protocol=a.protocol)
     except (ValueError, IndexError) as e:
         p.error(f"bad --settings or config: {e}")
         raise

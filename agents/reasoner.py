@@ -26,15 +26,15 @@ Stop rules of a step (first that applies):
 * the step delimiter ``render.STEP_DELIMITER`` (planner rounds other than termination, if
   ``stop_at_delimiter``);
 * the token cap: ``max_step_tokens``, or ``max_answer_tokens`` for the single turn of no-planner
-  mode (observation ``protocol == "none"``), which stops only at end-of-turn, a boxed answer or the cap.
+  mode (the observation's ``no_planner`` field), which stops only at end-of-turn, a boxed answer or the cap.
 
 Other special tokens (chat markers) are suppressed. The text returned to the environment is the
 generated step before any delimiter, without the end-of-turn token, stripped.
 
 The record of a copy (:meth:`Reasoner.records`) is exactly what was fed/sampled, with a mask of
 generated tokens and their log-probs (convention in :mod:`agents.sampling`); learners recompute
-log-probs with :meth:`Reasoner.token_logprobs` (gradients flow) and apply advantages where
-``gen_mask`` is 1 — never on prompt, instruction or lead-in tokens.
+log-probs with :meth:`Reasoner.score` (gradients flow; :class:`agents.base.Trainable`), which is
+non-zero only where ``gen_mask`` is 1 — never on prompt, instruction or lead-in tokens.
 """
 
 from __future__ import annotations
@@ -50,9 +50,10 @@ from rsim_env.render import REASONER_SYSTEM, STEP_DELIMITER, no_planner_chat
 from rsim_env.strategies import TERMINATION
 
 from .kv import KVBatch
-from .sampling import masked_logprobs, sample, token_logprobs
+from .base import Scored
+from .sampling import generated_logprobs, masked_logprobs, sample
 
-__all__ = ["ReasonerConfig", "Reasoner", "collate"]
+__all__ = ["ReasonerConfig", "Reasoner"]
 
 
 @dataclass(frozen=True)
@@ -217,10 +218,34 @@ class Reasoner:
                      prompt_len=c.prompt_len, step_spans=list(c.step_spans), temperature=self.record_temperature,
                      suppressed_ids=list(self.suppressed_ids), pad_id=self.pad_id) for c in self._convs]
 
-    def token_logprobs(self, records: Sequence[dict[str, Any]]) -> torch.Tensor:
-        """Recompute ``[rows, max_len]`` token log-probs of ``records`` with gradients (training)."""
-        return token_logprobs(self.model, [r["input_ids"] for r in records], self.record_temperature,
-                              self.suppressed_ids, self.pad_id)
+    # ------------------------------------------------------------------------------ learner API
+
+    @property
+    def module(self) -> torch.nn.Module:
+        """The parameters a learner optimises (:class:`agents.base.Trainable`)."""
+        return self.model
+
+    def score(self, records: Sequence[dict[str, Any]]) -> Scored:
+        """Log-probs of the generated tokens of ``records`` with gradients, in one forward over the batch.
+
+        Non-zero only where ``gen_mask`` is 1; uses each record's own sampling convention
+        (``temperature``, ``suppressed_ids``; see :mod:`agents.sampling`).
+        """
+        first = records[0]
+        logp, mask, entropy = generated_logprobs(
+            self.model, [r["input_ids"] for r in records], [r["gen_mask"] for r in records],
+            float(first["temperature"]), first.get("suppressed_ids") or (), int(first.get("pad_id", self.pad_id)))
+        return Scored(logp, mask, entropy)
+
+    def num_generated(self, record: dict[str, Any]) -> int:
+        """Tokens this reasoner generated in one copy's episode."""
+        return int(sum(record["gen_mask"]))
+
+    def token_usage(self, record: dict[str, Any]) -> dict[str, int]:
+        """Tokens one episode cost: ``reasoner_written`` (generated) and ``reasoner_read`` (fed but not
+        written: prompt, injected strategy prompts, delimiters; each encoded once thanks to the KV cache)."""
+        written = self.num_generated(record)
+        return {"reasoner_written": written, "reasoner_read": len(record["input_ids"]) - written}
 
     # ------------------------------------------------------------------------------ internals
 
@@ -234,7 +259,8 @@ class Reasoner:
         conv.lead = str(obs.get("injected", ""))
         conv.terminating = int(obs.get("strategy", TERMINATION)) == TERMINATION
         if not conv.ids:
-            conv.single_turn = obs.get("protocol") == "none"
+            # env(planner=False): one whole answer (the no_planner field; older observations: protocol "none")
+            conv.single_turn = bool(obs.get("no_planner", obs.get("protocol") == "none"))
             conv.extend(self.prompt_ids(user or obs["question"], no_planner=conv.single_turn, system=obs.get("system")))
             conv.prompt_len = len(conv.ids)
         elif user:  # a new user turn: close the assistant turn (unless the model did), then open the next
@@ -307,19 +333,3 @@ class Reasoner:
         delimiter_stops = self.config.stop_at_delimiter and not (conv.single_turn or conv.terminating)
         # Leading whitespace does not count: a step ends at the first delimiter after some content.
         return delimiter_stops and STEP_DELIMITER in text.lstrip()
-
-def collate(records: Sequence[dict[str, Any]], device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
-    """Right-pad reasoner records into tensors: ``input_ids``, ``attention_mask``, ``gen_mask``, ``old_logprobs``.
-
-    ``old_logprobs[r, i]`` aligns with :meth:`Reasoner.token_logprobs` output ``[r, i]``.
-    """
-    n, width = len(records), max(len(r["input_ids"]) for r in records)
-    out = {k: torch.zeros(n, width, dtype=torch.long) for k in ("input_ids", "attention_mask", "gen_mask")}
-    out["old_logprobs"] = torch.zeros(n, width)
-    for i, rec in enumerate(records):
-        m = len(rec["input_ids"])
-        out["input_ids"][i, :m] = torch.tensor(rec["input_ids"])
-        out["attention_mask"][i, :m] = 1
-        out["gen_mask"][i, :m] = torch.tensor(rec["gen_mask"])
-        out["old_logprobs"][i, :m] = torch.tensor(rec["logprobs"])
-    return {k: v.to(device) for k, v in out.items()}

@@ -3,11 +3,11 @@
 * :class:`RandomPlanner` samples a legal strategy uniformly (optionally with a higher
   termination probability so episodes end).
 * :class:`FixedPlanner` plays a fixed strategy sequence, then terminates.
-* :class:`TemplateReasoner` writes a plausible step for the planned strategy (with that
-  strategy's keywords, so detection sees it, and no copy of the injected text) and, on
-  termination, a boxed answer taken from an optional ``oracle`` (``question -> answer``), right
-  with probability ``p_correct`` (when the protocol's lead-in already opened ``\\boxed{``, it
-  writes only the answer and the closing brace).
+* :class:`TemplateReasoner` writes the planned strategy's example step
+  (:data:`rsim_env.strategies.EXAMPLES`: it shows its strategy to detection and copies no injected
+  text) and, on termination, a boxed answer taken from an optional ``oracle`` (``question ->
+  answer``), right with probability ``p_correct`` (when the protocol's lead-in already opened
+  ``\\boxed{``, it writes only the answer and the closing brace).
 
 All implement :class:`agents.base.Policy`.
 """
@@ -19,21 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from rsim_env.strategies import NUM_STRATEGIES, TERMINATION
-
-_TEMPLATES = (
-    "Wait, is the earlier reasoning right? Reconsider it: nothing is missing, so it stands.",
-    "Split it into sub-problems: part 1 is to find each quantity, part 2 is to combine them.",
-    "Considering it slowly, the quantities must be combined in the order the question gives them.",
-    "Verify: recomputing the previous result gives the same value.",
-    "To recap: the question gives two quantities and asks for their combination.",
-    "Focus on the key quantity first; it decides everything else.",
-    "Then we combine the two quantities.",
-    "Plan: compute the parts, then combine them, then verify.",
-    "Therefore, the final answer is \\boxed{{{answer}}}.",
-)
-"""One step per strategy; each shows its strategy to :func:`rsim_env.detect` and echoes no injected text."""
-
+from rsim_env.strategies import NUM_STRATEGIES, TERMINATION, example
 
 class RandomPlanner:
     """Uniformly random legal strategy; ``p_terminate`` overrides the termination probability."""
@@ -130,11 +116,11 @@ class TemplateReasoner:
         for obs in observations:
             s = int(obs.get("strategy", TERMINATION))
             if s != TERMINATION:
-                out.append(_TEMPLATES[s])
+                out.append(example(s))
             elif str(obs.get("injected", "")).endswith("\\boxed{"):  # the protocol opened the box: close it
                 out.append(self._answer(obs["question"]) + "}.")
             else:
-                out.append(_TEMPLATES[s].format(answer=self._answer(obs["question"])))
+                out.append(example(s, self._answer(obs["question"])))
         return out
 
     def records(self) -> list[dict[str, Any]]:

@@ -99,27 +99,25 @@ def group_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _reasoner(cfg: Config, temperature: float, top_p: float, problems: Sequence[Any]) -> Any:
-    from algos.evaluate import EvalConfig, build_reasoner
-
-    if cfg.reasoner.startswith("template") or cfg.reasoner == "tiny":
-        return build_reasoner(cfg.reasoner, EvalConfig(k=cfg.group_size, seed=cfg.seed, temperature=temperature,
-                                                       max_step_tokens=cfg.max_step_tokens), problems)[0]
-    from agents.reasoner import Reasoner, ReasonerConfig
+    from agents.reasoner import ReasonerConfig
+    from agents.registry import AgentContext, build_agent
 
     rc = ReasonerConfig(max_step_tokens=cfg.max_step_tokens, max_answer_tokens=cfg.max_steps * cfg.max_step_tokens,
                         temperature=temperature, top_p=top_p, seed=cfg.seed)
-    return Reasoner.from_spec(cfg.reasoner, rc)
+    return build_agent(cfg.reasoner, AgentContext("reasoner", config=rc, seed=cfg.seed, max_rounds=cfg.max_steps,
+                                                  problems=problems)).agent
 
 
 def main(cfg: Config) -> dict[str, Any]:
     """Measure every task x setting x mode; print a table; write JSON when ``cfg.out``."""
-    from algos.evaluate import EvalConfig, evaluate_mode, make_planner
+    from algos.evaluation import EvalConfig
+    from algos.evaluation.run import evaluate_mode, make_planner
 
     t0 = time.perf_counter()
     problems = {t: curriculum_problems(cfg.problems, "heldout", tasks=(t,), seed=1000) for t in cfg.tasks}
     everything = [p for ps in problems.values() for p in ps]
     ecfg = EvalConfig(k=cfg.group_size, seed=cfg.seed, batch=max(1, 48 // cfg.group_size), max_steps=cfg.max_steps,
-                      protocol=cfg.protocol,
+                      protocol=cfg.protocol or EvalConfig.protocol,
                       max_step_tokens=cfg.max_step_tokens, limit=len(everything), progress=False)
     rows_out = []
     for temperature, top_p in cfg.settings:

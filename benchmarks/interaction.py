@@ -47,7 +47,7 @@ class Config:
     reasoner: str = "default"
     """Reasoner spec (see ``rsim eval --reasoner``); ``template`` = scripted, model-free."""
     source: str = "curriculum:heldout"
-    """Problems: ``curriculum:SPLIT`` (embedded curriculum) or any ``rsim eval --source``."""
+    """Problems: a data spec (``rsim_env.data``; generator seed 1000, as ``rsim eval``)."""
     limit: int = 48
     """Problems per mode."""
     modes: tuple[str, ...] = DEFAULT_MODES
@@ -147,30 +147,19 @@ def mode_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------ running
 
 def _problems(cfg: Config) -> list:
-    if cfg.source.startswith("curriculum"):
-        from rsim_env.curriculum import curriculum_problems
+    from rsim_env.data import load_problems
 
-        split = cfg.source.split(":", 1)[1] if ":" in cfg.source else "heldout"
-        return curriculum_problems(cfg.limit, split=split, seed=1000)
-    from algos.evaluate import EvalConfig, load_eval_problems
-
-    return load_eval_problems(EvalConfig(source=cfg.source, limit=cfg.limit))
+    return load_problems(cfg.source, limit=cfg.limit, seed=1000)
 
 
 def _reasoner(cfg: Config, decoding: str, problems: Sequence[Any]) -> Any:
-    from algos.evaluate import EvalConfig, build_reasoner
-
-    if cfg.reasoner.startswith("template"):
-        return build_reasoner(cfg.reasoner, EvalConfig(seed=cfg.seed), problems)[0]
-    from agents.reasoner import Reasoner, ReasonerConfig
+    from agents.reasoner import ReasonerConfig
+    from agents.registry import AgentContext, build_agent
 
     rc = ReasonerConfig(max_step_tokens=cfg.max_step_tokens, max_answer_tokens=cfg.max_steps * cfg.max_step_tokens,
                         greedy=decoding == "greedy", temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.seed)
-    if cfg.reasoner == "tiny":
-        from agents.loading import tiny_model
-
-        return Reasoner(*tiny_model("causal", seed=cfg.seed), config=rc)
-    return Reasoner.from_spec(cfg.reasoner, rc)
+    return build_agent(cfg.reasoner, AgentContext("reasoner", config=rc, seed=cfg.seed, max_rounds=cfg.max_steps,
+                                                  problems=problems)).agent
 
 
 def _example(row: dict[str, Any]) -> dict[str, Any]:
@@ -197,10 +186,11 @@ def recompute(result: dict[str, Any]) -> dict[str, Any]:
 
 def main(cfg: Config) -> dict[str, Any]:
     """Run every mode x decoding; print a table; write JSON when ``cfg.out``; return the result."""
-    from algos.evaluate import EvalConfig, evaluate_mode, make_planner
+    from algos.evaluation import EvalConfig
+    from algos.evaluation.run import evaluate_mode, make_planner
 
     problems = _problems(cfg)
-    ecfg = EvalConfig(k=1, seed=cfg.seed, batch=cfg.batch, max_steps=cfg.max_steps, protocol=cfg.protocol,
+    ecfg = EvalConfig(k=1, seed=cfg.seed, batch=cfg.batch, max_steps=cfg.max_steps, protocol=cfg.protocol or EvalConfig.protocol,
                       last_number_fallback=cfg.last_number_fallback, max_step_tokens=cfg.max_step_tokens,
                       limit=cfg.limit, progress=False)
     result: dict[str, Any] = {"config": asdict(cfg), "problems": len(problems), "modes": {}, "by_decoding": {},

@@ -26,7 +26,7 @@ from .strategies import NUM_STRATEGIES, TERMINATION
 
 @dataclass(frozen=True)
 class EnvConfig:
-    """Limits and reward weights of an rSIM episode."""
+    """Limits, reward weights and answer-check settings of an rSIM episode (``rsim train --set env.*``)."""
 
     max_steps: int = 8
     """Rounds (plan + step) before the episode is truncated."""
@@ -40,19 +40,21 @@ class EnvConfig:
     """Weights of the reward components."""
     protocol: str = render.DEFAULT_PROTOCOL
     """Turn protocol of the reasoner's prompts (``rsim_env.render.PROTOCOLS``: chat+lead, chat, lead, inline)."""
-    last_number_fallback: bool = False
-    """Grade the last number of the response when it states no explicit answer (False: no answer, no R_acc)."""
+    check: answers.CheckConfig = field(default_factory=lambda: answers.CheckConfig(last_number_fallback=False))
+    """Answer checking (``timeout_s`` of the sympy part, ``last_number_fallback``). The fallback is off by
+    default: a response must state its answer (``\\boxed{}``, "the answer is") to earn R_acc, so a rambling
+    single answer is not graded by whatever number it ended on (measured in docs/interaction.md)."""
 
     def __post_init__(self) -> None:
         render.protocol(self.protocol)  # raises ValueError naming the valid protocols
-        if not isinstance(self.last_number_fallback, bool):
-            raise TypeError(f"EnvConfig.last_number_fallback={self.last_number_fallback!r} must be True or False.")
         for name in ("max_steps", "max_step_chars", "max_question_chars"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"EnvConfig.{name}={value!r} must be an int >= 1.")
         if not isinstance(self.weights, RewardWeights):
             raise TypeError(f"EnvConfig.weights must be a RewardWeights, got {type(self.weights).__name__}.")
+        if not isinstance(self.check, answers.CheckConfig):
+            raise TypeError(f"EnvConfig.check must be a rsim_env.answers.CheckConfig, got {type(self.check).__name__}.")
 
 
 def is_int_action(action: Any) -> bool:
@@ -150,18 +152,16 @@ class Episode:
     def _compute_outcome(self) -> dict[str, Any]:
         shown = self.shown_steps()
         response = "\n\n".join(shown)
-        check_cfg = answers.CheckConfig(last_number_fallback=self.cfg.last_number_fallback)
-        result = answers.check(response, self.problem.answer, self.problem.answer_type, check_cfg)
+        result = answers.check(response, self.problem.answer, self.problem.answer_type, self.cfg.check)
         # An empty answer (``\boxed{}``) is no answer: no accuracy, whatever the checker says.
         correct = bool(result.correct) and bool((result.extracted or "").strip())
         final = shown[-1] if shown else ""
         plans = self.strategies if self.cfg.planner else []
         detected = self.detected if self.cfg.planner else []
-        comps = rewards.components(correct, final, plans, detected)
+        facts = rewards.Facts(correct, final, plans, detected)
+        comps = rewards.components(facts, planner=self.cfg.planner)  # plan-based ones are 0 without plans
         if self.echoes and self.echoes[-1]:  # a copied "\\boxed{answer}" is no answer format
             comps["format"] = 0.0
-        if not self.cfg.planner:  # no plans: plan-based components are not defined, log them as 0
-            comps["follow"] = comps["terminal"] = comps["penalty"] = 0.0
         w = self.cfg.weights
         info = {
             "problem_id": self.problem.id,
@@ -185,8 +185,8 @@ class Episode:
         }
         return {
             "rewards": {
-                "planner": rewards.planner_reward(comps, w) if self.cfg.planner else 0.0,
-                "reasoner": rewards.reasoner_reward(comps, w),
+                "planner": rewards.reward("planner", comps, w) if self.cfg.planner else 0.0,
+                "reasoner": rewards.reward("reasoner", comps, w),
             },
             "info": info,
         }

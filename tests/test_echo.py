@@ -2,9 +2,8 @@
 
 import pytest
 
-from agents.scripted import _TEMPLATES
 from rsim_env import echo, render
-from rsim_env.strategies import STRATEGIES, TERMINATION, detect
+from rsim_env.strategies import STRATEGIES, TERMINATION, detect, example
 
 # Real steps from docs/eval_results/demo100/episodes.jsonl (the pre-issue-10 protocol).
 REAL_ECHOES = [
@@ -78,7 +77,7 @@ def test_custom_references_and_bounds():
 
 @pytest.mark.parametrize("k", range(len(STRATEGIES)), ids=[s.name for s in STRATEGIES])
 def test_scripted_templates_perform_without_echo(k):
-    text = _TEMPLATES[k].format(answer="42")
+    text = example(k, "42")
     assert not echo.is_echo(text)
     shows = detect(echo.generated_content(text))
     assert k in shows or (k == TERMINATION and "\\boxed{42}" in text)

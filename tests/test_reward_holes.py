@@ -9,6 +9,7 @@ import pytest
 import rsim_env
 from agents.scripted import FixedPlanner, TemplateReasoner
 from rsim_env import Problem, render
+from rsim_env.answers import CheckConfig
 from rsim_env.strategies import STRATEGIES
 
 PROB = Problem(id="t/1", question="What is 6 * 7?", answer="42", answer_type="number", source="test")
@@ -106,7 +107,7 @@ def test_header_then_real_work_follows_only_through_the_work(proto):
                          ids=["empty", "blank", "unclosed"])
 def test_empty_or_unclosed_answer_scores_no_accuracy_and_no_format(final, fallback):
     reasoner = WrapReasoner(TemplateReasoner(), lambda t, o: final)
-    info, _ = play(FixedPlanner([8]), reasoner, protocol="chat", last_number_fallback=fallback)
+    info, _ = play(FixedPlanner([8]), reasoner, protocol="chat", check=CheckConfig(last_number_fallback=fallback))
     assert info["components"]["acc"] == 0.0 and info["components"]["format"] == 0.0
     assert info["correct"] is False
 
@@ -116,7 +117,7 @@ def test_no_planner_format_needs_a_boxed_answer_and_fallback_is_a_config_field()
     boxed = WrapReasoner(TemplateReasoner(), lambda t, o: "6 * 7 = 42, so \\boxed{42}")
     info, ret = play(FixedPlanner([8]), bare, planner=False)
     assert info["components"] == {"acc": 0.0, "format": 0.0, "follow": 0.0, "terminal": 0.0, "penalty": 0.0}
-    info, ret = play(FixedPlanner([8]), bare, planner=False, last_number_fallback=True)
+    info, ret = play(FixedPlanner([8]), bare, planner=False, check=CheckConfig(last_number_fallback=True))
     assert info["components"]["acc"] == 1.0 and info["components"]["format"] == 0.0
     info, ret = play(FixedPlanner([8]), boxed, planner=False)
     assert info["components"]["acc"] == 1.0 and info["components"]["format"] == 1.0

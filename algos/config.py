@@ -111,6 +111,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "train.save_every": 5,
         "train.mixed_precision": "no", "schedule.stage1_steps": 5,
     },
+    "study": {  # benchmarks/efficacy.py: the embedded SmolLM2 on the calibrated curriculum. Target <= ~25 min on
+        # 2 quiet cores; not timed yet (the shared machine never was quiet in the session that added it).
+        "model.planner": "default", "model.reasoner": "default", "reasoner.max_step_tokens": 48,
+        "reasoner.max_answer_tokens": 144, "data.source": "curriculum", "data.size": 1024, "train.steps": 24,
+        "train.groups_per_step": 2, "train.grpo.group_size": 8, "train.grpo.max_length": 160, "env.max_steps": 3,
+        "train.planner_optim.lr": 1e-3, "train.reasoner_optim.lr": 2e-5, "train.output_dir": "runs/study",
+        "train.save_every": 8, "train.mixed_precision": "no", "schedule.stage1_steps": 12,
+    },
     "paper": {  # GPUs: Qwen2.5-0.5B-Instruct planner and reasoner on GSM8K, two-stage lambda schedule
         "model.planner": "Qwen/Qwen2.5-0.5B-Instruct", "model.reasoner": "Qwen/Qwen2.5-0.5B-Instruct",
         "reasoner.max_step_tokens": 256, "reasoner.max_answer_tokens": 1024, "model.dtype": "bfloat16",

@@ -69,7 +69,8 @@ class ReasonerConfig:
     greedy: bool = False
     """Argmax decoding (evaluation); records temperature-1 log-probs."""
     stop_at_delimiter: bool = True
-    """End a step at the delimiter; False writes exactly ``max_step_tokens`` per step (benchmarks)."""
+    """Apply the stop rules (end-of-turn, boxed answer, delimiter); False writes exactly ``max_step_tokens``
+    per step with end-of-turn suppressed (benchmarks)."""
     suppress_special_tokens: bool = True
     """Never sample chat-marker tokens other than the end-of-turn token (which always ends a step)."""
     cache: str = "prealloc"
@@ -127,7 +128,9 @@ class Reasoner:
         self.device = next(model.parameters()).device
         self.delimiter_ids = self._encode(STEP_DELIMITER)
         self.eos_id = tokenizer.eos_token_id
-        special = sorted(set(tokenizer.all_special_ids) - {self.eos_id}) if self.config.suppress_special_tokens else []
+        # The end-of-turn token ends a step, so it stays samplable (unless steps have a fixed length).
+        allowed = {self.eos_id} if self.config.stop_at_delimiter else set()
+        special = sorted(set(tokenizer.all_special_ids) - allowed) if self.config.suppress_special_tokens else []
         self.suppressed_ids = special
         self.glue_user, self.glue_assistant = self.turn_glue()
         self._suppressed = torch.as_tensor(special, dtype=torch.long, device=self.device)
@@ -305,7 +308,7 @@ class Reasoner:
                 step_tokens[r].append(tokens[r])
                 if tokens[r] == self.eos_id:
                     conv.open = False
-                if count == caps[r] or not conv.open or self._stops(conv, step_tokens[r]):
+                if count == caps[r] or not conv.open or (cfg.stop_at_delimiter and self._stops(conv, step_tokens[r])):
                     active[r] = False
             if not any(active):
                 break

@@ -20,6 +20,8 @@ Definitions (the documented contract, tested in ``tests/test_echo.py``):
 * an **answer clause** — one holding a closed, non-empty ``\\boxed{...}`` — is never copied (the
   answer is the reasoner's own; ``The final answer is \\boxed{7}.`` performs termination), unless
   the box holds a reference's placeholder (``\\boxed{answer}``). Boxed answers are never cut into clauses.
+* a **number clause** — one with a number that no reference contains (the reasoner's own
+  arithmetic: ``So the final answer is 25.``) — is never copied either.
 * **echo clause** = header clause, a clause inside the parentheses/brackets a header clause opens
   (``Step 2 (deductive reasoning: Apply the rule.)`` is all echo), or a copied clause.
 * A step's **echo fraction** is the share of its normalised words that lie in echo clauses,
@@ -96,6 +98,11 @@ def _is_answer(clause: str, refs: tuple[str, ...]) -> bool:
 
 
 @lru_cache(maxsize=64)
+def _reference_numbers(refs: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(w for r in refs for w in words(r) if w.isdigit())
+
+
+@lru_cache(maxsize=64)
 def _reference_boxes(refs: tuple[str, ...]) -> frozenset[str]:
     return frozenset(c.strip().lower() for r in refs for _, _, c in boxed_spans(r))
 
@@ -132,6 +139,8 @@ def is_copied(clause: str, references: Iterable[str] | None = None) -> bool:
     grams, joined = _reference_index(refs)
     ws = words(clause)
     if not ws or _is_answer(clause, refs):
+        return False
+    if any(w.isdigit() and w not in _reference_numbers(refs) for w in ws):
         return False
     if len(ws) < 3:
         needle = " " + " ".join(ws) + " "

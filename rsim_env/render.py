@@ -80,12 +80,16 @@ LEADS: tuple[str, ...] = (
     "Let me think carefully about this step.",
     "Let me check the last result:",
     "So far we know that",
-    "The most important thing to do next is",
+    "The most important step now is to compute",
     "Next,",
     "Here is my plan:",
     "The final answer is \\boxed{",
 )
-"""Assistant-side lead-in per strategy (``lead`` protocols): the reasoner continues this text."""
+"""Assistant-side lead-in per strategy (``lead`` protocols): the reasoner continues this text.
+
+Leads end where the natural continuation is the work itself. Measured: "The most important thing
+to do next is" was continued with "to find the final answer." (an echo) in most greedy episodes;
+"... step now is to compute" is continued with the computation."""
 
 
 @dataclass(frozen=True)

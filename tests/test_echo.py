@@ -47,10 +47,13 @@ def test_every_injected_text_is_an_echo_of_itself(text):
         ("[summarization] 5 + 5 = 10", False),  # header 1 word, content 3 words
         ("Check your last result. 7 is right", True),  # copied clause 4 words of 7
         ("Next, 2 + 2 = 4.", False),           # 1 copied word ("next" is in a lead), 3 content words
+        ("So the final answer is 25.", False),  # the reasoner's own number: never a copy
+        ("to choose the final answer.", True),  # measured: a content-free continuation of a lead-in
         ("", False),
         ("   \n ", False),
     ],
-    ids=["numbered", "name_header", "bracket_header", "copy_then_short", "short_copy", "empty", "blank"],
+    ids=["numbered", "name_header", "bracket_header", "copy_then_short", "short_copy", "own_number",
+         "lead_continuation", "empty", "blank"],
 )
 def test_step_level_threshold(step, expected):
     assert echo.is_echo(step) is expected

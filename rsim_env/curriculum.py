@@ -46,7 +46,7 @@ TASKS: dict[str, Task] = {t.name: t for t in (
 )}
 """Candidate tasks, easiest first within each family (see module docstring)."""
 
-DEFAULT_MIX: tuple[str, ...] = ("add2_2d", "arith2_2d", "mul_2d1d", "add3_1d")
+DEFAULT_MIX: tuple[str, ...] = ("add2_1d", "mul_1d", "mul_2d1d", "arith2_2d")
 """Tasks of the default curriculum (chosen with ``benchmarks.calibrate``; see docs/interaction.md)."""
 
 SPLITS = ("train", "heldout", "all")
@@ -91,7 +91,8 @@ def curriculum_problems(size: int, split: str = "train", tasks: Sequence[str] = 
     if not tasks:
         raise ValueError("tasks is empty; name at least one of " + ", ".join(sorted(TASKS)))
     want = -(-size // len(tasks))
-    draw = 2 * want * (_HELDOUT_SHARE if split == "heldout" else 2) + 50
+    # generators repeat questions: draw generously so each task can fill its share of distinct ones
+    draw = max(2000, 4 * want * (_HELDOUT_SHARE if split == "heldout" else 2))
     columns = []
     for name in tasks:
         kept, seen = [], set()

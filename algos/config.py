@@ -52,7 +52,8 @@ class DataConfig:
     """Training problems (one spec, as for ``rsim eval --source``; see ``rsim_env.data``)."""
 
     source: str = "curriculum"
-    """"curriculum" (embedded curriculum, train split), "default", "rg:TASK[+TASK][?k=v]", "tiny", a hub set, a file."""
+    """"curriculum" (embedded curriculum, train split), "default", "rg:TASK[+TASK][?k=v]", "tiny", a hub set by name
+    (see --help), or a local file."""
     size: int = 1024
     """Problems to load (procedural sources generate this many; others are cut to it)."""
     seed: int = 0

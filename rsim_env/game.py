@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import answers, echo, render, rewards
+from . import answers, echo, grading, render, rewards
 from .problems import Problem
 from .rewards import RewardWeights
 from .strategies import NUM_STRATEGIES, TERMINATION
@@ -135,6 +135,14 @@ class Episode:
         return echo.detect_generated(text, shown)
 
     # -- outcome ------------------------------------------------------------------------------
+    def finishes_with(self, text: str) -> str | None:
+        """The stored form of ``text`` if writing it now would end the episode, else None."""
+        if self.done or self.due != "reasoner" or not isinstance(text, str):
+            return None
+        strategy = self.pending if self.pending is not None else TERMINATION
+        ends = not self.cfg.planner or strategy == TERMINATION or len(self.steps) + 1 >= self.cfg.max_steps
+        return text[: self.cfg.max_step_chars] if ends else None
+
     def outcome(self) -> dict[str, Any]:
         """Rewards and the full info of a finished episode (computed once, then cached)."""
         if not self.done:
@@ -151,16 +159,20 @@ class Episode:
 
     def _compute_outcome(self) -> dict[str, Any]:
         shown = self.shown_steps()
-        response = "\n\n".join(shown)
-        result = answers.check(response, self.problem.answer, self.problem.answer_type, self.cfg.check)
+        # Math is graded on the steps as shown (a lead-in such as "The final answer is \\boxed{" belongs to
+        # the answer); code on the generated steps, as its sandbox prefetch does (EnvGroup).
+        math = self.problem.kind == "math"
+        result = grading.grade(self.problem, shown if math else self.steps, self.cfg.check)  # dispatches on kind
         # An empty answer (``\boxed{}``) is no answer: no accuracy, whatever the checker says.
-        correct = bool(result.correct) and bool((result.extracted or "").strip())
-        final = shown[-1] if shown else ""
+        correct = bool(result.correct) and (not math or bool((result.extracted or "").strip()))
+        final = (shown if math else self.steps)[-1] if self.steps else ""
         plans = self.strategies if self.cfg.planner else []
         detected = self.detected if self.cfg.planner else []
         facts = rewards.Facts(correct, final, plans, detected)
         comps = rewards.components(facts, planner=self.cfg.planner)  # plan-based ones are 0 without plans
-        if self.echoes and self.echoes[-1]:  # a copied "\\boxed{answer}" is no answer format
+        if result.format is not None:  # kinds with their own format rule (code: a program that parses)
+            comps["format"] = result.format
+        elif self.echoes and self.echoes[-1]:  # a copied "\\boxed{answer}" is no answer format
             comps["format"] = 0.0
         w = self.cfg.weights
         info = {
@@ -169,6 +181,8 @@ class Episode:
             "extracted": result.extracted,
             "correct": correct,
             "reason": result.reason,
+            "kind": self.problem.kind,
+            "tests_fraction": result.fraction,
             "components": comps,
             "strategies": list(self.strategies),
             "detected": [sorted(d) for d in self.detected],

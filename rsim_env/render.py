@@ -261,4 +261,16 @@ def injected_texts() -> list[str]:
     return out
 
 
+CODE_INSTRUCTION = (
+    "Write a Python function `{entry_point}` that solves the task below, using only the standard library. "
+    "In your final step, give the complete program (imports and the whole function) in one ```python "
+    "code block; nothing after the code block is run."
+)
+
+
+def code_question(task: str, entry_point: str) -> str:
+    """Question text of a code problem: the instruction about the final program, then the task."""
+    return CODE_INSTRUCTION.format(entry_point=entry_point) + "\n\n" + task.strip("\n")
+
+
 assert len(INSTRUCTIONS) == len(LEADS) == len(STRATEGIES) and LEADS[TERMINATION].endswith("\\boxed{")

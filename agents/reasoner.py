@@ -1,26 +1,40 @@
 """LLM reasoner: writes one step per turn for a batch of conversations, keeping the KV cache.
 
-Each conversation's token sequence is built only from ids — never by re-tokenising decoded text::
+The environment's observation says what each round adds to the chat (``rsim_env.render`` builds
+it for the configured turn protocol): ``instruction`` — the content of a new user turn ("" =
+continue the open assistant message) — and ``injected`` — a lead-in that the assistant text
+continues. Each conversation's token sequence is built only from ids — never by re-tokenising
+decoded text::
 
-    chat_template(system, user=question, generation prompt)      # prompt, fed at round 0
-    + ids(injection_0) + generated_0 [+ ids("\\n\\n") if step 0 hit the token cap]
-    + ids(injection_1) + generated_1 ...
+    chat_template(system, user=instruction_0, generation prompt) + ids(lead_0)   # round 0
+    + generated_0
+    + [end-of-turn if not generated] + ids(user turn glue + instruction_1 + assistant glue)  # chat round
+      or [ids("\\n\\n") if not generated] + ...                                        # same message
+    + ids(lead_1) + generated_1 ...
 
-Per round, :meth:`Reasoner.act` feeds every live conversation only its *new* tokens (the last
-sampled token of the previous step, the delimiter if needed, the injection) in one batched
-forward, then decodes all rows in lockstep, one forward per token, until each row has written the
-step delimiter (``render.STEP_DELIMITER``) or ``max_step_tokens`` tokens. Special tokens (EOS,
-chat markers) are suppressed, so the assistant message stays one open message, as ``render``
-describes it. The text returned to the environment is the step before the delimiter, stripped.
+The turn glue (the template's text between an assistant message and the next user message, and
+between a user message and the assistant header) is read once from the tokenizer's chat template
+(:meth:`Reasoner.turn_glue`), so any template whose rendering of a longer chat extends that of a
+shorter one works. Per round, :meth:`Reasoner.act` feeds every live conversation only its *new*
+tokens in one batched forward, then decodes all rows in lockstep, one forward per token.
 
-No-planner mode (``env(planner=False)``, the GRPO baseline) is read from the observation's
-``no_planner`` field: the chat then uses the no-planner system prompt and the single turn writes
-the whole answer (up to ``max_answer_tokens``, no delimiter stop).
+Stop rules of a step (first that applies):
+
+* the model's end-of-turn token (``tokenizer.eos_token``, never suppressed; it is recorded as a
+  generated token so learners train the decision to stop);
+* a closed, non-empty ``\\boxed{...}`` in lead-in + generated text (the answer is stated);
+* the step delimiter ``render.STEP_DELIMITER`` (planner rounds other than termination, if
+  ``stop_at_delimiter``);
+* the token cap: ``max_step_tokens``, or ``max_answer_tokens`` for the single turn of no-planner
+  mode (the observation's ``no_planner`` field), which stops only at end-of-turn, a boxed answer or the cap.
+
+Other special tokens (chat markers) are suppressed. The text returned to the environment is the
+generated step before any delimiter, without the end-of-turn token, stripped.
 
 The record of a copy (:meth:`Reasoner.records`) is exactly what was fed/sampled, with a mask of
 generated tokens and their log-probs (convention in :mod:`agents.sampling`); learners recompute
 log-probs with :meth:`Reasoner.score` (gradients flow; :class:`agents.base.Trainable`), which is
-non-zero only where ``gen_mask`` is 1 — never on prompt or injected tokens.
+non-zero only where ``gen_mask`` is 1 — never on prompt, instruction or lead-in tokens.
 """
 
 from __future__ import annotations
@@ -31,7 +45,9 @@ from typing import Any, Sequence
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from rsim_env.render import STEP_DELIMITER, no_planner_chat, reasoner_chat
+from rsim_env.answers.extract import boxed_spans
+from rsim_env.render import REASONER_SYSTEM, STEP_DELIMITER, no_planner_chat
+from rsim_env.strategies import TERMINATION
 from rsim_env.validation import check_finite
 
 from .kv import KVBatch
@@ -54,9 +70,10 @@ class ReasonerConfig:
     greedy: bool = False
     """Argmax decoding (evaluation); records temperature-1 log-probs."""
     stop_at_delimiter: bool = True
-    """End a step at the delimiter; False writes exactly ``max_step_tokens`` per step (benchmarks)."""
+    """Apply the stop rules (end-of-turn, boxed answer, delimiter); False writes exactly ``max_step_tokens``
+    per step with end-of-turn suppressed (benchmarks)."""
     suppress_special_tokens: bool = True
-    """Never sample EOS / chat-marker tokens inside the assistant message."""
+    """Never sample chat-marker tokens other than the end-of-turn token (which always ends a step)."""
     cache: str = "prealloc"
     """KV cache layers: ``"prealloc"`` (in-place, doubling buffer) or ``"dynamic"`` (HF DynamicCache)."""
     cache_capacity: int = 512
@@ -111,7 +128,10 @@ class _Conversation:
     prompt_len: int = 0
     step_spans: list[tuple[int, int]] = field(default_factory=list)
     needs_delimiter: bool = False
+    open: bool = True  # the assistant message is open (its end-of-turn token was not generated)
     single_turn: bool = False  # no-planner mode: one whole answer, no delimiter stop
+    terminating: bool = False  # this round's strategy is termination: no delimiter stop
+    lead: str = ""  # this round's injected lead-in (for the boxed-answer stop rule)
 
     def extend(self, ids: Sequence[int]) -> None:
         self.ids.extend(ids)
@@ -131,8 +151,12 @@ class Reasoner:
         self.config = config or ReasonerConfig()
         self.device = next(model.parameters()).device
         self.delimiter_ids = self._encode(STEP_DELIMITER)
-        special = sorted(set(tokenizer.all_special_ids)) if self.config.suppress_special_tokens else []
+        self.eos_id = tokenizer.eos_token_id
+        # The end-of-turn token ends a step, so it stays samplable (unless steps have a fixed length).
+        allowed = {self.eos_id} if self.config.stop_at_delimiter else set()
+        special = sorted(set(tokenizer.all_special_ids) - allowed) if self.config.suppress_special_tokens else []
         self.suppressed_ids = special
+        self.glue_user, self.glue_assistant = self.turn_glue()
         self._suppressed = torch.as_tensor(special, dtype=torch.long, device=self.device)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.generator = None
@@ -155,11 +179,32 @@ class Reasoner:
     def _encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def prompt_ids(self, question: str, no_planner: bool = False) -> list[int]:
-        """System + user(question) through the chat template, ending with the assistant header."""
-        chat = no_planner_chat(question) if no_planner else reasoner_chat(question, [], [], None)[:2]
+    def prompt_ids(self, question: str, no_planner: bool = False, system: str | None = None) -> list[int]:
+        """System + user(``question``) through the chat template, ending with the assistant header.
+
+        ``question`` is the round-0 user turn (``obs["instruction"]``); ``system`` defaults to the
+        no-planner or ``inline`` system prompt.
+        """
+        if system is None:
+            system = no_planner_chat("")[0]["content"] if no_planner else REASONER_SYSTEM
+        chat = [{"role": "system", "content": system}, {"role": "user", "content": question}]
         out = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=True)
         return list(out["input_ids"] if hasattr(out, "keys") else out)
+
+    def turn_glue(self) -> tuple[str, str]:
+        """``(after assistant, before a user turn's content)`` and ``(after a user turn, assistant header)``.
+
+        Read from the chat template with sentinel messages; the first starts with the end-of-turn
+        text when the template closes assistant messages with it (ChatML: ``"<|im_end|>\\n<|im_start|>user\\n"``
+        and ``"<|im_end|>\\n<|im_start|>assistant\\n"``).
+        """
+        msgs = [{"role": "system", "content": "\x01"}, {"role": "user", "content": "\x02"},
+                {"role": "assistant", "content": "\x03"}, {"role": "user", "content": "\x04"}]
+        text = self.tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+        if not all(c in text for c in "\x03\x04"):
+            raise ValueError("the tokenizer's chat template drops message contents; the reasoner needs a template "
+                             "that renders every message (e.g. ChatML).")
+        return text[text.index("\x03") + 1:text.index("\x04")], text[text.index("\x04") + 1:]
 
     # ------------------------------------------------------------------------------ Policy API
 
@@ -232,13 +277,29 @@ class Reasoner:
         if int(obs["round"]) != written:
             raise ValueError(f"copy {copy}: observation is for round {obs['round']} but this reasoner has written "
                              f"{written} steps; call reset() at the start of every rollout")
+        user = obs.get("instruction", obs["question"] if not written else "")
+        conv.lead = str(obs.get("injected", ""))
+        conv.terminating = int(obs.get("strategy", TERMINATION)) == TERMINATION
         if not conv.ids:
-            conv.single_turn = bool(obs.get("no_planner", False))  # env(planner=False): one whole answer
-            conv.extend(self.prompt_ids(obs["question"], no_planner=conv.single_turn))
+            # env(planner=False): one whole answer (the no_planner field; older observations: protocol "none")
+            conv.single_turn = bool(obs.get("no_planner", obs.get("protocol") == "none"))
+            conv.extend(self.prompt_ids(user or obs["question"], no_planner=conv.single_turn, system=obs.get("system")))
             conv.prompt_len = len(conv.ids)
+        elif user:  # a new user turn: close the assistant turn (unless the model did), then open the next
+            close = self.glue_user
+            eos_text = self.tokenizer.eos_token or ""
+            if not conv.open and eos_text and close.startswith(eos_text):
+                close = close[len(eos_text):]
+            conv.extend(self._encode(close + user + self.glue_assistant))
+        elif not conv.open:  # the model ended its turn but the protocol continues the assistant text
+            eos_text = self.tokenizer.eos_token or ""
+            reopen = self.glue_assistant[len(eos_text):] if self.glue_assistant.startswith(eos_text) else self.glue_assistant
+            conv.extend(self._encode(reopen))
         elif conv.needs_delimiter:
             conv.extend(self.delimiter_ids)
-        conv.extend(self._encode(obs["injected"]))
+        conv.open = True
+        if conv.lead:
+            conv.extend(self._encode(conv.lead))
         feed = conv.ids[conv.fed:]
         conv.fed = len(conv.ids)
         return feed
@@ -264,8 +325,9 @@ class Reasoner:
                     continue
                 conv.ids.append(tokens[r]); conv.gen_mask.append(1); conv.logprobs.append(lps[r])
                 step_tokens[r].append(tokens[r])
-                stop = cfg.stop_at_delimiter and not conv.single_turn and self._has_delimiter(step_tokens[r])
-                if count == caps[r] or stop:
+                if tokens[r] == self.eos_id:
+                    conv.open = False
+                if count == caps[r] or not conv.open or (cfg.stop_at_delimiter and self._stops(conv, step_tokens[r])):
                     active[r] = False
             if not any(active):
                 break
@@ -275,12 +337,21 @@ class Reasoner:
         texts = {}
         for r, conv in enumerate(convs):
             conv.step_spans.append((starts[r], len(conv.ids)))
-            text = self.tokenizer.decode(step_tokens[r], skip_special_tokens=False).lstrip()
-            conv.needs_delimiter = STEP_DELIMITER not in text
-            texts[rows[r]] = text.strip() if conv.single_turn else text.split(STEP_DELIMITER)[0].strip()
+            text = self._text(step_tokens[r]).lstrip()
+            conv.needs_delimiter = conv.open and STEP_DELIMITER not in text
+            texts[rows[r]] = text.strip() if conv.single_turn or conv.terminating else text.split(STEP_DELIMITER)[0].strip()
         return texts
 
-    def _has_delimiter(self, tokens: list[int]) -> bool:
-        # Leading whitespace does not count: a step ends at the first delimiter after some content.
-        return STEP_DELIMITER in self.tokenizer.decode(tokens, skip_special_tokens=False).lstrip()
+    def _text(self, tokens: list[int]) -> str:
+        return self.tokenizer.decode([t for t in tokens if t != self.eos_id], skip_special_tokens=False)
 
+    def _stops(self, conv: _Conversation, tokens: list[int]) -> bool:
+        """Stop rules other than end-of-turn and the cap (see module docstring)."""
+        text = self._text(tokens)
+        if "}" in text and "\\boxed" in conv.lead + text:
+            spans = boxed_spans(conv.lead + text)
+            if spans and spans[-1][2].strip():
+                return True
+        delimiter_stops = self.config.stop_at_delimiter and not (conv.single_turn or conv.terminating)
+        # Leading whitespace does not count: a step ends at the first delimiter after some content.
+        return delimiter_stops and STEP_DELIMITER in text.lstrip()

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rsim_env.game import EnvConfig
+
 __all__ = ["PREFIX", "weights_file", "list_checkpoints", "latest", "find_checkpoint", "RunCheckpoint"]
 
 PREFIX = "step_"
@@ -63,7 +65,7 @@ class RunCheckpoint:
     def max_steps(self) -> int:
         """Rounds per episode the run trained with."""
         env = self.config.get("env") or {}
-        return int(env.get("max_steps") or self.config.get("train", {}).get("env_max_steps", 8))
+        return int(env.get("max_steps") or self.config.get("train", {}).get("env_max_steps", EnvConfig.max_steps))
 
     def info(self, role: str) -> dict[str, Any]:
         """What ``rsim eval`` reports about an agent loaded from this checkpoint."""

@@ -4,8 +4,10 @@
   termination probability so episodes end).
 * :class:`FixedPlanner` plays a fixed strategy sequence, then terminates.
 * :class:`TemplateReasoner` writes the planned strategy's example step
-  (:data:`rsim_env.strategies.EXAMPLES`, so detection sees it) and, on termination, a boxed answer taken from an
-  optional ``oracle`` (``question -> answer``), right with probability ``p_correct``.
+  (:data:`rsim_env.strategies.EXAMPLES`: it shows its strategy to detection and copies no injected
+  text) and, on termination, a boxed answer taken from an optional ``oracle`` (``question ->
+  answer``), right with probability ``p_correct`` (when the protocol's lead-in already opened
+  ``\\boxed{``, it writes only the answer and the closing brace).
 
 All implement :class:`agents.base.Policy`.
 """
@@ -121,7 +123,12 @@ class TemplateReasoner:
         out = []
         for obs in observations:
             s = int(obs.get("strategy", TERMINATION))
-            out.append(example(s, self._answer(obs["question"])) if s == TERMINATION else example(s))
+            if s != TERMINATION:
+                out.append(example(s))
+            elif str(obs.get("injected", "")).endswith("\\boxed{"):  # the protocol opened the box: close it
+                out.append(self._answer(obs["question"]) + "}.")
+            else:
+                out.append(example(s, self._answer(obs["question"])))
         return out
 
     def records(self) -> list[None]:

@@ -53,9 +53,10 @@ class ModelConfig:
 class DataConfig:
     """Training problems (one spec, as for ``rsim eval --source``; see ``rsim_env.data``)."""
 
-    source: str = "default"
-    """"default", "rg:TASK[+TASK][?k=v]", "tiny", a hub set by name (see --help), or a local file."""
-    size: int = 256
+    source: str = "curriculum"
+    """"curriculum" (embedded curriculum, train split), "default", "rg:TASK[+TASK][?k=v]", "tiny", a hub set by name
+    (see --help), or a local file."""
+    size: int = 1024
     """Problems to load (procedural sources generate this many; others are cut to it)."""
     seed: int = 0
     """Generator seed for procedural sources."""
@@ -109,7 +110,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "demo": {  # a few minutes on a CPU with the embedded SmolLM2-135M for both agents
         "model.planner": "default", "model.reasoner": "default", "reasoner.max_step_tokens": 32,
-        "reasoner.max_answer_tokens": 96, "data.source": "default", "data.size": 64, "train.steps": 10,
+        "reasoner.max_answer_tokens": 96, "reasoner.temperature": 0.7, "data.source": "curriculum", "data.size": 64, "train.steps": 10,
         "train.groups_per_step": 2, "train.grpo.group_size": 4, "train.grpo.max_length": 96, "env.max_steps": 3,
         "train.planner_optim.lr": 1e-3, "train.reasoner_optim.lr": 2e-5, "train.output_dir": "runs/demo",
         # 2 groups x G=4 per step: with 1 group the planner's reward wandered (-1.67 -> -1.67 over
@@ -117,6 +118,16 @@ PRESETS: dict[str, dict[str, Any]] = {
         # another only improved its repetition penalty (-1.92 -> -1.50): 10 steps are a demo, not a result.
         "train.save_every": 5,
         "train.mixed_precision": "no", "schedule.stage1_steps": 5,
+    },
+    # Reasoner temperature 0.7 in demo/study: benchmarks/calibrate.py measured sampled pass@1 at T=0.7 above
+    # T=1.0/top-p 0.9 on every curriculum task (docs/interaction.md).
+    "study": {  # benchmarks/efficacy.py: the embedded SmolLM2 on the calibrated curriculum. Target <= ~25 min on
+        # 2 quiet cores; not timed yet (the shared machine never was quiet in the session that added it).
+        "model.planner": "default", "model.reasoner": "default", "reasoner.max_step_tokens": 48,
+        "reasoner.max_answer_tokens": 144, "reasoner.temperature": 0.7, "data.source": "curriculum", "data.size": 1024, "train.steps": 24,
+        "train.groups_per_step": 2, "train.grpo.group_size": 8, "train.grpo.max_length": 160, "env.max_steps": 3,
+        "train.planner_optim.lr": 1e-3, "train.reasoner_optim.lr": 2e-5, "train.output_dir": "runs/study",
+        "train.save_every": 8, "train.mixed_precision": "no", "schedule.stage1_steps": 12,
     },
     "paper": {  # GPUs: Qwen2.5-0.5B-Instruct planner and reasoner on GSM8K, two-stage lambda schedule
         "model.planner": "Qwen/Qwen2.5-0.5B-Instruct", "model.reasoner": "Qwen/Qwen2.5-0.5B-Instruct",

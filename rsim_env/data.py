@@ -3,6 +3,8 @@
 =========================================  =========================================================
 spec                                       problems
 =========================================  =========================================================
+``curriculum[:SPLIT]``                     the embedded training curriculum (:mod:`rsim_env.curriculum`);
+                                           SPLIT ``train`` (default), ``heldout`` (disjoint by text), ``all``
 ``default``  (alias ``reasoning_gym``)     embedded procedural mix (reasoning-gym; offline, seeded)
 ``rg:TASK[+TASK...][?key=value&...]``      reasoning-gym tasks, interleaved; options go to every
                                            task's generator (``rg:basic_arithmetic?min_terms=3``)
@@ -101,6 +103,12 @@ def _rg(rest: str, a: DataArgs) -> list[Problem]:
     return reasoning_gym_problems(tasks, size=a.limit or PROCEDURAL_SIZE, seed=a.seed, **options)
 
 
+def _curriculum(rest: str, a: DataArgs) -> list[Problem]:
+    from .curriculum import curriculum_problems
+
+    return curriculum_problems(a.limit or PROCEDURAL_SIZE, rest or "train", seed=a.seed)
+
+
 def _hub(name: str) -> Callable[[str, DataArgs], list[Problem]]:
     def load(rest: str, a: DataArgs) -> list[Problem]:
         from .loaders import LOADERS
@@ -111,18 +119,20 @@ def _hub(name: str) -> Callable[[str, DataArgs], list[Problem]]:
 
 SOURCES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {
     "default": _default, "reasoning_gym": _default, "tiny": _tiny, "code_tasks": _code_tasks,
+    "curriculum": lambda rest, a: _curriculum("", a),
 }
 """Specs that are a bare name (hub sets are added from :data:`rsim_env.loaders.LOADERS`)."""
 
-PREFIXES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {"rg": _rg, "mix": _mix}
+PREFIXES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {"rg": _rg, "mix": _mix, "curriculum": _curriculum}
 """Specs ``PREFIX:REST``."""
+
 
 def spec_help() -> str:
     """One-line summary of the grammar (with every hub set name), for ``--help`` and errors."""
     from .loaders import LOADERS
 
-    return " | ".join(["default", "rg:TASK[+TASK][?key=value&...]", "mix:SPEC,SPEC[,...]",
-                       *SOURCES.keys() - {"default", "reasoning_gym"},
+    return " | ".join(["curriculum[:train|heldout|all]", "default", "rg:TASK[+TASK][?key=value&...]",
+                       "mix:SPEC,SPEC[,...]", *SOURCES.keys() - {"default", "reasoning_gym", "curriculum"},
                        *LOADERS, "FILE.jsonl/.json/.parquet (question, answer columns)"])
 
 

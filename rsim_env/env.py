@@ -120,6 +120,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
         else:
             d["strategy"] = spaces.Discrete(NUM_STRATEGIES)
             d["injected"] = AnyText(max_length=bound, min_length=0)
+            d["instruction"] = AnyText(max_length=bound, min_length=0)
+            d["system"] = AnyText(max_length=bound, min_length=0)
+            d["protocol"] = AnyText(max_length=max(len(p) for p in (*render.PROTOCOLS, "none")), min_length=0)
             d["no_planner"] = spaces.Discrete(2)  # 1 in no-planner mode: write the whole answer in one turn
         return spaces.Dict(d)
 
@@ -185,16 +188,31 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
             live = not ep.done and ep.due == "planner"
             obs["action_mask"] = np.full(NUM_STRATEGIES, 1 if live else 0, dtype=np.int8)
         else:
-            # No-planner mode: the single turn is the concluding one, so the strategy reads 8
-            # (termination) with nothing injected; a dead observation reads 0.
-            current = ep.pending if ep.pending is not None else (0 if self.cfg.planner else TERMINATION)
-            chat = (render.reasoner_chat(ep.question, ep.steps, ep.strategies, ep.pending) if self.cfg.planner
-                    else render.no_planner_chat(ep.question))
-            obs["prompt"] = render.chat_to_text(chat)
-            obs["strategy"] = current
-            obs["injected"] = render.injection(ep.round, ep.pending) if ep.pending is not None else ""
+            obs.update(self._reasoner_turn(ep))
             obs["no_planner"] = int(not self.cfg.planner)
         return obs
+
+    def _reasoner_turn(self, ep: Episode) -> dict[str, Any]:
+        """The reasoner's view of this round, built by ``render`` for the configured protocol.
+
+        ``instruction`` is the content of the user turn that opens this round ("" = continue the
+        open assistant message), ``injected`` the lead-in the assistant text continues, ``system``
+        the system prompt, ``protocol`` the protocol name ("none" in no-planner mode, where the
+        single turn is the concluding one: strategy 8, the question as instruction, nothing
+        injected). A dead observation reads strategy 0.
+        """
+        if not self.cfg.planner:
+            chat = render.no_planner_chat(ep.question)
+            return {"prompt": render.chat_to_text(chat), "strategy": TERMINATION, "injected": "",
+                    "instruction": ep.question if ep.round == 0 else "", "system": chat[0]["content"],
+                    "protocol": "none"}
+        proto = self.cfg.protocol
+        chat = render.reasoner_chat(ep.question, ep.steps, ep.strategies, ep.pending, proto)
+        live = ep.pending is not None
+        return {"prompt": render.chat_to_text(chat), "strategy": ep.pending if live else 0,
+                "injected": render.lead(proto, ep.round, ep.pending) if live else "",
+                "instruction": render.instruction(proto, ep.question, ep.round, ep.pending) if live else "",
+                "system": render.protocol(proto).system, "protocol": proto}
 
     def step(self, action: Any) -> None:
         ep = self._require_episode()

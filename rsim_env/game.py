@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from . import answers, grading, rewards
+from . import answers, echo, grading, render, rewards
 from .problems import Problem
 from .rewards import RewardWeights
-from .strategies import NUM_STRATEGIES, TERMINATION, detect
+from .strategies import NUM_STRATEGIES, TERMINATION
 from .validation import check_finite
 
 
@@ -39,11 +39,16 @@ class EnvConfig:
     """False = no-planner mode (GRPO baseline): the reasoner answers in one turn."""
     weights: RewardWeights = field(default_factory=RewardWeights)
     """Weights of the reward components."""
-    check: answers.CheckConfig = field(default_factory=answers.CheckConfig)
-    """Answer checking (``timeout_s`` of the sympy part, last-number fallback)."""
+    protocol: str = render.DEFAULT_PROTOCOL
+    """Turn protocol of the reasoner's prompts (``rsim_env.render.PROTOCOLS``: chat+lead, chat, lead, inline)."""
+    check: answers.CheckConfig = field(default_factory=lambda: answers.CheckConfig(last_number_fallback=False))
+    """Answer checking (``timeout_s`` of the sympy part, ``last_number_fallback``). The fallback is off by
+    default: a response must state its answer (``\\boxed{}``, "the answer is") to earn R_acc, so a rambling
+    single answer is not graded by whatever number it ended on (measured in docs/interaction.md)."""
 
     def __post_init__(self) -> None:
         check_finite(self)
+        render.protocol(self.protocol)  # raises ValueError naming the valid protocols
         for name in ("max_steps", "max_step_chars", "max_question_chars"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -70,6 +75,7 @@ class Episode:
         self.steps: list[str] = []
         self.strategies: list[int] = []
         self.detected: list[set[int]] = []
+        self.echoes: list[bool] = []
         self.truncated_steps: list[int] = []
         self.pending: int | None = None
         self.terminated = False
@@ -116,14 +122,20 @@ class Episode:
             self.truncated_steps.append(len(self.steps))
             text = text[: self.cfg.max_step_chars]
         strategy = self.pending if self.pending is not None else TERMINATION
+        self.detected.append(self._detect(len(self.steps), strategy, text))
+        self.echoes.append(echo.is_echo(text))
         self.steps.append(text)
         self.strategies.append(strategy)
-        self.detected.append(detect(text))
         self.pending = None
         if not self.cfg.planner or strategy == TERMINATION:
             self.terminated = True
         elif len(self.steps) >= self.cfg.max_steps:
             self.truncated = True
+
+    def _detect(self, round_index: int, strategy: int, text: str) -> set[int]:
+        """Strategies a generated step shows (R_follow, strategy counts): see ``echo.detect_generated``."""
+        shown = render.shown_step(self.cfg.protocol, round_index, strategy, text) if self.cfg.planner else text
+        return echo.detect_generated(text, shown)
 
     # -- outcome ------------------------------------------------------------------------------
     def finishes_with(self, text: str) -> str | None:
@@ -142,21 +154,35 @@ class Episode:
             self._outcome = self._compute_outcome()
         return self._outcome
 
+    def shown_steps(self) -> list[str]:
+        """Steps as the transcript reads them (lead-in + generated text; see ``render.shown_step``)."""
+        if not self.cfg.planner:
+            return list(self.steps)
+        return [render.shown_step(self.cfg.protocol, i, p, z) for i, (p, z) in enumerate(zip(self.strategies, self.steps))]
+
     def _compute_outcome(self) -> dict[str, Any]:
-        result = grading.grade(self.problem, self.steps, self.cfg.check)  # dispatches on problem.kind
-        final = self.steps[-1] if self.steps else ""
+        shown = self.shown_steps()
+        # Math is graded on the steps as shown (a lead-in such as "The final answer is \\boxed{" belongs to
+        # the answer); code on the generated steps, as its sandbox prefetch does (EnvGroup).
+        math = self.problem.kind == "math"
+        result = grading.grade(self.problem, shown if math else self.steps, self.cfg.check)  # dispatches on kind
+        # An empty answer (``\boxed{}``) is no answer: no accuracy, whatever the checker says.
+        correct = bool(result.correct) and (not math or bool((result.extracted or "").strip()))
+        final = (shown if math else self.steps)[-1] if self.steps else ""
         plans = self.strategies if self.cfg.planner else []
         detected = self.detected if self.cfg.planner else []
-        facts = rewards.Facts(bool(result.correct), final, plans, detected)
+        facts = rewards.Facts(correct, final, plans, detected)
         comps = rewards.components(facts, planner=self.cfg.planner)  # plan-based ones are 0 without plans
         if result.format is not None:  # kinds with their own format rule (code: a program that parses)
             comps["format"] = result.format
+        elif self.echoes and self.echoes[-1]:  # a copied "\\boxed{answer}" is no answer format
+            comps["format"] = 0.0
         w = self.cfg.weights
         info = {
             "problem_id": self.problem.id,
             "answer": self.problem.answer,
             "extracted": result.extracted,
-            "correct": bool(result.correct),
+            "correct": correct,
             "reason": result.reason,
             "kind": self.problem.kind,
             "tests_fraction": result.fraction,
@@ -164,6 +190,9 @@ class Episode:
             "strategies": list(self.strategies),
             "detected": [sorted(d) for d in self.detected],
             "steps": list(self.steps),
+            "shown_steps": shown,
+            "echo": list(self.echoes),
+            "protocol": self.cfg.protocol if self.cfg.planner else "none",
             "num_rounds": len(self.steps),
             "terminated": self.terminated,
             "truncated": self.truncated,

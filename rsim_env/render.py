@@ -2,41 +2,131 @@
 
 Two views of one episode:
 
-* **Reasoner** — a chat: a system message, the question as the user message, and one assistant
-  message that grows round by round. Each round appends the *injection* for the planned strategy
-  (:func:`injection`), then the reasoner's step, then :data:`STEP_DELIMITER`. Because the
-  assistant message only ever grows, an LLM agent can keep its KV cache and feed just the new
-  injection tokens each round.
+* **Reasoner** — a chat built by a *turn protocol* (:data:`PROTOCOLS`). Each round the protocol
+  gives two texts for the planned strategy: an ``instruction`` (the content of a new user turn, or
+  ``""`` to continue the open assistant message) and a ``lead`` (text the assistant message
+  continues with; the reasoner writes the rest). Round 0's instruction is the first user turn and
+  always holds the question. The reasoner's step text is only what it generated; the lead is
+  injected and never counts as generated (see :func:`shown_step` for the text graded as the
+  answer). Because every round only appends to the chat, an LLM agent keeps its KV cache and feeds
+  just the new tokens each round.
 * **Planner** — plain text: :func:`planner_header` followed by one :func:`planner_segment` per
   finished round. The context at round ``t`` is a prefix of the context at round ``t + 1``, so a
   learner can score every decision of a trajectory in one forward pass.
 
+The protocols (measured with ``python -m benchmarks.interaction``; figures in docs/interaction.md):
+
+* ``"inline"`` (the original design): one growing assistant message where each step follows an
+  injected header ``Step 2 (validation: Check the last result ...)``. SmolLM2-135M copies the header
+  instead of performing it (most steps are echoes) and fills ``\\boxed{}`` with nothing.
+* ``"chat"``: each strategy arrives as its own user turn; each step is its own assistant turn,
+  ended by the model's end-of-turn token. Also the form that chat APIs which cannot continue an
+  open assistant message need.
+* ``"lead"``: one assistant message; each step opens with a first-person lead-in the reasoner
+  continues (``Let me check the last result:``); termination opens ``\\boxed{`` for the answer.
+* ``"chat+lead"``: both — the strategy as a user turn and the assistant turn opening with its lead.
+
+:data:`DEFAULT_PROTOCOL` is the one the measurements favour (see its docstring).
+
 Agents must not format prompts themselves; they call these functions (or read the observation's
-``"prompt"`` field, which is built from them).
+``"prompt"``, ``"system"``, ``"instruction"`` and ``"injected"`` fields, which are built from them).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
-from .strategies import STRATEGIES
+from .strategies import STRATEGIES, TERMINATION
 
 STEP_DELIMITER = "\n\n"
-"""Ends a reasoning step; the reasoner stops generating when it writes this."""
+"""Ends a reasoning step inside one assistant message; the reasoner stops generating when it writes this."""
 
 REASONER_SYSTEM = (
     "You are a careful math tutor. Solve the problem one step at a time. Before each step you get an "
     "instruction in parentheses; write only that one step, briefly, then a blank line. When told to "
     "conclude, give the final answer as \\boxed{answer}."
 )
-NO_PLANNER_SYSTEM = (
-    "You are a careful math tutor. Solve the problem step by step, then give the final answer as "
-    "\\boxed{answer}."
+"""System prompt of the ``inline`` protocol (kept verbatim so its measurements can be reproduced)."""
+STEPWISE_SYSTEM = (
+    "You are a careful math tutor. Solve the problem one short step at a time, following the "
+    "instructions you are given. Use numbers, not just words. When asked for the final answer, put "
+    "the number inside \\boxed{}."
 )
+"""System prompt of the ``chat``, ``lead`` and ``chat+lead`` protocols."""
+NO_PLANNER_SYSTEM = (
+    "You are a careful math tutor. Solve the problem step by step, then put the final answer (a "
+    "number) inside \\boxed{}."
+)
+"""System prompt of no-planner mode. No placeholder inside the box: SmolLM2-135M copies
+``\\boxed{answer}`` literally (measured: most final answers under the first chat+lead draft)."""
+
+INSTRUCTIONS: tuple[str, ...] = (
+    "Look back at your reasoning so far. Is anything wrong or missing? Say what, briefly.",
+    "Break the problem into smaller sub-problems and solve the first one.",
+    "Think carefully about the next step, then do it.",
+    "Check your last result: recompute it or substitute it back.",
+    "Summarize briefly what we know so far.",
+    "Decide what matters most to do next, and do it.",
+    "Continue with the next step of the solution.",
+    "Write a short plan for the next steps.",
+    "Give the final answer: put the number inside \\boxed{}.",
+)
+"""User-turn instruction per strategy (``chat`` protocols), in :data:`STRATEGIES` order."""
+
+LEADS: tuple[str, ...] = (
+    "Wait, let me look back at my reasoning so far.",
+    "Let me break this into smaller parts. First,",
+    "Let me think carefully about this step.",
+    "Let me check the last result:",
+    "So far we know that",
+    "The most important step now is to compute",
+    "Next,",
+    "Here is my plan:",
+    "The final answer is \\boxed{",
+)
+"""Assistant-side lead-in per strategy (``lead`` protocols): the reasoner continues this text.
+
+Leads end where the natural continuation is the work itself. Measured: "The most important thing
+to do next is" was continued with "to find the final answer." (an echo) in most greedy episodes;
+"... step now is to compute" is continued with the computation."""
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How strategies reach the reasoner (see module docstring)."""
+
+    name: str
+    """Key in :data:`PROTOCOLS`."""
+    separate_turns: bool
+    """Each strategy is its own user turn and each step its own assistant turn (ended by end-of-turn)."""
+    leads: bool
+    """Each step's assistant text opens with the strategy's lead-in (:data:`LEADS`)."""
+    system: str
+    """System prompt."""
+
+
+PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
+    Protocol("inline", separate_turns=False, leads=False, system=REASONER_SYSTEM),
+    Protocol("chat", separate_turns=True, leads=False, system=STEPWISE_SYSTEM),
+    Protocol("lead", separate_turns=False, leads=True, system=STEPWISE_SYSTEM),
+    Protocol("chat+lead", separate_turns=True, leads=True, system=STEPWISE_SYSTEM),
+)}
+"""Every turn protocol, by name."""
+
+DEFAULT_PROTOCOL = "chat+lead"
+"""The protocol the environment uses unless told otherwise (chosen by measurement, see docs/interaction.md)."""
+
+
+def protocol(name: str) -> Protocol:
+    """Look a protocol up by name, with an error that lists the valid names."""
+    if name not in PROTOCOLS:
+        raise ValueError(f"unknown turn protocol {name!r}; choose one of {sorted(PROTOCOLS)}.")
+    return PROTOCOLS[name]
 
 
 def injection(round_index: int, strategy: int) -> str:
-    """Text injected into the reasoner's message before step ``round_index`` (0-based).
+    """The ``inline`` protocol's header before step ``round_index`` (0-based).
 
     Example: ``"Step 2 (validation: Check the last result: ...)\\n"``.
     """
@@ -44,23 +134,68 @@ def injection(round_index: int, strategy: int) -> str:
     return f"Step {round_index + 1} ({s.name}: {s.prompt})\n"
 
 
-def reasoner_assistant_prefix(steps: Sequence[str], strategies: Sequence[int], current: int | None) -> str:
-    """The assistant message so far: past rounds, then the injection for ``current`` (if any)."""
-    parts = [injection(i, p) + z + STEP_DELIMITER for i, (p, z) in enumerate(zip(strategies, steps))]
-    if current is not None:
-        parts.append(injection(len(steps), current))
-    return "".join(parts)
+def lead(proto: str, round_index: int, strategy: int) -> str:
+    """Assistant-side text injected before the reasoner writes step ``round_index`` ("" if none)."""
+    p = protocol(proto)
+    if p.name == "inline":
+        return injection(round_index, strategy)
+    return LEADS[strategy] if p.leads else ""
 
 
-def reasoner_chat(
-    question: str, steps: Sequence[str], strategies: Sequence[int], current: int | None
-) -> list[dict[str, str]]:
+def instruction(proto: str, question: str, round_index: int, strategy: int | None) -> str:
+    """Content of the user turn that opens round ``round_index`` ("" = continue the assistant message).
+
+    Round 0 always opens with the question; chat protocols add the round's instruction to it.
+    """
+    p = protocol(proto)
+    if strategy is None or not p.separate_turns:
+        return question if round_index == 0 else ""
+    text = INSTRUCTIONS[strategy]
+    return f"{question}\n\n{text}" if round_index == 0 else text
+
+
+def shown_step(proto: str, round_index: int, strategy: int, step: str) -> str:
+    """A finished step as it reads in the transcript: lead-in (if any) + generated text.
+
+    For ``inline`` the header is not part of the step (it is an instruction, not an answer).
+    """
+    if proto == "inline":
+        return step
+    head = lead(proto, round_index, strategy)
+    if not head:
+        return step
+    glue = "" if head.endswith("{") or not step or step[:1] in " \n" else " "
+    return head + glue + step
+
+
+def step_text(proto: str, round_index: int, strategy: int, step: str | None) -> str:
+    """Assistant-side text of a round: the injected lead (or ``inline`` header), then the step if written."""
+    head = lead(proto, round_index, strategy)
+    if step is None:
+        return head
+    return head + step if proto == "inline" else shown_step(proto, round_index, strategy, step)
+
+
+def reasoner_chat(question: str, steps: Sequence[str], strategies: Sequence[int], current: int | None,
+                  proto: str = DEFAULT_PROTOCOL) -> list[dict[str, str]]:
     """Chat messages for the reasoner; the last (assistant) message is open and to be continued."""
-    return [
-        {"role": "system", "content": REASONER_SYSTEM},
-        {"role": "user", "content": question},
-        {"role": "assistant", "content": reasoner_assistant_prefix(steps, strategies, current)},
-    ]
+    msgs = [{"role": "system", "content": protocol(proto).system}]
+    plans = list(strategies) + ([current] if current is not None else [])
+    if not plans:
+        return msgs + [{"role": "user", "content": question}, {"role": "assistant", "content": ""}]
+    assistant: str | None = None
+    for i, s in enumerate(plans):
+        user = instruction(proto, question, i, s)
+        if user:
+            if assistant is not None:
+                msgs.append({"role": "assistant", "content": assistant})
+            msgs.append({"role": "user", "content": user})
+            assistant = ""
+        else:
+            assistant += STEP_DELIMITER
+        assistant += step_text(proto, i, s, steps[i] if i < len(steps) else None)
+    msgs.append({"role": "assistant", "content": assistant})
+    return msgs
 
 
 def no_planner_chat(question: str) -> list[dict[str, str]]:
@@ -102,15 +237,28 @@ def transcript(question: str, steps: Sequence[str], strategies: Sequence[int]) -
 def max_planner_chars(max_question_chars: int, max_steps: int, max_step_chars: int) -> int:
     """Upper bound on ``len(planner_text(...))`` for the given limits (for observation spaces)."""
     longest_name = max(len(s.name) for s in STRATEGIES)
-    seg = len(planner_segment(max_steps - 1, 0, "")) + longest_name + max_step_chars
+    longest_lead = max(max(len(x) for x in LEADS), len(injection(max_steps - 1, 0)) + 200) + 1
+    seg = len(planner_segment(max_steps - 1, 0, "")) + longest_name + longest_lead + max_step_chars
     return len(planner_header("")) + max_question_chars + max_steps * seg
 
 
 def max_reasoner_chars(max_question_chars: int, max_steps: int, max_step_chars: int) -> int:
-    """Upper bound on the reasoner prompt's length (``chat_to_text(reasoner_chat(...))``)."""
+    """Upper bound on the reasoner prompt's length (``chat_to_text(reasoner_chat(...))``), any protocol."""
     longest = max(len(injection(max_steps - 1, s.index)) for s in STRATEGIES)
-    overhead = len(chat_to_text(reasoner_chat("", [], [], None)))
-    return overhead + max_question_chars + max_steps * (longest + max_step_chars + len(STEP_DELIMITER))
+    longest = max(longest, max(len(x) for x in LEADS) + max(len(x) for x in INSTRUCTIONS) + 40)
+    overhead = max(len(chat_to_text(reasoner_chat("", [], [], None, p))) for p in PROTOCOLS) + 2 * max_question_chars
+    return overhead + max_steps * (longest + max_step_chars + len(STEP_DELIMITER) + 40)
+
+
+def injected_texts() -> list[str]:
+    """Every text any protocol injects (system prompts, instructions, leads, strategy prompts and names).
+
+    The references of echo detection (:mod:`rsim_env.echo`).
+    """
+    out = [REASONER_SYSTEM, STEPWISE_SYSTEM, NO_PLANNER_SYSTEM, *INSTRUCTIONS, *LEADS]
+    for s in STRATEGIES:
+        out += [s.name, s.prompt, injection(0, s.index)]
+    return out
 
 
 CODE_INSTRUCTION = (
@@ -123,3 +271,6 @@ CODE_INSTRUCTION = (
 def code_question(task: str, entry_point: str) -> str:
     """Question text of a code problem: the instruction about the final program, then the task."""
     return CODE_INSTRUCTION.format(entry_point=entry_point) + "\n\n" + task.strip("\n")
+
+
+assert len(INSTRUCTIONS) == len(LEADS) == len(STRATEGIES) and LEADS[TERMINATION].endswith("\\boxed{")

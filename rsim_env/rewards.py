@@ -14,15 +14,13 @@ Weights default to 1 (the paper). A weight of 0 keeps the component logged but o
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
 
+from .answers.extract import boxed_spans
 from .strategies import TERMINATION
 from .validation import check_finite
-
-_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 
 
 def r_acc(correct: bool) -> float:
@@ -30,13 +28,23 @@ def r_acc(correct: bool) -> float:
     return 1.0 if correct else 0.0
 
 
-def r_format(final_step: str, pattern: re.Pattern[str] = _BOXED) -> float:
-    """1.0 if the final step carries the required answer format (``\\boxed{...}`` by default)."""
-    return 1.0 if pattern.search(final_step) else 0.0
+def r_format(final_step: str) -> float:
+    """1.0 if the final step ends its answer in a closed, non-empty ``\\boxed{...}`` (or ``\\fbox``).
+
+    ``\\boxed{}`` (empty or blank), an unclosed ``\\boxed{`` and a bare number score 0: the format
+    reward is for stating an answer, not for writing the macro.
+    """
+    spans = boxed_spans(final_step[-20_000:])
+    return 1.0 if spans and spans[-1][2].strip() else 0.0
 
 
 def r_follow(planned: Sequence[int], detected: Sequence[set[int]]) -> float:
-    """Fraction of steps whose detected strategies include the planned one (0.0 for no steps)."""
+    """Fraction of steps whose detected strategies include the planned one (0.0 for no steps).
+
+    ``detected`` must come from the text the reasoner generated with echoes of injected text removed
+    (:func:`rsim_env.echo.generated_content`, as :class:`rsim_env.game.Episode` does): a step that
+    repeats its instruction follows nothing.
+    """
     if len(planned) != len(detected):
         raise ValueError(f"r_follow: {len(planned)} plans but {len(detected)} detected sets; pass one per step.")
     if not planned:

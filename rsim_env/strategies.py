@@ -79,17 +79,20 @@ STRATEGIES: tuple[Strategy, ...] = tuple(
 """The nine strategies, in the planner's action order (see module docstring)."""
 
 EXAMPLES: dict[str, str] = {
-    "self-reflection": "Wait, let me look back at the reasoning so far and reconsider whether it is right.",
-    "decomposition": "Let me break the problem down into smaller sub-problems and solve each part.",
-    "deliberative thinking": "Let me think carefully about this step before writing anything.",
-    "validation": "Let me check the last result by substituting it back.",
-    "summarization": "To recap what we know so far: the quantities in the question are given.",
-    "prioritization": "The most important thing to do next is to focus on the key quantity.",
-    "continuation": "Next, we continue with the computation.",
-    "sub-planning": "Plan: first compute the parts, then combine them, then check.",
+    "self-reflection": "Wait, is the earlier reasoning right? Reconsider it: nothing is missing, so it stands.",
+    "decomposition": "Split it into sub-problems: part 1 is to find each quantity, part 2 is to combine them.",
+    "deliberative thinking": "Considering it slowly, the quantities must be combined in the order the question gives them.",
+    "validation": "Verify: recomputing the previous result gives the same value.",
+    "summarization": "To recap: the question gives two quantities and asks for their combination.",
+    "prioritization": "Focus on the key quantity first; it decides everything else.",
+    "continuation": "Then we combine the two quantities.",
+    "sub-planning": "Plan: compute the parts, then combine them, then verify.",
     "termination": "Therefore, the final answer is \\boxed{{{answer}}}.",
 }
-"""A step that shows each strategy (scripted agents and tests write these; ``{answer}`` is filled in)."""
+"""A step that shows each strategy (scripted agents and tests write these; ``{answer}`` is filled in).
+
+Each performs its strategy without copying any injected text (``rsim_env.echo`` finds no echo in
+them; tests/test_echo.py): a scripted reasoner that parrots its instructions is the reward hole."""
 
 NUM_STRATEGIES = len(STRATEGIES)
 

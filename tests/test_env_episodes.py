@@ -147,12 +147,27 @@ def test_observation_fields():
     assert p["action_mask"].dtype == np.int8 and p["action_mask"].sum() == 9
     env.step(3)
     r = env.observe("reasoner")
-    assert r["strategy"] == 3 and r["injected"].startswith("Step 1 (validation")
+    assert r["strategy"] == 3 and r["injected"] == "Let me check the last result:"  # the chat+lead protocol
+    assert r["instruction"].startswith(PROB.question) and r["instruction"].endswith(
+        "Check your last result: recompute it or substitute it back.")
+    assert r["protocol"] == "chat+lead" and r["system"]
     assert "action_mask" not in r and PROB.question in r["prompt"]
     env.step("Let me check it: 6*7 = 42.")
     p = env.observe("planner")
     assert p["steps"] == ("Let me check it: 6*7 = 42.",) and p["strategies"] == (3,)
     assert "[validation]" in p["prompt"]
+
+
+def test_inline_protocol_observation():
+    env = rsim_env.env(protocol="inline")
+    env.reset(options={"problem": PROB})
+    env.step(3)
+    r = env.observe("reasoner")
+    assert r["injected"].startswith("Step 1 (validation") and r["instruction"] == PROB.question
+    env.step("6*7 = 42.")
+    env.step(6)
+    r = env.observe("reasoner")
+    assert r["injected"].startswith("Step 2 (continuation") and r["instruction"] == ""
 
 
 def test_render_ansi_shows_episode():

@@ -183,3 +183,43 @@ def test_misuse_raises():
     r.act([0], [obs("q", 0, 2)])  # copy 1 did not appear: it is finished for good
     with pytest.raises(ValueError, match="dropped"):
         r.act([0, 1], [obs("q", 1, 2), obs("q", 1, 2)])
+
+
+@pytest.mark.parametrize("proto", ["chat+lead", "chat", "lead", "inline"])
+def test_protocol_conversation_is_exactly_the_chat_template_of_the_episode(proto):
+    """Fed + generated ids == the chat template of the finished episode's chat (KV cache reused)."""
+    from agents.scripted import FixedPlanner
+    from algos.rollout import rollout
+    from rsim_env import EnvGroup, Problem
+    from rsim_env.render import reasoner_chat
+
+    prob = Problem(id="p", question="What is 6 * 7?", answer="42", source="t")
+    space = " " if "lead" in proto else ""  # a lead-in is continued after a space; a new turn starts bare
+    first = space + ("6 * 7 = 42.<|im_end|>" if proto.startswith("chat") else "6 * 7 = 42.\n\n")
+    last = "42}" if "lead" in proto else "So \\boxed{42}"
+    model = ScriptedLM([first + last + "<|im_end|>"])
+    reasoner = Reasoner(model, model.tok, ReasonerConfig(max_step_tokens=40, greedy=True))
+    out = rollout(EnvGroup([prob], 1, protocol=proto), reasoner, FixedPlanner([3]), seed=0)
+    info, rec = out.trajectories[0]["info"], out.trajectories[0]["reasoner"]
+    assert info["steps"] == ["6 * 7 = 42.", last] and info["correct"] and info["components"]["format"] == 1.0
+    chat = reasoner_chat(prob.question, info["steps"], info["strategies"], None, proto)
+    want = model.tok.apply_chat_template(chat, continue_final_message=True, tokenize=False)
+    got = model.tok.decode(rec.input_ids)
+    if proto == "inline":  # the inline chat string carries no delimiter after a step that wrote its own
+        want = want.replace("42.\nStep 2", "42.\n\nStep 2")
+    assert got == want
+    generated = model.tok.decode([t for t, m in zip(rec.input_ids, rec.gen_mask) if m])
+    assert generated == first.replace("<|im_end|>", "<|im_end|>" if proto.startswith("chat") else "") + last
+
+
+def test_no_planner_turn_stops_at_the_closed_boxed_answer():
+    from algos.rollout import rollout
+    from rsim_env import EnvGroup, Problem
+
+    prob = Problem(id="p", question="What is 6 * 7?", answer="42", source="t")
+    model = ScriptedLM(["6 * 7 = 42, so \\boxed{42}. Also 17 and more rambling 99 99 99"])
+    reasoner = Reasoner(model, model.tok, ReasonerConfig(max_answer_tokens=80, greedy=True))
+    out = rollout(EnvGroup([prob], 1, planner=False), reasoner, None, seed=0)
+    info = out.trajectories[0]["info"]
+    assert info["steps"] == ["6 * 7 = 42, so \\boxed{42}"] and info["correct"]
+    assert info["components"]["format"] == 1.0

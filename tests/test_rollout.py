@@ -41,8 +41,11 @@ def check_reasoner_records(reasoner: Reasoner, trajectories: list[dict]) -> None
     for tr in trajectories:
         rec, steps = tr["reasoner"], tr["info"]["steps"]
         assert len(rec.step_spans) == len(steps) == tr["info"]["num_rounds"]
-        for (s, e), step in zip(rec.step_spans, steps):  # the env got exactly the decoded tokens
-            assert tok.decode(rec.input_ids[s:e]).lstrip().split(STEP_DELIMITER)[0].strip() == step
+        plans = tr["info"]["strategies"]
+        for (s, e), step, plan in zip(rec.step_spans, steps, plans):  # the env got exactly the decoded tokens
+            text = tok.decode([t for t in rec.input_ids[s:e] if t != tok.eos_token_id]).lstrip()
+            # a termination step (and the single no-planner turn) is not cut at the delimiter
+            assert (text if plan == 8 else text.split(STEP_DELIMITER)[0]).strip() == step
     recs = [tr["reasoner"] for tr in trajectories]
     with torch.no_grad():
         scored = reasoner.score(recs)

@@ -72,8 +72,8 @@ class EvalConfig:
     """Reasoner agent spec (the same as rsim train's model.reasoner; see agents.registry)."""
     planner: str = ""
     """Planner agent spec for mode "trained" (a saved planner, run or checkpoint dir, untrained:SPEC, ...)."""
-    source: str = "rg:gsm_symbolic"
-    """Problems: a data spec, the same as rsim train's data.source (see rsim_env.data)."""
+    source: str = "curriculum:heldout"
+    """Problems: a data spec, the same as rsim train's data.source (see rsim_env.data); default: the held-out curriculum."""
     split: str = ""
     """Dataset split of hub sets ("" = the loader's default)."""
     data_seed: int = 1000
@@ -98,6 +98,10 @@ class EvalConfig:
     """Reasoner token cap per step (reasoner.max_step_tokens)."""
     max_answer_tokens: int = 0
     """Token cap of the single no-planner generation; 0 = max_steps * max_step_tokens (same budget)."""
+    protocol: str = EnvConfig.protocol
+    """Reasoner turn protocol (env.protocol; rsim_env.render.PROTOCOLS)."""
+    last_number_fallback: bool = False
+    """Grade the last number of a response that states no explicit answer (env.check.last_number_fallback)."""
     out: str = ""
     """Output directory for results.json, episodes.jsonl, table.md and plots ("" = print only)."""
     plots: bool = True
@@ -115,6 +119,9 @@ class EvalConfig:
             raise ValueError(f"EvalConfig.max_answer_tokens={self.max_answer_tokens!r}: use 0 (auto) or a positive int.")
         if not self.temperature > 0:
             raise ValueError(f"EvalConfig.temperature={self.temperature!r} is invalid: use a positive float.")
+        from rsim_env.render import protocol
+
+        protocol(self.protocol)
         for seq in self.fixed:
             if not seq or any(not isinstance(s, int) or not 0 <= s < NUM_STRATEGIES for s in seq):
                 raise ValueError(f"EvalConfig.fixed has sequence {seq!r}: use ints in 0..{NUM_STRATEGIES - 1}, "

@@ -75,6 +75,8 @@ def _row(mode: str, problem: Problem, traj: dict[str, Any], sample: int, planner
         "terminated": bool(info["terminated"]), "truncated": bool(info["truncated"]),
         "injected": list(info["strategies"]) if planner is not None else [],
         "detected": [list(d) for d in info["detected"]], "steps": list(info["steps"]),
+        "shown_steps": list(info.get("shown_steps", info["steps"])), "echo": list(info.get("echo", [])),
+        "final_text": (info.get("shown_steps") or info["steps"] or [""])[-1],
         "tokens": episode_tokens(planner, traj.get("planner"), reasoner, traj.get("reasoner")),
     }
 
@@ -110,7 +112,10 @@ def evaluate_mode(mode: str, problems: Sequence[Problem], reasoner: Any, planner
     torch.manual_seed(cfg.seed)
     for agent in (reasoner, planner):
         _reseed(agent, cfg.seed)
-    env = EnvConfig(max_steps=cfg.max_steps, planner=mode != "none")
+    from rsim_env.answers import CheckConfig
+
+    env = EnvConfig(max_steps=cfg.max_steps, planner=mode != "none", protocol=cfg.protocol,
+                    check=CheckConfig(last_number_fallback=cfg.last_number_fallback))
     rows: list[dict[str, Any]] = []
     stats = {"wall_s": 0.0, "planner_s": 0.0, "reasoner_s": 0.0, "planner_calls": 0, "reasoner_calls": 0}
     for b in range(0, len(problems), cfg.batch):

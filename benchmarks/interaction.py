@@ -1,0 +1,271 @@
+"""Does the reasoner *perform* the injected strategies? Echo, follow and empty-answer rates per mode.
+
+For each planner mode (``none``, ``fixed:k`` for every strategy k, a few fixed sequences,
+``random``) and each decoding (greedy and sampled) the embedded reasoner plays the same problems,
+and every step is classified:
+
+* **echo** — the step mostly repeats injected text or a step header (:func:`rsim_env.echo.is_echo`);
+* **follow** — the planned strategy is detected (:func:`rsim_env.detect`) in the step's
+  *generated content* (echo clauses removed, :func:`rsim_env.echo.generated_content`); in mode
+  ``none`` the single answer is scored against termination (it must state a final answer);
+* ``follow_raw`` — the same with detection on the raw step (the pre-issue-10 reward, which
+  counted copied keywords);
+* **empty answer** — an episode whose termination step was written but holds no non-empty final
+  answer (``\\boxed{}`` or nothing; extraction without the last-number fallback).
+
+Per mode it reports ``n``, ``accuracy``, ``echo_rate``, ``follow_rate``, ``follow_raw_rate``,
+``empty_answer_rate``, ``boxed_rate``, ``terminated_rate``, mean step length (tokens and chars),
+and the same figures per injected strategy; a few episodes are kept verbatim under ``examples``.
+
+    flock /tmp/rsim-heavy.lock python -m benchmarks.interaction --out results/interaction.json --limit 48
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from rsim_env import echo
+from rsim_env.answers import extract_answer
+from rsim_env.strategies import NUM_STRATEGIES, STRATEGIES, TERMINATION, detect
+
+DEFAULT_MODES = ("none", *(f"fixed:{k}" for k in range(NUM_STRATEGIES)), "fixed:1,3,8", "fixed:7,6,8",
+                 "fixed:2,0,8", "fixed:4,5,3,8", "random")
+"""Modes measured by default: no planner, every single strategy then termination, four sequences, random."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Benchmark settings."""
+
+    reasoner: str = "default"
+    """Reasoner spec (see ``rsim eval --reasoner``); ``template`` = scripted, model-free."""
+    source: str = "curriculum:heldout"
+    """Problems: a data spec (``rsim_env.data``; generator seed 1000, as ``rsim eval``)."""
+    limit: int = 48
+    """Problems per mode."""
+    modes: tuple[str, ...] = DEFAULT_MODES
+    """Planner modes (see :mod:`algos.evaluate`)."""
+    decodings: tuple[str, ...] = ("greedy", "sampled")
+    """``greedy`` and/or ``sampled`` (at ``temperature`` / ``top_p``)."""
+    temperature: float = 0.7
+    """Sampling temperature of the ``sampled`` decoding."""
+    top_p: float = 1.0
+    """Nucleus mass of the ``sampled`` decoding."""
+    max_steps: int = 4
+    """Rounds before truncation."""
+    max_step_tokens: int = 48
+    """Reasoner token cap per step."""
+    batch: int = 48
+    """Problems per batched rollout."""
+    seed: int = 0
+    """Seed of the random planner and the sampling."""
+    protocol: str = ""
+    """Turn protocol (``rsim_env.render.PROTOCOLS``; "" = the environment's default)."""
+    last_number_fallback: bool = False
+    """Grade the last number when no explicit answer is stated (accuracy column)."""
+    examples: int = 2
+    """Episodes kept verbatim per mode and decoding."""
+    out: str = ""
+    """JSON output path ("" = print only)."""
+
+    def __post_init__(self) -> None:
+        for name in ("limit", "max_steps", "max_step_tokens", "batch"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"Config.{name}={v!r} is invalid: use an int >= 1.")
+        bad = [d for d in self.decodings if d not in ("greedy", "sampled")]
+        if bad or not self.decodings:
+            raise ValueError(f"Config.decodings={self.decodings!r}: use 'greedy' and/or 'sampled'.")
+
+
+# ------------------------------------------------------------------------------------ figures
+
+def step_facts(step: str, planned: int, shown: str | None = None) -> dict[str, Any]:
+    """Echo and follow facts of one step written under strategy ``planned`` (``shown``: with its lead-in)."""
+    return {"echo": echo.is_echo(step), "follow": planned in echo.detect_generated(step, shown),
+            "follow_raw": planned in detect(step if shown is None else shown), "chars": len(step)}
+
+
+def _final_text(row: dict[str, Any]) -> str:
+    return row.get("final_text") or (row["steps"][-1] if row["steps"] else "")
+
+
+def episode_facts(row: dict[str, Any]) -> dict[str, Any]:
+    """Per-episode facts from an :mod:`algos.evaluate` row (``steps``, ``injected``, ``correct``, ...)."""
+    plans = list(row["injected"]) or [TERMINATION] * len(row["steps"])
+    shown = row.get("shown_steps") or (row["steps"][:-1] + [_final_text(row)] if row["steps"] else [])
+    steps = [step_facts(s, p, v) for s, p, v in zip(row["steps"], plans, shown)]
+    final_plan_is_term = bool(plans) and plans[-1] == TERMINATION and len(steps) == len(plans)
+    answer = extract_answer(_final_text(row), last_number_fallback=False) if final_plan_is_term else None
+    return {"plans": plans, "steps": steps, "correct": bool(row["correct"]), "terminated": final_plan_is_term,
+            "empty_answer": final_plan_is_term and not (answer or "").strip(),
+            "boxed": "\\boxed{" in _final_text(row) and final_plan_is_term,
+            "written": (row.get("tokens") or {}).get("reasoner_written")}
+
+
+def _rate(xs: Sequence[bool]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def mode_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The benchmark's figures for the episodes of one mode (see module docstring)."""
+    eps = [episode_facts(r) for r in rows]
+    steps = [s for e in eps for s in e["steps"]]
+    terminated = [e for e in eps if e["terminated"]]
+    written = [e["written"] for e in eps if e["written"] is not None]
+    n_steps = sum(len(e["steps"]) for e in eps)
+    per: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for e in eps:
+        for p, s in zip(e["plans"], e["steps"]):
+            per[p].append(s)
+    return {
+        "n": len(eps), "steps": len(steps),
+        "accuracy": _rate([e["correct"] for e in eps]),
+        "echo_rate": _rate([s["echo"] for s in steps]) or 0.0,
+        "follow_rate": _rate([s["follow"] for s in steps]) or 0.0,
+        "follow_raw_rate": _rate([s["follow_raw"] for s in steps]) or 0.0,
+        "empty_answer_rate": _rate([e["empty_answer"] for e in terminated]) or 0.0,
+        "boxed_rate": _rate([e["boxed"] for e in terminated]) or 0.0,
+        "terminated_rate": _rate([e["terminated"] for e in eps]),
+        "mean_step_chars": sum(s["chars"] for s in steps) / len(steps) if steps else 0.0,
+        "mean_step_tokens": sum(written) / n_steps if written and n_steps else None,
+        "per_strategy": {STRATEGIES[p].name: {"steps": len(ss), "echo_rate": _rate([s["echo"] for s in ss]),
+                                              "follow_rate": _rate([s["follow"] for s in ss]),
+                                              "follow_raw_rate": _rate([s["follow_raw"] for s in ss]),
+                                              "mean_step_chars": sum(s["chars"] for s in ss) / len(ss)}
+                         for p, ss in sorted(per.items())},
+    }
+
+
+# ------------------------------------------------------------------------------------ running
+
+def _problems(cfg: Config) -> list:
+    from rsim_env.data import load_problems
+
+    return load_problems(cfg.source, limit=cfg.limit, seed=1000)
+
+
+def _reasoner(cfg: Config, decoding: str, problems: Sequence[Any]) -> Any:
+    from agents.reasoner import ReasonerConfig
+    from agents.registry import AgentContext, build_agent
+
+    rc = ReasonerConfig(max_step_tokens=cfg.max_step_tokens, max_answer_tokens=cfg.max_steps * cfg.max_step_tokens,
+                        greedy=decoding == "greedy", temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.seed)
+    return build_agent(cfg.reasoner, AgentContext("reasoner", config=rc, seed=cfg.seed, max_rounds=cfg.max_steps,
+                                                  problems=problems)).agent
+
+
+def _example(row: dict[str, Any]) -> dict[str, Any]:
+    keys = ("problem_id", "answer", "extracted", "correct", "injected", "steps", "shown_steps")
+    return {k: row[k] for k in keys if k in row}
+
+
+def _episode(row: dict[str, Any]) -> dict[str, Any]:
+    """Everything :func:`mode_figures` needs, so figures can be recomputed from the JSON (``recompute``)."""
+    keys = ("problem_id", "answer", "extracted", "correct", "injected", "steps", "shown_steps", "final_text", "tokens")
+    return {k: row[k] for k in keys if k in row}
+
+
+def recompute(result: dict[str, Any]) -> dict[str, Any]:
+    """Figures of a saved result recomputed from its ``episodes`` with the current definitions."""
+    grouped: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for e in result["episodes"]:
+        grouped[e["decoding"]][e["mode"]].append(e)
+    by = {d: {m: mode_figures(rows) for m, rows in modes.items()} for d, modes in grouped.items()}
+    out = {**result, "by_decoding": by, "modes": by[result["modes_decoding"]]}
+    out["table_md"] = table(out)
+    return out
+
+
+def main(cfg: Config) -> dict[str, Any]:
+    """Run every mode x decoding; print a table; write JSON when ``cfg.out``; return the result."""
+    from algos.evaluation import EvalConfig
+    from algos.evaluation.run import evaluate_mode, make_planner
+
+    problems = _problems(cfg)
+    ecfg = EvalConfig(k=1, seed=cfg.seed, batch=cfg.batch, max_steps=cfg.max_steps, protocol=cfg.protocol or EvalConfig.protocol,
+                      last_number_fallback=cfg.last_number_fallback, max_step_tokens=cfg.max_step_tokens,
+                      limit=cfg.limit, progress=False)
+    result: dict[str, Any] = {"config": asdict(cfg), "problems": len(problems), "modes": {}, "by_decoding": {},
+                              "examples": {}, "episodes": []}
+    t0 = time.perf_counter()
+    for decoding in cfg.decodings:
+        reasoner = _reasoner(cfg, decoding, problems)
+        result["by_decoding"][decoding] = {}
+        for mode in cfg.modes:
+            rows, _ = evaluate_mode(mode, problems, reasoner, make_planner(mode, ecfg, None), ecfg)
+            figs = mode_figures(rows)
+            result["by_decoding"][decoding][mode] = figs
+            result["examples"][f"{decoding}/{mode}"] = [_example(r) for r in rows[: cfg.examples]]
+            result["episodes"].extend({"decoding": decoding, "mode": mode, **_episode(r)} for r in rows)
+            print(f"[{time.perf_counter() - t0:6.0f}s] {decoding:<7} {mode:<14} acc={figs['accuracy']:.2f} "
+                  f"echo={figs['echo_rate']:.2f} follow={figs['follow_rate']:.2f} "
+                  f"empty={figs['empty_answer_rate']:.2f}", file=sys.stderr, flush=True)
+    first = cfg.decodings[0]
+    result["modes"] = result["by_decoding"][first]
+    result["modes_decoding"] = first
+    result["wall_s"] = time.perf_counter() - t0
+    result["table_md"] = table(result)
+    print(result["table_md"])
+    if cfg.out:
+        Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(cfg.out).write_text(json.dumps(result, indent=2))
+    return result
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.0f}%"
+
+
+def table(result: dict[str, Any]) -> str:
+    """Markdown table: one row per decoding x mode."""
+    lines = ["| decoding | mode | n | accuracy | echo | follow | follow (raw) | empty answer | boxed | "
+             "mean step tokens |", "|" + "---|" * 10]
+    for decoding, modes in result["by_decoding"].items():
+        for mode, f in modes.items():
+            tok = "—" if f["mean_step_tokens"] is None else f"{f['mean_step_tokens']:.1f}"
+            lines.append(f"| {decoding} | {mode} | {f['n']} | {_fmt(f['accuracy'])} | {_fmt(f['echo_rate'])} | "
+                         f"{_fmt(f['follow_rate'])} | {_fmt(f['follow_raw_rate'])} | {_fmt(f['empty_answer_rate'])} | "
+                         f"{_fmt(f['boxed_rate'])} | {tok} |")
+    return "\n".join(lines)
+
+
+def parse(argv: Sequence[str]) -> Config:
+    d = Config()
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--reasoner", default=d.reasoner)
+    p.add_argument("--source", default=d.source)
+    p.add_argument("--limit", type=int, default=d.limit)
+    p.add_argument("--modes", default=";".join(d.modes), help="modes separated by ';' (fixed:1,3,8;random)")
+    p.add_argument("--decodings", default=",".join(d.decodings))
+    p.add_argument("--temperature", type=float, default=d.temperature)
+    p.add_argument("--top-p", type=float, default=d.top_p)
+    p.add_argument("--max-steps", type=int, default=d.max_steps)
+    p.add_argument("--max-step-tokens", type=int, default=d.max_step_tokens)
+    p.add_argument("--batch", type=int, default=d.batch)
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--examples", type=int, default=d.examples)
+    p.add_argument("--protocol", default=d.protocol, help="turn protocol: chat+lead, chat, lead, inline")
+    p.add_argument("--last-number-fallback", action="store_true")
+    p.add_argument("--out", default=d.out)
+    a = p.parse_args(list(argv))
+    try:
+        return Config(reasoner=a.reasoner, source=a.source, limit=a.limit,
+                      modes=tuple(m for m in a.modes.split(";") if m), decodings=tuple(a.decodings.split(",")),
+                      temperature=a.temperature, top_p=a.top_p, max_steps=a.max_steps,
+                      max_step_tokens=a.max_step_tokens, batch=a.batch, seed=a.seed, examples=a.examples, out=a.out,
+                      protocol=a.protocol, last_number_fallback=a.last_number_fallback)
+    except ValueError as e:
+        p.error(str(e))
+        raise
+
+
+if __name__ == "__main__":
+    main(parse(sys.argv[1:]))

@@ -1,0 +1,34 @@
+"""benchmarks.efficacy at toy scale (seconds) and its paired test."""
+
+import json
+import math
+
+import pytest
+
+from benchmarks.efficacy import Config, main, mcnemar_exact
+
+
+def test_mcnemar_exact_known_values():
+    # 0 vs 6 discordant pairs: p = 2 * 0.5**6
+    r = mcnemar_exact([False] * 6 + [True] * 4, [True] * 6 + [True] * 4)
+    assert (r["only_a"], r["only_b"]) == (0, 6) and r["p_value"] == pytest.approx(2 / 64)
+    assert mcnemar_exact([True, False], [True, False])["p_value"] == 1.0
+    r = mcnemar_exact([True] * 3 + [False] * 2, [False] * 3 + [True] * 2)  # 3 vs 2: p = 1
+    assert r["p_value"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="paired"):
+        mcnemar_exact([True], [])
+
+
+def test_toy_scale_end_to_end(tmp_path):
+    out = tmp_path / "e.json"
+    r = main(Config(preset="tiny", seeds=(0,), eval_limit=12, validation_limit=6, output_dir=str(tmp_path / "runs"),
+                    out=str(out)))
+    saved = json.loads(out.read_text())
+    assert set(saved["modes"]) == {"none", "random", "best_fixed", "stackelberg", "grpo"}
+    for m in saved["modes"].values():
+        assert m["n"] == 12 and 0 <= m["ci_low"] <= m["accuracy"] <= m["ci_high"] <= 1
+    assert all(0 <= t["p_value"] <= 1 for t in saved["tests"].values())
+    assert saved["modes"]["best_fixed"]["sequence"] in saved["validation_fixed_accuracy"]
+    assert (tmp_path / "e_curves.png").is_file()
+    curve = r["runs"]["stackelberg_s0"]["curve"]
+    assert len(curve) == 4 and all(math.isfinite(m["planner/reward"]) for m in curve)

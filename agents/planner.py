@@ -28,6 +28,7 @@ from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTo
 
 from rsim_env.render import planner_header, planner_segment
 from rsim_env.strategies import NUM_STRATEGIES
+from rsim_env.validation import check_finite
 
 from .base import Scored
 from .sampling import right_pad
@@ -54,6 +55,7 @@ class PlannerConfig:
     re-encoding every context; decisions are the same either way."""
 
     def __post_init__(self):
+        check_finite(self)
         if not self.temperature > 0:
             raise ValueError(f"temperature must be > 0 (use greedy=True for argmax), got {self.temperature}")
 

@@ -48,6 +48,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from rsim_env.answers.extract import boxed_spans
 from rsim_env.render import REASONER_SYSTEM, STEP_DELIMITER, no_planner_chat
 from rsim_env.strategies import TERMINATION
+from rsim_env.validation import check_finite
 
 from .kv import KVBatch
 from .base import Scored
@@ -83,6 +84,7 @@ class ReasonerConfig:
     """Seed of the sampling generator (None: torch's global RNG)."""
 
     def __post_init__(self):
+        check_finite(self)
         if self.max_answer_tokens < 1:
             raise ValueError(f"max_answer_tokens must be >= 1, got {self.max_answer_tokens}")
         if self.max_step_tokens < 1:

@@ -28,6 +28,7 @@ Adding an agent kind (e.g. an API-served reasoner ``openai:MODEL@URL``) is one n
 from __future__ import annotations
 
 import importlib
+import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,7 +36,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from .runs import RunCheckpoint, find_checkpoint, weights_file
 
-__all__ = ["AgentContext", "Built", "Builder", "build_agent", "NAMES", "PREFIXES", "spec_help", "lazy"]
+__all__ = ["AgentContext", "Built", "Builder", "build_agent", "check_spec", "NAMES", "PREFIXES", "spec_help", "lazy"]
 
 ROLES = ("planner", "reasoner")
 
@@ -193,7 +194,11 @@ def _checkpoint(spec: Path, ck: RunCheckpoint, ctx: AgentContext) -> Built:
                          f"({weights.name}); its learner ({ck.config.get('learner')}) did not train it. "
                          f"Pass its base model {base!r} instead.")
     agent, _ = build_agent(base, replace(ctx, max_rounds=ck.max_steps))
-    load_model(agent.module, str(weights), device=str(ctx.device))
+    try:
+        load_model(agent.module, str(weights), device=str(ctx.device))
+    except Exception as e:  # SafetensorError (truncated) or RuntimeError (another model): name the file
+        raise ValueError(f"{ctx.role} spec {str(spec)!r}: {weights} does not load ({str(e).splitlines()[0][:200]}); "
+                         "the checkpoint is corrupt or was written for another base model.") from e
     return Built(agent, ck.info(ctx.role))
 
 
@@ -233,10 +238,45 @@ def spec_help() -> str:
     return " | ".join([_CORE_HELP, *added, "package.module:factory"])
 
 
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+"""``org/name`` as the Hugging Face hub writes repo ids."""
+
+
+def check_spec(spec: str, role: str) -> None:
+    """Raise ``ValueError`` if ``spec`` cannot name a ``role`` agent, without loading anything.
+
+    Catches what would otherwise surface as a hub error after a long import: a local path that does
+    not exist (``./my-model``, ``/models/x``, ``runs/typo`` when ``runs/`` is a local dir), and a
+    hub id that is not cached while ``HF_HUB_OFFLINE`` is set.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"{role} spec must be a non-empty string ({spec_help()}), got {spec!r}.")
+    spec = spec.strip()
+    head, sep, rest = spec.partition(":")
+    if spec in NAMES or spec == "default" or Path(spec).expanduser().exists():
+        return
+    if sep and head in PREFIXES:
+        return check_spec(rest, role) if head == "untrained" and rest else None
+    if sep and _MODULE.match(head) and rest.isidentifier():
+        return  # module:factory, imported when built
+    if HUB_ID.match(spec) and not Path(spec.split("/")[0]).is_dir():
+        if os.environ.get("HF_HUB_OFFLINE", "") in ("1", "true", "True") and not _in_hub_cache(spec):
+            raise ValueError(f"{role} spec {spec!r} is not a local directory and not in the hub cache, and "
+                             "HF_HUB_OFFLINE is set; download it first or pass a local model dir.")
+        return  # a hub id: downloading it is a legitimate first load
+    raise ValueError(f"{role} spec {spec!r}: no such file or directory (a hub id is org/name with no local dir "
+                     f"'org'); pass an existing model dir, a run dir of `rsim train`, a hub id or one of: {spec_help()}.")
+
+
+def _in_hub_cache(repo_id: str) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+
+
 def build_agent(spec: str, ctx: AgentContext) -> Built:
     """Build the agent named by ``spec`` for ``ctx.role`` (see module docstring)."""
-    if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"{ctx.role} spec must be a non-empty string ({spec_help()}), got {spec!r}.")
+    check_spec(spec, ctx.role)
     spec = spec.strip()
     if spec in NAMES:
         return NAMES[spec]("", ctx)

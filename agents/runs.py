@@ -54,8 +54,8 @@ class RunCheckpoint:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.config: dict[str, Any] = json.loads((path / "config.json").read_text())
-        self.state: dict[str, Any] = json.loads((path / "state.json").read_text())
+        self.config: dict[str, Any] = _read_object(path / "config.json")
+        self.state: dict[str, Any] = _read_object(path / "state.json")
 
     def base_spec(self, role: str) -> str:
         """The model spec the run built ``role`` from (``config.model.<role>``)."""
@@ -75,3 +75,14 @@ class RunCheckpoint:
         if role == "planner":
             out |= {"trained_with_reasoner": self.config["model"].get(other), "train_data": self.config.get("data")}
         return out
+
+
+def _read_object(f: Path) -> dict[str, Any]:
+    """A checkpoint's JSON object, or a ``ValueError`` naming the file (truncated or edited)."""
+    try:
+        doc = json.loads(f.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{f}: unreadable checkpoint file ({e}); the checkpoint is corrupt.") from e
+    if not isinstance(doc, dict):
+        raise ValueError(f"{f}: expected a JSON object, found {type(doc).__name__}; the checkpoint is corrupt.")
+    return doc

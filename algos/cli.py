@@ -2,21 +2,30 @@
 
 Multi-GPU / multi-process: ``accelerate launch [--num_processes N] -m algos.cli train ...`` runs the
 same code. ``main(cfg)`` is the programmatic entry (tests call it with a :class:`RunConfig`).
+
+Before any model is loaded, :func:`preflight` checks the output dir, the resume point (and which
+config changes a resume may make, :mod:`algos.resume_check`), the model specs and the data. On the
+console every error is one line and a non-zero exit (:mod:`algos.console`; ``--debug`` or
+``RSIM_DEBUG=1`` for the traceback).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
+from pathlib import Path
 from typing import Any, Sequence
 
 from agents.registry import spec_help as agent_specs
 from rsim_env.data import spec_help
 
-from .config import PRESETS, RunConfig, resolve
+from . import console, preflight as pre
+from .config import PRESETS, RunConfig, config_from_saved, resolve, resolve_resumed
 from .learners import LEARNERS, build_learner
+from .resume_check import check_config_change, check_not_complete
 from .trainer import Trainer, make_accelerator, to_dict
 
 __all__ = ["build_problems", "build_learner", "build_agents", "train", "parse", "main"]
@@ -40,14 +49,43 @@ def build_agents(cfg: RunConfig, learner: Any, device: Any, problems: Sequence[A
         max_rounds=cfg.env.max_steps, problems=problems)).agent for role in roles}
 
 
+def preflight(cfg: RunConfig) -> tuple[Path | None, int]:
+    """Check everything that can be checked without a model; return the resume point and its step.
+
+    Raises ``ValueError`` for a bad output dir, model spec or resume point, and
+    :class:`algos.resume_check.ResumeError` for a config change a resume may not make.
+    """
+    point, step = None, 0
+    if cfg.resume:
+        point, saved, step = pre.read_resume_point(cfg.resume)
+        check_config_change(to_dict(config_from_saved(saved, str(point))), to_dict(cfg), cfg.allow_config_change,
+                            where=str(point))
+    pre.check_output_dir(cfg.train.output_dir, point)
+    from agents.registry import check_spec
+
+    for role in ("planner", "reasoner") if build_learner(cfg).env_planner else ("reasoner",):
+        check_spec(getattr(cfg.model, role), role)
+    return point, step
+
+
+def _already_complete(point: Path, step: int, steps: int) -> dict[str, Any]:
+    if os.environ.get("RANK", "0") == "0":
+        print(check_not_complete(step, steps, str(point)), file=sys.stderr)
+    return {"steps": step, "already_complete": True, "checkpoint": str(point), "history": [], "params": {},
+            "is_main_process": os.environ.get("RANK", "0") == "0"}
+
+
 def train(cfg: RunConfig) -> dict[str, Any]:
     """Build everything from ``cfg`` and train (resuming if ``cfg.resume``)."""
     from accelerate.utils import set_seed
 
+    point, step = preflight(cfg)
+    if point is not None and check_not_complete(step, cfg.train.steps, str(point)):
+        return _already_complete(point, step, cfg.train.steps)
+    problems = build_problems(cfg)  # a bad data file fails here, before any model is loaded
     acc = make_accelerator(cfg.train)
     set_seed(cfg.train.seed)  # same init on every process
     learner = build_learner(cfg)
-    problems = build_problems(cfg)
     agents = build_agents(cfg, learner, acc.device, problems)
     trainer = Trainer(cfg.train, learner, agents, problems, acc, run_config=to_dict(cfg), env=cfg.env)
     if cfg.resume:
@@ -100,7 +138,10 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
     t.add_argument("--learner", choices=sorted(LEARNERS))
     t.add_argument("--steps", type=int, help="= --set train.steps=N")
     t.add_argument("--out", help="= --set train.output_dir=DIR")
-    t.add_argument("--resume", help="checkpoint dir or run dir to continue from")
+    t.add_argument("--resume", help="checkpoint dir or run dir to continue from (its saved config is the base; "
+                   "--preset/--set override it)")
+    t.add_argument("--allow-config-change", action="store_true",
+                   help="with --resume: accept changed learning rates / loss settings (never models, sizes, env, data)")
     t.add_argument("--planner", help="= --set model.planner=SPEC (agent specs below)")
     t.add_argument("--init-planner", metavar="RUN_DIR",
                    help="continue training an existing planner (backbone, head and strategy order): a run or "
@@ -109,6 +150,7 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
                         "--learner planner_only --data code_tasks)")
     t.add_argument("--reasoner", help="= --set model.reasoner=SPEC (agent specs below)")
     t.add_argument("--data", help="= --set data.source=SPEC (data specs below)")
+    t.add_argument("--debug", action="store_true", help="show the traceback of an error (or set RSIM_DEBUG=1)")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config field, e.g. train.grpo.clip_eps_high=0.28, env.weights.follow=0.5, "
                         "env.check.timeout_s=5 (repeatable; list them with --print-config)")
@@ -131,6 +173,11 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
                       ("planner", "model.planner"), ("reasoner", "model.reasoner"), ("data", "data.source")):
         if getattr(a, flag) is not None:
             overrides[key] = getattr(a, flag)
+    if a.allow_config_change:
+        overrides["allow_config_change"] = True
+    if a.resume:  # the saved config is the base: no silent fall-back to the defaults
+        point, saved, _ = pre.read_resume_point(a.resume)
+        return a.command, resolve_resumed(saved, a.preset, overrides, where=str(point)), a.print_config
     try:
         cfg = resolve(a.preset, overrides)
     except ValueError as e:
@@ -141,26 +188,34 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
 def main(cfg: RunConfig | Sequence[str] | None = None) -> dict[str, Any] | None:
     """Programmatic: ``main(RunConfig)`` or ``main(["train", ...])`` -> summary dict.
 
-    Console (``rsim ...``, no argument): parses ``sys.argv`` and returns None (exit status 0).
+    Console (``rsim ...``, no argument): parses ``sys.argv``; an error is one line on stderr and
+    exit status 1 (:func:`algos.console.run`), success returns None (exit status 0).
     """
-    console = cfg is None
-    if not isinstance(cfg, RunConfig) and (sys.argv[1:] if cfg is None else list(cfg))[:1] == ["eval"]:
+    if cfg is None:
+        status = console.run(_run, sys.argv[1:])
+        if status:
+            sys.exit(status)
+        return None
+    return _run(cfg)
+
+
+def _run(cfg: RunConfig | Sequence[str]) -> dict[str, Any]:
+    if not isinstance(cfg, RunConfig) and list(cfg)[:1] == ["eval"]:
         from .evaluation import main as evaluate  # `rsim eval ...`: all of it lives in algos/evaluation/
 
-        out = evaluate((sys.argv[1:] if cfg is None else list(cfg))[1:])
-        return None if console else out
+        return evaluate(list(cfg)[1:])
     if not isinstance(cfg, RunConfig):
-        command, cfg, print_only = parse(sys.argv[1:] if cfg is None else list(cfg))
+        command, cfg, print_only = parse(list(cfg))
         if print_only:
             print(json.dumps(to_dict(cfg), indent=1))
-            return None if console else {"config": to_dict(cfg)}
+            return {"config": to_dict(cfg)}
     out = train(cfg)
-    if out["is_main_process"]:
+    if out["is_main_process"] and not out.get("already_complete"):
         shown = {k: v for k, v in out.items() if k not in ("history", "params")}
         last = out["history"][-1] if out["history"] else {}
         shown["last"] = {k: round(v, 4) for k, v in last.items() if "/" not in k or k.endswith("/reward")}
         print(json.dumps(shown, indent=1))
-    return None if console else out
+    return out
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from agents.planner import PlannerConfig
 from agents.reasoner import ReasonerConfig
 from rsim_env.data import check_spec
 from rsim_env.game import EnvConfig
+from rsim_env.validation import check_finite
 
 from .learners import LEARNERS
 from .stackelberg import StackelbergConfig
@@ -40,6 +41,7 @@ class ModelConfig:
     """Weights dtype to load ("float32" or "bfloat16")."""
 
     def __post_init__(self) -> None:
+        check_finite(self)
         for f in ("planner", "reasoner"):
             if not isinstance(getattr(self, f), str) or not getattr(self, f):
                 raise ValueError(f"ModelConfig.{f}={getattr(self, f)!r} is invalid: use a model spec such as 'default'.")
@@ -62,6 +64,7 @@ class DataConfig:
     """Dataset split of hub sets ("" = the loader's default)."""
 
     def __post_init__(self) -> None:
+        check_finite(self)
         check_spec(self.source)
         if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1:
             raise ValueError(f"DataConfig.size={self.size!r} is invalid: use an int >= 1.")
@@ -89,8 +92,12 @@ class RunConfig:
     """Training loop, GRPO loss and optimizers."""
     resume: str = ""
     """Checkpoint dir or run dir to resume from ("" = fresh run)."""
+    allow_config_change: bool = False
+    """With resume: accept changed optimiser/loss settings (learning rates, clipping, KL, temperatures, lambda
+    schedule); shapes and meaning (models, learner, group size, seed, env, data) can never change (algos/resume_check.py)."""
 
     def __post_init__(self) -> None:
+        check_finite(self)
         if self.learner not in LEARNERS:
             raise ValueError(f"RunConfig.learner={self.learner!r} is invalid: choose one of {tuple(LEARNERS)}.")
 
@@ -219,3 +226,63 @@ def resolve(preset: str | None = None, overrides: dict[str, Any] | None = None) 
             raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}.")
         cfg = apply_overrides(cfg, PRESETS[preset])
     return apply_overrides(cfg, _modern(overrides or {}))
+
+
+def config_from_saved(saved: dict[str, Any], where: str = "checkpoint") -> RunConfig:
+    """The :class:`RunConfig` stored in a checkpoint's ``config.json`` (validated like any other).
+
+    Keys this version does not know are dropped with a log line (a newer or older release wrote
+    them); missing keys take their defaults.
+    """
+    import logging
+
+    from .resume_check import flatten
+
+    known, unknown = {}, []
+    for key, value in _modern(_legacy_values(flatten(saved))).items():
+        node: Any = RunConfig()
+        for part in key.split("."):
+            node = getattr(node, part, _MISSING) if dataclasses.is_dataclass(node) else _MISSING
+        if node is _MISSING:
+            unknown.append(key)
+        else:  # lists are tuples saved as JSON: hand them back as text for the tuple conversion
+            known[key] = json.dumps(value) if isinstance(value, list) else value
+    if unknown:
+        logging.getLogger("rsim.resume").warning("resume: %s: ignoring saved config keys unknown to this version: %s",
+                                                 where, ", ".join(unknown))
+    try:
+        return apply_overrides(RunConfig(), known)
+    except ValueError as e:
+        raise ValueError(f"{where}: the saved config is invalid here: {e}") from e
+
+
+_MISSING = object()
+
+
+def _legacy_values(flat: dict[str, Any]) -> dict[str, Any]:
+    """A config saved before the agent registry / data factory, in today's values (keys: :func:`_modern`)."""
+    if "train.env_max_steps" not in flat:
+        return flat
+    flat = dict(flat)
+    path = flat.pop("data.path", "")
+    if flat.get("data.source") == "jsonl":
+        flat["data.source"] = path
+    for role in ("model.planner", "model.reasoner"):
+        if flat.get(role) == "tiny":  # the MLP toy agents were called "tiny" then
+            flat[role] = "toy"
+    return flat
+
+
+def resolve_resumed(saved: dict[str, Any], preset: str | None, overrides: dict[str, Any],
+                    where: str = "checkpoint") -> RunConfig:
+    """A resumed run's config: the saved one, then ``preset`` (if given), then ``overrides``.
+
+    Resuming never falls back to the defaults: the saved config is the base and the command line
+    only overrides what it names (:mod:`algos.resume_check` then decides which changes are allowed).
+    """
+    cfg = config_from_saved(saved, where)
+    if preset:
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}.")
+        cfg = apply_overrides(cfg, PRESETS[preset])
+    return apply_overrides(cfg, _modern(overrides))

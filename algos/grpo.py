@@ -16,6 +16,8 @@ from typing import Callable, NamedTuple
 
 import torch
 
+from rsim_env.validation import check_finite
+
 Tensor = torch.Tensor
 
 
@@ -43,6 +45,7 @@ class GRPOConfig:
     """Optimisation passes over one rollout batch (mu); > 1 reuses it with the old log-probs kept."""
 
     def __post_init__(self) -> None:
+        check_finite(self)
         def bad(field: str, fix: str) -> ValueError:
             return ValueError(f"GRPOConfig.{field}={getattr(self, field)!r} is invalid: {fix}.")
 

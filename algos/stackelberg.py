@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rsim_env.validation import check_finite
+
 from .learners import StepPlan
 
 __all__ = ["SCHEDULES", "StackelbergConfig", "StepPlan", "plan", "StackelbergGRPO"]
@@ -44,6 +46,7 @@ class StackelbergConfig:
     """alternating only: reasoner updates per planner update (k)."""
 
     def __post_init__(self) -> None:
+        check_finite(self)
         if self.schedule not in SCHEDULES:
             raise ValueError(f"StackelbergConfig.schedule={self.schedule!r} is invalid: choose one of {SCHEDULES}.")
         for f in ("lambda_stage1", "lambda_stage2"):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from rsim_env.validation import check_finite
+
 from .grpo import GRPOConfig
 
 __all__ = ["MIXED_PRECISION", "OptimConfig", "TrainConfig"]
@@ -27,6 +29,7 @@ class OptimConfig:
     """Linear warm-up of the learning rate over this many optimizer steps."""
 
     def __post_init__(self) -> None:
+        check_finite(self)
         if not (isinstance(self.lr, (int, float)) and self.lr > 0 and math.isfinite(self.lr)):
             raise ValueError(f"OptimConfig.lr={self.lr!r} is invalid: use a positive float such as 1e-6.")
         if not self.weight_decay >= 0:
@@ -65,6 +68,8 @@ class TrainConfig:
     """Don't score groups whose rewards are all equal (zero advantage) unless the KL term needs them."""
     log_update_norm: bool = False
     """Log each agent's parameter update norm (``<role>/update_norm``; keeps one copy of its weights)."""
+    max_bad_steps: int = 5
+    """Stop after this many consecutive steps whose loss or gradient norm was not finite (each such update is skipped)."""
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     """GRPO loss settings (shared by both agents; group_size is G)."""
     planner_optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-5))
@@ -73,7 +78,8 @@ class TrainConfig:
     """Reasoner optimizer."""
 
     def __post_init__(self) -> None:
-        for f in ("steps", "groups_per_step", "log_every"):
+        check_finite(self)
+        for f in ("steps", "groups_per_step", "log_every", "max_bad_steps"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"TrainConfig.{f}={v!r} is invalid: use an int >= 1.")

@@ -43,6 +43,7 @@ from .learners import StepPlan
 from .metrics import TrainLog
 from .policy import check_trainable
 from .rollout import rollout as play
+from .step_guard import StepGuard
 from .train_config import MIXED_PRECISION, OptimConfig, TrainConfig
 
 __all__ = ["MIXED_PRECISION", "OptimConfig", "TrainConfig", "Trainer", "make_accelerator", "to_dict"]
@@ -108,9 +109,13 @@ class Trainer:
         self.data_position = 0
         self.history: list[dict[str, float]] = []
         self.out = Path(cfg.output_dir)
+        self.guard = StepGuard(cfg.max_bad_steps, accelerator)  # drops non-finite updates, stops a diverged run
+        self.last_checkpoint: Path | None = None
         # distinct sampling streams per process, identical model init (agents were built before)
         torch.manual_seed(cfg.seed * 1000 + 17 + accelerator.process_index)
         np.random.seed(cfg.seed * 1000 + 17 + accelerator.process_index)
+        if accelerator.is_main_process:
+            ckpt.remove_debris(self.out / "checkpoints")  # temp dirs of a save killed in an earlier run
         self.log = TrainLog(accelerator, self.out, self.G, self.run_config, cfg.sample_rollouts)
 
     @property
@@ -174,7 +179,7 @@ class Trainer:
             with torch.no_grad(), self.acc.autocast():
                 ref_logp = self.ref_agents[role].score(recs).logp.float()
         loss_fn = getattr(self.learner, "loss", None) or grpo_loss
-        old, sums, scale = None, {}, None
+        old, sums, scale, dropped = None, {}, None, 0
         for _ in range(g.num_iterations):
             with self.acc.autocast():
                 scored = agent.score(recs)
@@ -188,11 +193,15 @@ class Trainer:
             sync_grads(self.acc, params)
             max_norm = self.optim_cfg[role].max_grad_norm
             gn = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf"))
-            opt.step()
+            if self.guard.finite(role, loss.detach(), gn):
+                opt.step()
+            else:  # NaN/inf would poison the weights and Adam's moments: drop this update
+                opt.zero_grad(set_to_none=False)
+                dropped += 1
             for k, v in dict(m, loss=loss.item(), grad_norm=gn.item()).items():
                 sums[k] = sums.get(k, 0.0) + v / g.num_iterations
         sums.update(learning_rate=lr, lr_scale=plan.lr_scale[role], tokens=float(scored.mask.sum().item()) * weight,
-                    skipped=0.0)
+                    skipped=0.0, nonfinite_skipped=float(dropped))
         if before is not None:
             sums["update_norm"] = math.sqrt(sum(float((p.detach() - b).pow(2).sum()) for p, b in zip(params, before)))
         return sums
@@ -218,6 +227,7 @@ class Trainer:
         if self.step % self.cfg.log_every == 0 or self.step == self.cfg.steps:
             self.log.write(self.step, metrics, results)
         self.history.append(metrics)
+        self.guard.end_step(self.step, self.last_checkpoint)  # raises after max_bad_steps bad steps in a row
         return metrics
 
     def train(self) -> dict[str, Any]:
@@ -227,14 +237,16 @@ class Trainer:
         bar = tqdm(total=self.cfg.steps, initial=self.step, desc=self.learner.name,
                    disable=not (self.cfg.progress and self.acc.is_main_process))
         path = None
-        while self.step < self.cfg.steps:
-            m = self.train_step()
-            bar.update(1)
-            bar.set_postfix({k: f"{m[k]:.3f}" for k in ("planner/reward", "reasoner/reward", "accuracy") if k in m})
-            if (self.cfg.save_every and self.step % self.cfg.save_every == 0) or self.step == self.cfg.steps:
-                path = self.save()
-        bar.close()
-        self.acc.end_training()
+        try:
+            while self.step < self.cfg.steps:
+                m = self.train_step()
+                bar.update(1)
+                bar.set_postfix({k: f"{m[k]:.3f}" for k in ("planner/reward", "reasoner/reward", "accuracy") if k in m})
+                if (self.cfg.save_every and self.step % self.cfg.save_every == 0) or self.step == self.cfg.steps:
+                    path = self.save()
+        finally:  # flush the logs even when the run stops on an error
+            bar.close()
+            self.acc.end_training()
         return {"steps": self.step, "checkpoint": str(path) if path else None, "output_dir": str(self.out),
                 "history": self.history}
 
@@ -246,20 +258,27 @@ class Trainer:
         path = None
         if self.acc.is_main_process:
             state = {"data_position": self.data_position, "num_tokens": self.num_tokens,
-                     "learner": self.learner.name, "num_processes": self.acc.num_processes}
+                     "learner": self.learner.name, "num_processes": self.acc.num_processes, **self.guard.state()}
             path = ckpt.save_checkpoint(self.out / "checkpoints", self.step,
                                         {r: self.agents[r].module for r in self.learner.trained},
                                         self.optimizers, state, self.run_config, rng=rng,
                                         keep=self.cfg.keep_checkpoints)
         self.acc.wait_for_everyone()
+        self.last_checkpoint = path or self.last_checkpoint
         return path
 
     def resume(self, path: str | Path) -> dict[str, Any]:
         """Load a checkpoint (dir, or a run dir = its newest) and continue from its step."""
         state = ckpt.load_checkpoint(path, {r: self.agents[r].module for r in self.learner.trained},
-                                     self.optimizers, rank=self.acc.process_index)
+                                     self.optimizers, rank=self.acc.process_index,
+                                     state_schema={"data_position": int, "num_tokens": int})
         if state.get("num_processes", 1) != self.acc.num_processes:
             raise ValueError(f"checkpoint was written by {state['num_processes']} processes, now {self.acc.num_processes}; "
                              "resume with the same --num_processes for an exact continuation.")
         self.step, self.data_position, self.log.num_tokens = state["step"], state["data_position"], state["num_tokens"]
+        self.guard.load(state)
+        self.last_checkpoint = Path(state["path"])
+        self.acc.wait_for_everyone()  # every process has read the checkpoints before any is renamed
+        if self.acc.is_main_process:
+            ckpt.quarantine(state["skipped"])  # a newer corrupt one must not outlive (by pruning) the good ones
         return state

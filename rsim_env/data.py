@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
@@ -163,15 +164,25 @@ def _rows_to_problems(rows: Iterable[dict[str, Any]], source: str, limit: int | 
     for i, row in enumerate(rows):
         if limit is not None and len(out) >= limit:
             break
+        if not isinstance(row, Mapping):
+            raise ValueError(f"{source} row {i} is a {type(row).__name__}, not an object with 'question' and 'answer'.")
         row = dict(row)
         missing = [k for k in ("question", "answer") if k not in row]
         if missing:
             raise ValueError(f"{source} row {i} lacks {missing} (has {sorted(row)}); each row needs 'question' and "
                              "'answer' (or pass kind=<hub set name> for a file in a hub set's layout).")
+        for key in ("question", "answer"):  # numbers (hub answers, CSV cells) are text; None/bytes/lists are not
+            v = row[key]
+            if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+                raise ValueError(f"{source} row {i}: {key!r} must be text, got {type(v).__name__} ({v!r:.60}).")
+        choices, metadata = row.get("choices") or (), row.get("metadata") or {}
+        if isinstance(choices, str) or not isinstance(metadata, Mapping):
+            raise ValueError(f"{source} row {i}: 'choices' must be a list of strings and 'metadata' an object "
+                             f"(got {choices!r:.40} / {metadata!r:.40}).")
         out.append(Problem(id=str(row.get("id", f"{source}/{i}")), question=str(row["question"]),
                            answer=str(row["answer"]), answer_type=row.get("answer_type") or "auto",
-                           source=str(row.get("source") or source), choices=tuple(row.get("choices") or ()),
-                           metadata=dict(row.get("metadata") or {}), kind=row.get("kind") or "math",
+                           source=str(row.get("source") or source), choices=tuple(choices),
+                           metadata=dict(metadata), kind=row.get("kind") or "math",
                            tests=str(row.get("tests") or ""), entry_point=str(row.get("entry_point") or "")))
     return out
 

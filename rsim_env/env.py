@@ -89,6 +89,18 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
         self._observation_spaces = {a: self._build_obs_space(a) for a in self.possible_agents}
         self._rng = np.random.default_rng()
         self.episode: Episode | None = None
+        self._clear()
+
+    def _clear(self) -> None:
+        """No episode: step(), observe() and last() raise "call reset() first" (not AttributeError)."""
+        self.episode = None
+        self.agents = list(self.possible_agents)
+        self.agent_selection = self.agents[0]
+        for name in ("rewards", "_cumulative_rewards"):
+            setattr(self, name, {a: 0.0 for a in self.agents})
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos = {a: {} for a in self.agents}
 
     # -- spaces (built once; no lru_cache, which would keep every env alive) ---------------------
     def _build_obs_space(self, agent: str) -> spaces.Dict:
@@ -130,6 +142,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
                 "answer_type": str (optional)}`` to play that problem instead. Other keys are
                 ignored.
         """
+        self._clear()  # a reset that raises (bad options) leaves the env un-reset, never half-built
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         self.episode = Episode(self._choose_problem(options), self.cfg)
@@ -153,7 +166,11 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
         if "question" in options:
             if "answer" not in options:
                 raise ValueError("options has 'question' but no 'answer'; pass both (the answer is the ground truth).")
-            return Problem(id="options", question=str(options["question"]), answer=str(options["answer"]),
+            for key in ("question", "answer"):
+                if not isinstance(options[key], str):  # str(None) / str(b"q") would silently become the text
+                    raise TypeError(f"options[{key!r}] must be str, got {type(options[key]).__name__} "
+                                    f"({options[key]!r:.60}); pass the text itself (decode bytes first).")
+            return Problem(id="options", question=options["question"], answer=options["answer"],
                            answer_type=options.get("answer_type", "auto"), source="options")
         # Unknown keys are ignored (Gymnasium convention; PettingZoo's api_test passes some).
         return self.problems[int(self._rng.integers(len(self.problems)))]
@@ -198,11 +215,11 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
                 "system": render.protocol(proto).system, "protocol": proto}
 
     def step(self, action: Any) -> None:
+        ep = self._require_episode()
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        ep = self._require_episode()
         if agent == "planner":
             ep.plan(action)  # raises on bad input before any state changes
         else:
@@ -245,5 +262,6 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
 
     def _require_episode(self) -> Episode:
         if self.episode is None:
-            raise RuntimeError("Call reset() before using the environment.")
+            raise RuntimeError("The environment has no episode: call reset() first (a reset() that raised "
+                               "leaves it un-reset).")
         return self.episode

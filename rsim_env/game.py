@@ -22,6 +22,7 @@ from . import answers, echo, grading, render, rewards
 from .problems import Problem
 from .rewards import RewardWeights
 from .strategies import NUM_STRATEGIES, TERMINATION
+from .validation import check_finite
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class EnvConfig:
     single answer is not graded by whatever number it ended on (measured in docs/interaction.md)."""
 
     def __post_init__(self) -> None:
+        check_finite(self)
         render.protocol(self.protocol)  # raises ValueError naming the valid protocols
         for name in ("max_steps", "max_step_chars", "max_question_chars"):
             value = getattr(self, name)
@@ -55,6 +57,7 @@ class EnvConfig:
             raise TypeError(f"EnvConfig.weights must be a RewardWeights, got {type(self.weights).__name__}.")
         if not isinstance(self.check, answers.CheckConfig):
             raise TypeError(f"EnvConfig.check must be a rsim_env.answers.CheckConfig, got {type(self.check).__name__}.")
+        check_finite(self.check)  # answers.CheckConfig.timeout_s=inf would never time out
 
 
 def is_int_action(action: Any) -> bool:

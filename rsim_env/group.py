@@ -100,7 +100,7 @@ class EnvGroup:
 
         All actions are validated first, so a bad one raises with no copy having moved.
         """
-        ids = self.live
+        ids = self._live_ids(actions)
         if len(actions) != len(ids):
             raise ValueError(f"step() got {len(actions)} actions for {len(ids)} live copies; pass one per copy.")
         self.validate(actions)
@@ -113,8 +113,7 @@ class EnvGroup:
 
     def validate(self, actions: Sequence[Any]) -> None:
         """Raise, changing nothing, if any action is not valid for the agent that is due."""
-        self._require_started()
-        ids = self.live
+        ids = self._live_ids(actions)
         agent = self.envs[ids[0]].agent_selection
         space = self.envs[ids[0]].action_space(agent)
         for c, a in zip(ids, actions):
@@ -145,6 +144,14 @@ class EnvGroup:
         if not self.done:
             raise RuntimeError(f"{len(self.live)} copies are still running; keep stepping until done.")
         return list(self._results)  # type: ignore[arg-type]
+
+    def _live_ids(self, actions: Sequence[Any]) -> list[int]:
+        self._require_started()
+        ids = self.live
+        if not ids:
+            raise RuntimeError(f"got {len(actions)} action(s) but all {len(self.envs)} copies are finished; "
+                               "call results(), or reset() for the next batch.")
+        return ids
 
     def _require_started(self) -> None:
         if not self._started:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .answers.extract import boxed_spans
-from .problems import Problem
+from .problems import Problem, iter_jsonl
 
 _LOCAL_EXT = (".jsonl", ".json", ".parquet")
 
@@ -27,10 +27,13 @@ def _read_local(path: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for f in files:
         if f.suffix == ".jsonl":
-            rows += [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+            rows += [row for _, row in iter_jsonl(f)]
         elif f.suffix == ".json":
-            data = json.loads(f.read_text(encoding="utf-8"))
-            rows += data if isinstance(data, list) else data.get("data", [data])
+            try:
+                data = json.loads(f.read_bytes().decode("utf-8-sig"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                raise ValueError(f"{f} is not a UTF-8 JSON file ({e}); re-save it as UTF-8 JSON.") from e
+            rows += data if isinstance(data, list) else data.get("data", [data]) if isinstance(data, dict) else [data]
         elif f.suffix == ".parquet":
             import pandas as pd  # lazy: only for parquet files
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 ANSWER_TYPES = ("auto", "number", "expression", "choice", "bool", "list", "text")
 """Answer types understood by :func:`rsim_env.answers.check` (``auto`` guesses from the gold)."""
@@ -138,43 +138,81 @@ def default_source(size: int = 1000, seed: int = 0) -> list[Problem]:
 def load_jsonl(path: str | Path, source: str | None = None) -> list[Problem]:
     """Load problems from a JSONL file, one object per line.
 
-    Each line needs ``question`` and ``answer``; ``id``, ``answer_type``, ``choices``,
-    ``metadata`` and (code problems) ``kind``, ``tests``, ``entry_point`` are optional (ids default
-    to ``"<file stem>/<line number>"``). ``Problem.to_dict()`` writes exactly this form.
+    Each line needs ``question`` and ``answer`` (strings); ``id`` (string or int),
+    ``answer_type``, ``source``, ``choices`` (list of strings), ``metadata`` (object) and (code
+    problems) ``kind``, ``tests``, ``entry_point`` (strings) are optional (ids default to
+    ``"<file stem>/<line number>"``). Blank lines are skipped. ``Problem.to_dict()`` writes exactly
+    this form.
 
     Raises:
         FileNotFoundError: The file does not exist.
-        ValueError: A line is not JSON or lacks a required key (the line number is named).
+        ValueError: A line is not UTF-8, not JSON, not an object, lacks a required key or holds a
+            value of the wrong type (``path:line`` is named).
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"No JSONL problem file at {path}; pass an existing file path.")
-    problems = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno} is not valid JSON ({exc.msg}).") from exc
-            missing = [k for k in ("question", "answer") if k not in row]
-            if missing:
-                raise ValueError(f"{path}:{lineno} lacks {missing}; each line needs 'question' and 'answer'.")
-            problems.append(
-                Problem(
-                    id=str(row.get("id", f"{path.stem}/{lineno}")),
-                    question=str(row["question"]),
-                    answer=str(row["answer"]),
-                    answer_type=row.get("answer_type", "auto"),
-                    source=str(row.get("source", source or path.stem)),
-                    choices=tuple(row.get("choices", ())),
-                    metadata=dict(row.get("metadata", {})),
-                    kind=row.get("kind", "math"),
-                    tests=str(row.get("tests", "")),
-                    entry_point=str(row.get("entry_point", "")),
-                )
-            )
+    problems = [_problem_from_row(row, f"{path}:{lineno}", f"{path.stem}/{lineno}", source or path.stem)
+                for lineno, row in iter_jsonl(path)]
     if not problems:
         raise ValueError(f"{path} holds no problems; add at least one JSON line.")
     return problems
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, parsed value)`` for each non-blank line of a JSONL file.
+
+    Raises:
+        ValueError: A line is not UTF-8 or not JSON (``path:line`` and the fix are named).
+    """
+    path = Path(path)
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path}:{lineno} is not UTF-8 (bad byte at column {exc.start + 1}); "
+                                 "re-save the file as UTF-8.") from exc
+            if not line.strip():
+                continue
+            try:
+                yield lineno, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{lineno} is not valid JSON ({exc.msg}).") from exc
+
+
+def _problem_from_row(row: Any, where: str, default_id: str, default_source: str) -> Problem:
+    """One JSONL object as a :class:`Problem`; ``where`` (``path:line``) prefixes every error."""
+    if not isinstance(row, dict):
+        raise ValueError(f"{where} is a JSON {_json_type(row)}, not an object; "
+                         'each line must look like {"question": "...", "answer": "..."}.')
+    missing = [k for k in ("question", "answer") if k not in row]
+    if missing:
+        raise ValueError(f"{where} lacks {missing}; each line needs 'question' and 'answer'.")
+    for key in ("question", "answer", "answer_type", "source", "kind", "tests", "entry_point"):
+        if key in row and not isinstance(row[key], str):
+            raise ValueError(f"{where}: {key!r} must be a string, got {_json_type(row[key])} ({row[key]!r:.60}); "
+                             f'write it in quotes, e.g. "{key}": "42".')
+    pid = row.get("id", default_id)
+    if isinstance(pid, bool) or not isinstance(pid, (str, int)):
+        raise ValueError(f"{where}: 'id' must be a string or an integer, got {_json_type(pid)} ({pid!r:.60}).")
+    choices = row.get("choices", [])
+    if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+        raise ValueError(f"{where}: 'choices' must be a list of strings, got {choices!r:.80}.")
+    metadata = row.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise ValueError(f"{where}: 'metadata' must be an object, got {_json_type(metadata)} ({metadata!r:.60}).")
+    try:
+        return Problem(id=str(pid), question=row["question"], answer=row["answer"],
+                       answer_type=row.get("answer_type", "auto"), source=row.get("source", default_source),
+                       choices=tuple(choices), metadata=metadata, kind=row.get("kind", "math"),
+                       tests=row.get("tests", ""), entry_point=row.get("entry_point", ""))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from exc
+
+
+def _json_type(v: Any) -> str:
+    """The JSON name of a parsed value's type (``null``, ``number``, ...)."""
+    if v is None:
+        return "null"
+    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}[type(v)]

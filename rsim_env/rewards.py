@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 
 from .answers.extract import boxed_spans
 from .strategies import TERMINATION
+from .validation import check_finite
 
 
 def r_acc(correct: bool) -> float:
@@ -79,6 +80,7 @@ class RewardWeights:
     """Weight of R_penalty (planner)."""
 
     def __post_init__(self) -> None:
+        check_finite(self)
         for name, value in asdict(self).items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ValueError(f"RewardWeights.{name}={value!r} must be a finite number (e.g. 1.0).")

@@ -85,3 +85,27 @@ def test_rows_without_answer_are_named(tmp_path):
     pd.DataFrame([{"question": "q", "solution": "s"}]).to_parquet(tmp_path / "x.parquet")
     with pytest.raises(ValueError, match="lacks"):
         load_problems(str(tmp_path / "x.parquet"))
+
+
+BAD_FILES = {
+    "json-null-question": ("p.json", b'[{"question": "q", "answer": "1"}, {"question": null, "answer": "2"}]',
+                           r"p row 1: 'question' must be text, got NoneType"),
+    "json-row-not-object": ("p.json", b'[{"question": "q", "answer": "1"}, "just text"]', r"p row 1 is a str, not an object"),
+    "json-metadata-list": ("p.json", b'[{"question": "q", "answer": "1", "metadata": [1]}]', r"p row 0: .*'metadata' an object"),
+    "json-not-utf8": ("p.json", b'[{"question": "caf\xe9", "answer": "1"}]', r"p.json is not a UTF-8 JSON file"),
+    "hub-layout-jsonl-bad-line": ("g.jsonl", b'{"question": "q", "answer": "#### 1"}\n{oops\n', r"g.jsonl:2 is not valid JSON"),
+    "hub-layout-jsonl-not-utf8": ("g.jsonl", b'{"question": "caf\xe9", "answer": "#### 1"}\n', r"g.jsonl:1 is not UTF-8"),
+}
+
+
+@pytest.mark.parametrize("fname,content,match", list(BAD_FILES.values()), ids=list(BAD_FILES))
+def test_malformed_local_files_name_the_row_or_line(tmp_path, fname, content, match):
+    (tmp_path / fname).write_bytes(content)
+    kwargs = {"kind": "gsm8k"} if fname == "g.jsonl" else {}
+    with pytest.raises(ValueError, match=match):
+        load_problems(str(tmp_path / fname), **kwargs)
+
+
+def test_numeric_answers_of_generic_rows_stay_accepted(tmp_path):
+    (tmp_path / "p.json").write_text(json.dumps([{"question": "2+2?", "answer": 4}]))
+    assert load_problems(str(tmp_path / "p.json"))[0].answer == "4"

@@ -184,3 +184,26 @@ def test_bad_constructor_args():
         rsim_env.env(render_mode="rgb_array")
     with pytest.raises(ValueError, match="non-empty"):
         rsim_env.env(problems=[])
+
+
+@pytest.mark.parametrize("options", [{"question": None, "answer": "4"}, {"question": b"2+2?", "answer": "4"},
+                                     {"question": "2+2?", "answer": None}, {"question": "2+2?", "answer": 4}],
+                         ids=["question-none", "question-bytes", "answer-none", "answer-int"])
+def test_options_non_str_question_or_answer_refused(options):
+    env = rsim_env.env()
+    with pytest.raises(TypeError, match=r"options\['(question|answer)'\] must be str, got (NoneType|bytes|int)"):
+        env.reset(options=options)
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["first-reset", "later-reset"])
+def test_failed_reset_leaves_env_asking_for_reset(first):
+    env = rsim_env.env()
+    if not first:
+        env.reset(options={"problem": PROB})
+    with pytest.raises(TypeError):
+        env.reset(options={"question": None, "answer": "4"})
+    for call in (lambda: env.step(0), lambda: env.last(), lambda: env.observe("planner")):
+        with pytest.raises(RuntimeError, match=r"call reset\(\) first"):
+            call()
+    env.reset(options={"problem": PROB})  # a good reset recovers
+    env.step(8)

@@ -94,3 +94,14 @@ def test_reset_with_new_problems_reuses_copies():
     assert [o["question"] for o in obs] == [PROBS[1].question] * 2 + [PROBS[2].question] * 2
     with pytest.raises(ValueError, match="one per group"):
         g.reset(problems=PROBS)
+
+
+def test_step_after_every_copy_is_done_is_a_clear_error():
+    g = EnvGroup(PROBS[:1], 2)
+    run(g, RandomPlanner(seed=0), TemplateReasoner(ORACLE))
+    assert g.done
+    for call in (lambda: g.step([]), lambda: g.validate([])):
+        with pytest.raises(RuntimeError, match="all 2 copies are finished; call results"):
+            call()
+    with pytest.raises(RuntimeError, match="reset"):
+        EnvGroup(PROBS[:1], 2).step([])

@@ -36,3 +36,35 @@ def test_problem_validation():
         Problem(id="a", question="q", answer="1", answer_type="weird")
     with pytest.raises(TypeError, match="answer must be str"):
         Problem(id="a", question="q", answer=1)
+
+
+BAD_LINES = {
+    "not-an-object": (b'[1, 2]\n', "p.jsonl:2 is a JSON array, not an object"),
+    "string-line": (b'"what is 2+2?"\n', "p.jsonl:2 is a JSON string, not an object"),
+    "non-utf8": (b'{"question": "caf\xe9?", "answer": "1"}\n', "p.jsonl:2 is not UTF-8 \\(bad byte at column 18\\)"),
+    "metadata-not-object": (b'{"question": "q", "answer": "1", "metadata": [1]}\n', "p.jsonl:2: 'metadata' must be an object, got array"),
+    "null-question": (b'{"question": null, "answer": "1"}\n', "p.jsonl:2: 'question' must be a string, got null"),
+    "null-answer": (b'{"question": "q", "answer": null}\n', "p.jsonl:2: 'answer' must be a string, got null"),
+    "number-answer": (b'{"question": "q", "answer": 4}\n', "p.jsonl:2: 'answer' must be a string, got number"),
+    "choices-string": (b'{"question": "q", "answer": "A", "choices": "abcd"}\n', "p.jsonl:2: 'choices' must be a list of strings"),
+    "null-id": (b'{"id": null, "question": "q", "answer": "1"}\n', "p.jsonl:2: 'id' must be a string or an integer, got null"),
+    "bad-answer-type": (b'{"question": "q", "answer": "1", "answer_type": "weird"}\n', "p.jsonl:2: Problem.answer_type='weird'"),
+    "empty-question": (b'{"question": " ", "answer": "1"}\n', "p.jsonl:2: Problem .* has an empty question"),
+    "code-tests-not-string": (b'{"question": "q", "answer": "", "kind": "code", "tests": ["assert f()"]}\n',
+                              "p.jsonl:2: 'tests' must be a string, got array"),
+}
+
+
+@pytest.mark.parametrize("line,msg", list(BAD_LINES.values()), ids=list(BAD_LINES))
+def test_jsonl_bad_line_names_file_and_line(tmp_path, line, msg):
+    f = tmp_path / "p.jsonl"
+    f.write_bytes(b'{"question": "1+1?", "answer": "2"}\n' + line)
+    with pytest.raises(ValueError, match=msg):
+        load_jsonl(f)
+
+
+def test_jsonl_accepts_bom_and_integer_ids(tmp_path):
+    f = tmp_path / "p.jsonl"
+    f.write_bytes('\ufeff{"id": 7, "question": "caf\u00e9?", "answer": "1", "metadata": {"k": 1}}\n'.encode())
+    (p,) = load_jsonl(f)
+    assert p.id == "7" and p.question == "caf\u00e9?" and p.metadata == {"k": 1}

@@ -18,6 +18,7 @@ from typing import Sequence
 from agents.reasoner import ReasonerConfig
 from rsim_env.game import EnvConfig
 from rsim_env.strategies import NUM_STRATEGIES, TERMINATION, by_name
+from rsim_env.validation import check_finite
 
 __all__ = ["EvalConfig", "DEFAULT_FIXED", "fixed_name", "parse_sequence", "split_modes"]
 
@@ -109,6 +110,7 @@ class EvalConfig:
     """tqdm progress bar on stderr."""
 
     def __post_init__(self) -> None:
+        check_finite(self)
         for name in ("limit", "k", "batch", "max_steps", "max_step_tokens"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:

@@ -18,17 +18,22 @@ _BOX = re.compile(r"\\(?:boxed|fbox)\s*")
 _ANSWER_IS = re.compile(
     r"(?i)(?:final\s{1,3}answer|\banswer)[ \t]{0,3}(?:is[ \t]{0,3}:?|:|=)[ \t*]{0,6}([^\n]{1,300})")
 _LETTER = r"([A-J])"
+_ANY_CASE_LETTER = r"([A-Ja-j])"
 _CHOICE_PATTERNS = (
     re.compile(r"(?i:answer)[ \t]{0,3}(?:is|:)?[ \t:*]{0,6}\(?" + _LETTER + r"\)?(?![\w'])"),
     re.compile(r"\\text(?:bf)?\{ ?\(?" + _LETTER + r"\)? ?\}"),
     re.compile(r"(?i:option|choice)\s+\(?" + _LETTER + r"\)?(?![\w'])"),
-    re.compile(r"\(" + _LETTER + r"\)"),
+    re.compile(r"\(" + _ANY_CASE_LETTER + r"\)"),
     re.compile(r"(?m)^[ \t*]{0,4}" + _LETTER + r"[).:]\**(?:\s|$)"),
 )
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+_NUMBER = re.compile(
+    r"\\[dt]?frac\{-?\d{1,12}\}\{\d{1,12}\}|-?\d[\d,]*(?:\.\d+)?(?:[ \t]?/[ \t]?\d+(?:\.\d+)?(?![\d.]))?")
+"""The last-number fallback reads a final fraction whole (``3/8``, ``\\frac{3}{8}``), not just ``8``."""
+_HASHES = re.compile(r"####[ \t]*(?=[-$\d.\\])([^\n]{1,100})")
 _MATH_SPAN = re.compile(r"\$\$?([^$]{1,300})\$\$?")
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\s(?:because|since|which|so)\s")
 _HEDGE_BETWEEN = re.compile(r"(?i)^[\s$.,]*(?:or|and/or|,\s*or|maybe|possibly)[\s$.,]*$")
+_AND_BETWEEN = re.compile(r"(?i)^[\s$]*(?:,|and|,\s*and|&)[\s$]*$")
 
 
 @dataclass(frozen=True)
@@ -71,13 +76,25 @@ def _from_boxed(text: str) -> Extraction | None:
     if len(spans) > 1 and spans[-2][2].strip() != last[2].strip():
         between = text[spans[-2][1]:last[0]]
         hedged = len(between) < 60 and bool(_HEDGE_BETWEEN.match(between))
+        if not hedged:  # "\boxed{2} and \boxed{3}": several solutions, boxed one by one
+            parts = [last[2].strip()]
+            k = len(spans) - 1
+            while k > 0 and _AND_BETWEEN.match(text[spans[k - 1][1]:spans[k][0]][:60]):
+                k -= 1
+                parts.insert(0, spans[k][2].strip())
+            return Extraction(", ".join(parts), "boxed")
     return Extraction(last[2].strip(), "boxed", hedged)
 
 
 def _from_answer_is(text: str) -> Extraction | None:
+    hashes = None
+    for hashes in _HASHES.finditer(text):  # noqa: B007 - GSM8K's "#### 72" marker, the last one
+        pass
     found = None
     for found in _ANSWER_IS.finditer(text):  # noqa: B007 - keep the last match
         pass
+    if hashes is not None and (found is None or hashes.start() > found.start()):
+        found = hashes
     if found is None:
         return None
     tail = found.group(1)
@@ -94,12 +111,12 @@ def _from_answer_is(text: str) -> Extraction | None:
 def choice_letter(text: str) -> str | None:
     """The multiple-choice letter in ``text`` (last match of the most specific pattern)."""
     stripped = text.strip().strip("*$ ").strip()
-    if re.fullmatch(r"\(?([A-J])\)?[.:]?", stripped):
-        return stripped.strip("().:")
+    if re.fullmatch(r"\(?([A-Ja-j])\)?[.:]?", stripped) and stripped not in ("a", "a.", "a:"):
+        return stripped.strip("().:").upper()
     for pat in _CHOICE_PATTERNS:
         hits = pat.findall(text)
         if hits:
-            return hits[-1]
+            return hits[-1].upper()
     return None
 
 
@@ -124,7 +141,7 @@ def _search(text: str, choice: bool) -> Extraction | None:
         boxed = _from_boxed(inner)
         if boxed:
             return Extraction(boxed.text, "answer_tag", boxed.hedged)
-        return Extraction(inner.strip(), "answer_tag") if inner.strip() else None
+        return Extraction(inner.strip(), "answer_tag")  # empty: an explicit "no answer"
     found = _from_boxed(text)
     if found:
         return found
@@ -166,5 +183,7 @@ def extract(response: str, answer_type: str = "auto", last_number: bool = True) 
     for part in (outside, text) if outside.strip() and outside != text else (text,):
         found = _search(part, choice)
         if found:
-            return found
+            # An empty <answer></answer> or \boxed{} is the model's final word: no answer, and
+            # never a cue to go looking for numbers in the reasoning.
+            return found if found.text else None
     return _last_number(text) if last_number and answer_type != "choice" else None

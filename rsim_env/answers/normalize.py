@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import re
 
+from .unicode import to_ascii
+from .units import UNIT_WORDS, strip_units
+
 # Literal replacements applied in order (longest/most specific first).
 _REPLACE = (
-    ("\\dfrac", "\\frac"), ("\\tfrac", "\\frac"), ("\\cfrac", "\\frac"),
+    ("\\dbinom", "\\binom"), ("\\tbinom", "\\binom"), ("\\dfrac", "\\frac"), ("\\tfrac", "\\frac"), ("\\cfrac", "\\frac"),
     ("\\left", ""), ("\\right", ""), ("\\bigl", ""), ("\\bigr", ""), ("\\Bigl", ""), ("\\Bigr", ""),
     ("\\displaystyle", ""), ("\\!", ""), ("\\,", ""), ("\\;", ""), ("\\:", ""), ("\\ ", " "),
     ("\\qquad", " "), ("\\quad", " "), ("~", " "), ("{,}", ""), ("\\%", "%"), ("\\$", ""),
     ("^{\\circ}", ""), ("^\\circ", ""), ("\\circ", ""), ("\\degree", ""), ("°", ""),
     ("\\cdot", "*"), ("\\times", "*"), ("\\ast", "*"), ("\\div", "/"),
     ("\\leq", "<="), ("\\geq", ">="), ("\\le", "<="), ("\\ge", ">="), ("\\neq", "!="), ("\\ne", "!="),
-    ("\\lt", "<"), ("\\gt", ">"), ("\\infty", "oo"), ("\\infin", "oo"),
+    ("\\lt", "<"), ("\\gt", ">"), ("\\varnothing", "\\{\\}"), ("\\emptyset", "\\{\\}"),
+    ("\\mathbb{R}", "(-oo,oo)"), ("\\mathbb R", "(-oo,oo)"), ("\\mathbb", ""), ("\\infty", "oo"), ("\\infin", "oo"),
     ("−", "-"), ("–", "-"), ("—", "-"), ("×", "*"), ("·", "*"), ("÷", "/"), ("π", "\\pi "),
     ("√", "\\sqrt"), ("∞", "oo"), ("≤", "<="), ("≥", ">="), ("≠", "!="), ("∪", "\\cup"),
     ("\\lbrace", "\\{"), ("\\rbrace", "\\}"), ("\\lbrack", "["), ("\\rbrack", "]"),
@@ -28,21 +32,16 @@ _REPLACE = (
     ("\\mathbf", ""), ("\\boldsymbol", ""), ("\\operatorname", ""),
 )
 
-UNIT_WORDS = frozenset(
-    """dollars dollar usd cents cent euros euro pounds yuan units unit degrees degree deg rad radians
-    meters meter metres m cm mm km kg g mg lb lbs oz inches inch in feet foot ft yards yard miles mile
-    seconds second sec s minutes minute min hours hour hrs hr h days day weeks week months month years
-    year liters liter l ml gallons gallon mph kmh km/h m/s sq square cubic cm^2 m^2 cm^3 m^3 percent
-    people persons students apples cookies points times ways items pages marbles books cups boxes
-    watts w volts v joules j newtons n pa kpa hz""".split()
-)
-"""Words dropped when they trail a number (``5 cm``, ``\\text{ dollars}``); see :func:`strip_units`."""
+MAX_NORMALIZE = 20_000
+"""Longer answers are returned unchanged (the parser refuses anything over its own limit)."""
 
 HEDGE_WORDS = (" or ", "\\text{or}", "\\text{ or }", " either ", "/or ", " and/or ")
 
 _THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3})((?:,\d{3})+)(?![\d])")
 _TEXT = re.compile(r"\\text\{([^{}]*)\}")
-_GLUED_UNIT = re.compile(r"^(-?[\d.]+%?)([A-Za-z/^23]{1,8})$")
+_NAME = re.compile(r"^[A-Za-z](?:_\{?\w+\}?)?$")
+_CHOOSE = re.compile(r"\{([^{}]{1,40})\\choose([^{}]{1,40})\}")
+_EMPTY_SET_WORDS = ("empty set", "the empty set", "\\{ \\}")
 _SPACES = re.compile(r"\s+")
 _MIXED = re.compile(r"^(-?)(\d{1,9})\s*(?:\\frac\{(\d{1,9})\}\{(\d{1,9})\}|\s(\d{1,9})/(\d{1,9}))$")
 
@@ -64,21 +63,6 @@ def mixed_to_fraction(s: str) -> str:
     return f"{sign}\\frac{{{whole * den + num}}}{{{den}}}"
 
 
-def strip_units(s: str) -> str:
-    """Drop trailing unit words after a number (``12 cm`` -> ``12``, ``5 dollars`` -> ``5``).
-
-    Only words in :data:`UNIT_WORDS` are dropped, so ``3x`` or ``2 pi`` keep their meaning.
-    """
-    m = _GLUED_UNIT.match(s)
-    if m and m.group(2).lower() in UNIT_WORDS:
-        return m.group(1)
-    words = s.split(" ")
-    while len(words) > 1 and words[-1].strip(".").lower() in UNIT_WORDS:
-        words.pop()
-    out = " ".join(words)
-    return out if any(c.isdigit() for c in out) else s
-
-
 def _text_repl(m: re.Match) -> str:
     inner = m.group(1).strip()
     if inner.lower() in ("or", "and"):
@@ -88,13 +72,45 @@ def _text_repl(m: re.Match) -> str:
     return inner
 
 
-def normalize(s: str) -> str:
-    """Return the canonical plain form of an answer string (see module docstring)."""
-    s = s.strip()
+def cut_approximation(s: str) -> str:
+    """Judge ``exact \\approx decimal`` by the exact value.
+
+    ``\\sqrt{2} \\approx 1.414`` -> ``\\sqrt{2}``; ``\\pi\\ (\\approx 3.14)`` -> ``\\pi``. When nothing exact
+    precedes (``\\approx 1.41``) or only a variable does (``x \\approx 1.41``), the approximation is
+    the answer (``1.41``, ``x = 1.41``).
+    """
+    i = s.find("\\approx")
+    if i < 0:
+        return s
+    head, tail = s[:i].rstrip(), s[i + len("\\approx"):].split("\\approx")[0].strip()
+    if head.endswith(("(", "[")):
+        head = head[:-1].rstrip()
+    if not head:
+        return tail.rstrip(")]").strip()
+    if _NAME.match(head):
+        return f"{head} = {tail}"
+    return head.rstrip("=, ").rstrip()
+
+
+def normalize(s: str, letters_are_units: bool = False) -> str:
+    """Return the canonical plain form of an answer string (see module docstring).
+
+    Args:
+        s: The extracted answer (or the gold).
+        letters_are_units: A bare single letter after a number (``5 m``) is a unit, not a symbol;
+            the caller sets this when the other side is a plain number.
+    """
+    if len(s) > MAX_NORMALIZE:
+        return s  # far over the parser's limit: it will refuse it; don't spend time here
+    s = to_ascii(s.strip()).replace("\\$", "").replace("$", "")
+    if "approx" in s:
+        s = cut_approximation(s)
+    s = strip_units(s.strip().rstrip(" .;"), letters_are_units)
     for a, b in _REPLACE:
         if a in s:
             s = s.replace(a, b)
-    s = s.replace("$", "")
+    if "\\choose" in s:
+        s = _CHOOSE.sub(r"\\binom{\1}{\2}", s)
     if "\\text" in s:
         s = _TEXT.sub(_text_repl, s)
     s = _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), s)
@@ -103,7 +119,9 @@ def normalize(s: str) -> str:
         if s.startswith(prefix) and s[len(prefix):].lstrip()[:1].isdigit():
             s = s[len(prefix):].lstrip()
     s = s.rstrip(" .;")
-    return mixed_to_fraction(strip_units(s).strip())
+    if s.lower() in _EMPTY_SET_WORDS:
+        return "\\{\\}"
+    return mixed_to_fraction(strip_units(s, letters_are_units).strip())
 
 
 def is_hedged(s: str) -> bool:

@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import sympy as sp
 
-from .numeric import MAX_FACTORIAL, TooLarge, approx_equal, check_power, literal_decimals
+from .numeric import MAX_FACTORIAL, TooLarge, approx_equal, check_binom, check_power, literal_decimals
 
 _FUNCS = {
     "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "cot": sp.cot, "sec": sp.sec, "csc": sp.csc,
@@ -65,6 +65,13 @@ def to_sympy(node: tuple) -> sp.Expr:
         if n.is_Integer and n > MAX_FACTORIAL:
             raise TooLarge(f"factorial of {n} is over the {MAX_FACTORIAL}! limit")
         return sp.factorial(n)
+    if tag == "binom":
+        n, k = to_sympy(node[1]), to_sympy(node[2])
+        if n.is_Integer:
+            check_binom(int(n))
+        return sp.binomial(n, k)
+    if tag == "log":
+        return sp.log(to_sympy(node[1]), to_sympy(node[2]))
     if tag == "eqn":
         return sp.Add(to_sympy(node[1]), sp.Mul(-1, to_sympy(node[2])))
     raise ValueError(f"unknown node tag {tag!r}")

@@ -33,6 +33,7 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import gather_object
 
+from rsim_env.answers import reason_counts
 from rsim_env.group import EnvGroup
 from rsim_env.problems import Problem
 from rsim_env.strategies import STRATEGIES
@@ -345,6 +346,9 @@ class Trainer:
         for comp in results[0]["info"]["components"]:
             m[f"rewards/{comp}/mean"] = self._gather([r["info"]["components"][comp] for r in results]).mean().item()
         m["accuracy"] = self._gather([float(r["info"]["correct"]) for r in results]).mean().item()
+        reasons = reason_counts(r["info"] for r in results)  # checker outcomes, its own failures included
+        totals = self.acc.reduce(torch.tensor(list(reasons.values()), dtype=torch.float32, device=self.acc.device), "sum")
+        m.update({f"answers/reason/{k}": v for k, v in zip(reasons, totals.cpu().tolist())})
         m["completions/mean_rounds"] = self._gather([r["info"]["num_rounds"] for r in results]).mean().item()
         m["completions/mean_chars"] = self._gather([r["info"]["chars"]["steps"] for r in results]).mean().item()
         counter = getattr(self.agents["reasoner"], "num_generated", None)

@@ -24,10 +24,15 @@ from .extract import choice_letter, extract
 from .normalize import is_hedged, normalize
 from .numeric import TooLarge, approx_equal, eval_fraction, literal_decimals
 from .parser import MAX_CHARS, ParseError
-from .sandbox import WorkerTimeout, default_pool
+from .sandbox import ProtocolError, WorkerFailure, default_pool
 from .structure import BOOLS, parse_answer
 
 _GOLD_LETTER = re.compile(r"^\(?([A-J])\)?$")
+WORKER_REASONS = ("ok", "unparsable", "too_large", "sympy_error", "worker_error")
+"""Reasons a worker may reply with; anything else is a ``protocol_error``."""
+REASONS = ("ok", "no_answer", "hedged", "unparsable", "too_large", "timeout", "sympy_error", "overloaded",
+           "worker_crashed", "protocol_error", "worker_error")
+"""Every ``AnswerCheck.reason``, in a fixed order (the trainer logs a count of each per step)."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,8 @@ class CheckConfig:
     """Knobs of :func:`check`."""
 
     timeout_s: float = 3.0
-    """Time bound for the sympy part of one check (the in-process fast path is microseconds)."""
+    """Time bound for the sympy part of one check, waiting for a free worker included (the
+    in-process fast path is microseconds; starting a new worker process is not charged)."""
     last_number_fallback: bool = True
     """Use the last number in the response when no explicit answer is found (GSM8K style)."""
 
@@ -51,8 +57,16 @@ class AnswerCheck:
     Attributes:
         correct: True only when the extracted answer is equivalent to the gold.
         extracted: The answer text found in the response (None when none was found).
-        reason: ``"ok"`` (compared; see ``correct``), ``"no_answer"``, ``"hedged"``,
-            ``"unparsable"``, ``"too_large"``, ``"timeout"`` or ``"sympy_error"``.
+        reason: One of :data:`REASONS`. Outcomes of the answer: ``"ok"`` (compared; see
+            ``correct``), ``"no_answer"`` (nothing found, or an empty ``<answer>``/``\\boxed{}``),
+            ``"hedged"`` (several candidate answers), ``"unparsable"``, ``"too_large"`` (a power,
+            factorial or binomial past the size limit), ``"timeout"`` (this check's sympy work ran
+            past ``timeout_s``), ``"sympy_error"`` (sympy raised on the value). Failures of the
+            checker itself, never of the answer: ``"overloaded"`` (every worker stayed busy until
+            this check's deadline), ``"worker_crashed"`` (the worker process died or did not
+            start), ``"protocol_error"`` (garbled worker reply), ``"worker_error"`` (a bug raised
+            inside the worker). All count as not correct; the trainer logs each per step as
+            ``answers/reason/<reason>`` so checker failures are visible, not silent zeros.
         method: How the answer was found (``"boxed"``, ``"answer_tag"``, ``"answer_is"``,
             ``"choice"``, ``"last_number"``) or ``""``.
         elapsed: Wall time of the check in seconds.
@@ -98,10 +112,16 @@ def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[b
     if fast is not None:
         return fast, "ok"
     try:
-        reply = default_pool().run({"pred": p, "gold": g, "type": answer_type}, cfg.timeout_s)
-    except WorkerTimeout:
-        return False, "timeout"
-    return bool(reply["correct"]), str(reply["reason"])
+        reply = _valid_reply(default_pool().run({"pred": p, "gold": g, "type": answer_type}, cfg.timeout_s))
+    except WorkerFailure as exc:
+        return False, exc.reason
+    return reply["correct"], reply["reason"]
+
+
+def _valid_reply(reply: dict) -> dict:
+    if not isinstance(reply.get("correct"), bool) or reply.get("reason") not in WORKER_REASONS:
+        raise ProtocolError(f"unexpected worker reply {str(reply)[:120]}")
+    return reply
 
 
 def check(response: str, gold: str, answer_type: str = "auto", config: CheckConfig | None = None) -> AnswerCheck:
@@ -137,6 +157,19 @@ def check(response: str, gold: str, answer_type: str = "auto", config: CheckConf
         return AnswerCheck(False, found.text, "hedged", found.method, time.perf_counter() - t0)
     correct, reason = _decide(found.text, gold.replace("\x00", ""), answer_type, cfg)
     return AnswerCheck(correct and reason == "ok", found.text, reason, found.method, time.perf_counter() - t0)
+
+
+def reason_counts(infos) -> dict[str, int]:
+    """Count ``info["reason"]`` over episode infos: one entry per :data:`REASONS` plus ``"other"``
+    (a reason from another checker, or none), zeros included.
+
+    The fixed keys let a distributed trainer sum the counts of all processes as one vector.
+    """
+    counts = dict.fromkeys((*REASONS, "other"), 0)
+    for info in infos:
+        reason = info.get("reason")
+        counts[reason if reason in counts else "other"] += 1
+    return counts
 
 
 def extract_answer(response: str, answer_type: str = "auto", last_number_fallback: bool = True) -> str | None:

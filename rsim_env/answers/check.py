@@ -25,9 +25,10 @@ from .normalize import is_hedged, normalize
 from .numeric import TooLarge, approx_equal, eval_fraction, literal_decimals
 from .parser import MAX_CHARS, ParseError
 from .sandbox import ProtocolError, WorkerFailure, default_pool
-from .structure import BOOLS, parse_answer
+from .structure import BOOLS, parse_answer, split_top
 
 _GOLD_LETTER = re.compile(r"^\(?([A-J])\)?$")
+_PLAIN_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?%?|-?\\frac\{\d+\}\{\d+\}")
 WORKER_REASONS = ("ok", "unparsable", "too_large", "sympy_error", "worker_error")
 """Reasons a worker may reply with; anything else is a ``protocol_error``."""
 REASONS = ("ok", "no_answer", "hedged", "unparsable", "too_large", "timeout", "sympy_error", "overloaded",
@@ -88,14 +89,21 @@ def _fraction_leaf(p: tuple, g: tuple) -> bool | None:
     return approx_equal(a, literal_decimals(p), b, literal_decimals(g))
 
 
+def _is_list(normalized: str) -> bool:
+    return len(split_top(normalized, (",", ";"))) > 1
+
+
 def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[bool, str]:
     """Return ``(correct, reason)`` for an extracted answer ``pred`` against ``gold``."""
-    gold_letter = _GOLD_LETTER.match(gold.strip())
+    g = normalize(gold)
+    gold_letter = _GOLD_LETTER.match(gold.strip()) or _GOLD_LETTER.match(g)
     if answer_type == "choice" or (answer_type == "auto" and gold_letter):
         letter = choice_letter(pred)
         want = gold_letter.group(1) if gold_letter else gold.strip().upper()
         return (letter is not None and letter == want), "ok" if letter else "unparsable"
-    p, g = normalize(pred), normalize(gold)
+    p = normalize(pred, letters_are_units=bool(_PLAIN_NUMBER.fullmatch(g)))
+    if _is_list(g):  # "x = 2 or x = 3" lists the solutions when the gold is a list of them
+        p = p.replace(" or ", ", ")
     if p == g or (answer_type == "text" and p.lower() == g.lower()):
         return True, "ok"
     if len(p) > MAX_CHARS or len(g) > MAX_CHARS:
@@ -153,7 +161,7 @@ def check(response: str, gold: str, answer_type: str = "auto", config: CheckConf
     found = extract(response, answer_type, cfg.last_number_fallback)
     if found is None:
         return AnswerCheck(False, None, "no_answer", "", time.perf_counter() - t0)
-    if found.hedged or (is_hedged(found.text) and not is_hedged(gold)):
+    if found.hedged or (is_hedged(found.text) and not is_hedged(gold) and not _is_list(normalize(gold))):
         return AnswerCheck(False, found.text, "hedged", found.method, time.perf_counter() - t0)
     correct, reason = _decide(found.text, gold.replace("\x00", ""), answer_type, cfg)
     return AnswerCheck(correct and reason == "ok", found.text, reason, found.method, time.perf_counter() - t0)

@@ -33,7 +33,7 @@ _HASHES = re.compile(r"####[ \t]*(?=[-$\d.\\])([^\n]{1,100})")
 _MATH_SPAN = re.compile(r"\$\$?([^$]{1,300})\$\$?")
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\s(?:because|since|which|so)\s")
 _HEDGE_BETWEEN = re.compile(r"(?i)^[\s$.,]*(?:or|and/or|,\s*or|maybe|possibly)[\s$.,]*$")
-_AND_BETWEEN = re.compile(r"(?i)^[\s$]*(?:,|and|,\s*and|&)[\s$]*$")
+_AND_BETWEEN = re.compile(r"(?i)^[\s$]*(?:,|and|,\s*and|&)[\s$]*(?:[a-z](?:_\d)?\s?=\s?)?[\s$]*$")
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from .unicode import to_ascii
-from .units import UNIT_WORDS, strip_units
+from .units import UNIT_WORDS, rstrip_space, strip_units
 
 # Literal replacements applied in order (longest/most specific first).
 _REPLACE = (
@@ -82,9 +82,9 @@ def cut_approximation(s: str) -> str:
     i = s.find("\\approx")
     if i < 0:
         return s
-    head, tail = s[:i].rstrip(), s[i + len("\\approx"):].split("\\approx")[0].strip()
+    head, tail = rstrip_space(s[:i]), s[i + len("\\approx"):].split("\\approx")[0].strip()
     if head.endswith(("(", "[")):
-        head = head[:-1].rstrip()
+        head = rstrip_space(head[:-1])
     if not head:
         return tail.rstrip(")]").strip()
     if _NAME.match(head):

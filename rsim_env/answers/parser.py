@@ -139,7 +139,7 @@ class _Parser:
         base = self.postfix()
         if self.at("^"):
             self.take()
-            return ("pow", base, self.nested(self.unary))
+            return ("pow", base, self.braced() if self.at("{") else self.nested(self.unary))
         return base
 
     def postfix(self) -> tuple:

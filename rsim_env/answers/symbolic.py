@@ -21,6 +21,7 @@ _FUNCS = {
 }
 _CONSTS = {"pi": sp.pi, "e": sp.E, "i": sp.I, "oo": sp.oo}
 PRECISION = 60
+_I = sp.Symbol("i")
 
 
 def _bits(x: sp.Expr) -> int:
@@ -106,6 +107,9 @@ def sympy_leaf(p: tuple, g: tuple) -> bool:
     pe, ge = to_sympy(p), to_sympy(g)
     if pe == ge:
         return True
+    free = pe.free_symbols | ge.free_symbols
+    if free and free <= {_I}:  # i is the only letter on both sides: the imaginary unit
+        pe, ge = pe.subs(_I, sp.I), ge.subs(_I, sp.I)
     if pe.is_number and ge.is_number:
         return _numeric_equal(pe, ge, literal_decimals(p), literal_decimals(g))
     diff = sp.expand(pe - ge)

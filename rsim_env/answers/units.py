@@ -89,12 +89,14 @@ def _cut(s: str, letters: bool, plain: bool) -> int | None:
     return cut
 
 
-def _rstrip_space(s: str) -> str:
+def rstrip_space(s: str) -> str:
     """Drop trailing spaces and LaTeX spacing macros (``\\,``, ``\\;``, ``~``) in linear time."""
     while True:
         t = s.rstrip().rstrip("~")
-        if len(t) >= 2 and t[-2] == "\\" and t[-1] in ",;:! ":
+        if len(t) >= 2 and t[-2] == "\\" and t[-1] in ",;:!":
             t = t[:-2]
+        elif t.endswith("\\"):  # "\ " (a LaTeX space) whose space rstrip() already took
+            t = t[:-1]
         if t == s:
             return s
         s = t
@@ -122,7 +124,7 @@ def strip_units(s: str, letters: bool = False) -> str:
         cut = _cut(s, letters, plain)
         if cut is None:
             continue
-        prefix = _rstrip_space(s[:cut])
+        prefix = rstrip_space(s[:cut])
         if _keeps_number(prefix) and (not plain or _plain_number(prefix)):
             return prefix.rstrip()
     return s

@@ -21,13 +21,15 @@ from dataclasses import dataclass
 from ..problems import ANSWER_TYPES
 from .compare import equal
 from .extract import choice_letter, extract
-from .normalize import is_hedged, normalize
+from .normalize import is_hedged, normalize, normalize_with_unit
 from .numeric import TooLarge, approx_equal, eval_fraction, literal_decimals
 from .parser import MAX_CHARS, ParseError
 from .sandbox import ProtocolError, WorkerFailure, default_pool
 from .structure import BOOLS, parse_answer, split_top
+from .units import units_conflict
 
 _GOLD_LETTER = re.compile(r"^\(?([A-J])\)?$")
+_WORDS = re.compile(r"[A-Za-z]{3,}(?: [A-Za-z]+){0,8}")
 _PLAIN_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?%?|-?\\frac\{\d+\}\{\d+\}")
 WORKER_REASONS = ("ok", "unparsable", "too_large", "sympy_error", "worker_error")
 """Reasons a worker may reply with; anything else is a ``protocol_error``."""
@@ -95,13 +97,17 @@ def _is_list(normalized: str) -> bool:
 
 def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[bool, str]:
     """Return ``(correct, reason)`` for an extracted answer ``pred`` against ``gold``."""
-    g = normalize(gold)
+    g, g_unit = normalize_with_unit(gold)
     gold_letter = _GOLD_LETTER.match(gold.strip()) or _GOLD_LETTER.match(g)
     if answer_type == "choice" or (answer_type == "auto" and gold_letter):
         letter = choice_letter(pred)
         want = gold_letter.group(1) if gold_letter else gold.strip().upper()
         return (letter is not None and letter == want), "ok" if letter else "unparsable"
-    p = normalize(pred, letters_are_units=bool(_PLAIN_NUMBER.fullmatch(g)))
+    p, p_unit = normalize_with_unit(pred, letters_are_units=bool(_PLAIN_NUMBER.fullmatch(g)))
+    if units_conflict(p_unit, g_unit):
+        return False, "ok"
+    if _WORDS.fullmatch(p) and _WORDS.fullmatch(g) and p.lower() == g.lower():
+        return True, "ok"  # a word answer in another case: "Odd" is "odd"
     if _is_list(g):  # "x = 2 or x = 3" lists the solutions when the gold is a list of them
         p = p.replace(" or ", ", ")
     if p == g or (answer_type == "text" and p.lower() == g.lower()):

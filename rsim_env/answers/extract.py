@@ -16,7 +16,10 @@ MAX_SCAN = 100_000
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*")
 _ANSWER_IS = re.compile(
-    r"(?i)(?:final\s{1,3}answer|\banswer)[ \t]{0,3}(?:is[ \t]{0,3}:?|:|=)[ \t*]{0,6}([^\n]{1,300})")
+    r"(?i)(?:final\s{1,3}answer|\banswer)(?: to (?:the|this) (?:question|problem))?[ \t]{0,3}"
+    r"(?:is[ \t]{0,3}:?|:|=)[ \t*]{0,6}(?=[^\s])")
+"""The anchor only; the answer is the rest of the line after the *last* anchor (a restated answer
+wins over the first one on the same line)."""
 _LETTER = r"([A-J])"
 _ANY_CASE_LETTER = r"([A-Ja-j])"
 _CHOICE_PATTERNS = (
@@ -27,9 +30,12 @@ _CHOICE_PATTERNS = (
     re.compile(r"(?m)^[ \t*]{0,4}" + _LETTER + r"[).:]\**(?:\s|$)"),
 )
 _NUMBER = re.compile(
-    r"\\[dt]?frac\{-?\d{1,12}\}\{\d{1,12}\}|-?\d[\d,]*(?:\.\d+)?(?:[ \t]?/[ \t]?\d+(?:\.\d+)?(?![\d.]))?")
+    r"\\[dt]?frac\{-?\d{1,12}\}\{\d{1,12}\}|-?\d[\d,]*(?:\.\d+)?(?:[ \t]?/[ \t]?\d+(?:\.\d+)?(?!\d|\.\d))?")
 """The last-number fallback reads a final fraction whole (``3/8``, ``\\frac{3}{8}``), not just ``8``."""
-_HASHES = re.compile(r"####[ \t]*(?=[-$\d.\\])([^\n]{1,100})")
+_HASHES = re.compile(r"####[ \t]*(?=[-$\d.\\])")
+_PROSE = re.compile(r"[A-Za-z]{3,}[ \t]+[A-Za-z]{2,}")
+_BOOL_WORD = re.compile(r"(?i)^[\s*#>]*(yes|no|true|false)\b")
+_CHOICE_IN_PHRASE = re.compile(r"\(([A-Ja-j])\)|(?<![\w'])([A-J])(?![\w'])")
 _MATH_SPAN = re.compile(r"\$\$?([^$]{1,300})\$\$?")
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\s(?:because|since|which|so)\s")
 _HEDGE_BETWEEN = re.compile(r"(?i)^[\s$.,]*(?:or|and/or|,\s*or|maybe|possibly)[\s$.,]*$")
@@ -87,17 +93,15 @@ def _from_boxed(text: str) -> Extraction | None:
 
 
 def _from_answer_is(text: str) -> Extraction | None:
-    hashes = None
-    for hashes in _HASHES.finditer(text):  # noqa: B007 - GSM8K's "#### 72" marker, the last one
-        pass
     found = None
-    for found in _ANSWER_IS.finditer(text):  # noqa: B007 - keep the last match
+    for found in _ANSWER_IS.finditer(text):  # noqa: B007 - keep the last anchor
         pass
-    if hashes is not None and (found is None or hashes.start() > found.start()):
-        found = hashes
+    for hashes in _HASHES.finditer(text):  # GSM8K's "#### 72" marker, when it comes later
+        if found is None or hashes.start() > found.start():
+            found = hashes
     if found is None:
         return None
-    tail = found.group(1)
+    tail = text[found.end():found.end() + 300].split("\n", 1)[0]
     math = _MATH_SPAN.search(tail)
     if math:
         tail = math.group(1)
@@ -106,6 +110,25 @@ def _from_answer_is(text: str) -> Extraction | None:
         tail = tail[: end.start()] if end else tail
     tail = tail.strip().strip("*").strip()
     return Extraction(tail, "answer_is") if tail else None
+
+
+def _choice(text: str) -> Extraction | None:
+    """The chosen letter; hedged when the answer phrase names two letters ("(A) or (C)")."""
+    letter = choice_letter(text)
+    if letter is None:
+        return None
+    phrase = _from_answer_is(text)
+    letters = {a.upper() or b for a, b in _CHOICE_IN_PHRASE.findall(phrase.text)} if phrase else set()
+    return Extraction(letter, "choice", len(letters) > 1)
+
+
+def _bool_word(text: str) -> Extraction | None:
+    """A yes/no answer given as the first word of the response or of its last paragraph."""
+    for part in (text, text.rstrip().rsplit("\n\n", 1)[-1]):
+        m = _BOOL_WORD.match(part)
+        if m:
+            return Extraction(m.group(1), "bool_word")
+    return None
 
 
 def choice_letter(text: str) -> str | None:
@@ -141,14 +164,18 @@ def _search(text: str, choice: bool) -> Extraction | None:
         boxed = _from_boxed(inner)
         if boxed:
             return Extraction(boxed.text, "answer_tag", boxed.hedged)
+        if _PROSE.search(inner):  # "<answer>The total is 7 apples.</answer>": a sentence
+            inside = _from_answer_is(inner) or (_choice(inner) if choice else _last_number(inner))
+            if inside:
+                return Extraction(inside.text, "answer_tag", inside.hedged)
         return Extraction(inner.strip(), "answer_tag")  # empty: an explicit "no answer"
     found = _from_boxed(text)
     if found:
         return found
     if choice:
-        letter = choice_letter(text)
-        if letter:
-            return Extraction(letter, "choice")
+        found = _choice(text)
+        if found:
+            return found
     found = _from_answer_is(text)
     if found:
         return found
@@ -186,4 +213,6 @@ def extract(response: str, answer_type: str = "auto", last_number: bool = True) 
             # An empty <answer></answer> or \boxed{} is the model's final word: no answer, and
             # never a cue to go looking for numbers in the reasoning.
             return found if found.text else None
+    if answer_type == "bool":
+        return _bool_word(text)
     return _last_number(text) if last_number and answer_type != "choice" else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from .unicode import to_ascii
-from .units import UNIT_WORDS, rstrip_space, strip_units
+from .units import UNIT_WORDS, canonical_unit, rstrip_space, split_units
 
 # Literal replacements applied in order (longest/most specific first).
 _REPLACE = (
@@ -42,6 +42,7 @@ _TEXT = re.compile(r"\\text\{([^{}]*)\}")
 _NAME = re.compile(r"^[A-Za-z](?:_\{?\w+\}?)?$")
 _CHOOSE = re.compile(r"\{([^{}]{1,40})\\choose([^{}]{1,40})\}")
 _EMPTY_SET_WORDS = ("empty set", "the empty set", "\\{ \\}")
+_TRIG = re.compile(r"\\(?:sin|cos|tan|cot|sec|csc)(?![a-z])")
 _SPACES = re.compile(r"\s+")
 _MIXED = re.compile(r"^(-?)(\d{1,9})\s*(?:\\frac\{(\d{1,9})\}\{(\d{1,9})\}|\s(\d{1,9})/(\d{1,9}))$")
 
@@ -100,15 +101,24 @@ def normalize(s: str, letters_are_units: bool = False) -> str:
         letters_are_units: A bare single letter after a number (``5 m``) is a unit, not a symbol;
             the caller sets this when the other side is a plain number.
     """
+    return normalize_with_unit(s, letters_are_units)[0]
+
+
+def normalize_with_unit(s: str, letters_are_units: bool = False) -> tuple[str, str | None]:
+    """:func:`normalize`, plus the canonical trailing unit it dropped (None when there was none)."""
     if len(s) > MAX_NORMALIZE:
-        return s  # far over the parser's limit: it will refuse it; don't spend time here
+        return s, None  # far over the parser's limit: it will refuse it; don't spend time here
     s = to_ascii(s.strip()).replace("\\$", "").replace("$", "")
     if "approx" in s:
         s = cut_approximation(s)
-    s = strip_units(s.strip().rstrip(" .;"), letters_are_units)
+    if "circ" in s or "degree" in s:
+        s = _degrees_in_trig(s)
+    s, unit = split_units(s.strip().rstrip(" .;"), letters_are_units)
+    s = s.replace("\x01", "").replace("\\\\", "\x01")  # keep row breaks apart from "\\ " spacing
     for a, b in _REPLACE:
         if a in s:
             s = s.replace(a, b)
+    s = s.replace("\x01", "\\\\")
     if "\\choose" in s:
         s = _CHOOSE.sub(r"\\binom{\1}{\2}", s)
     if "\\text" in s:
@@ -120,8 +130,19 @@ def normalize(s: str, letters_are_units: bool = False) -> str:
             s = s[len(prefix):].lstrip()
     s = s.rstrip(" .;")
     if s.lower() in _EMPTY_SET_WORDS:
-        return "\\{\\}"
-    return mixed_to_fraction(strip_units(s, letters_are_units).strip())
+        return "\\{\\}", None
+    s, late_unit = split_units(s, letters_are_units)
+    unit = unit or late_unit
+    return mixed_to_fraction(s.strip()), canonical_unit(unit) if unit else None
+
+
+def _degrees_in_trig(s: str) -> str:
+    """Inside a trig function a degree mark converts to radians: ``\\cos 60^\\circ`` is 1/2."""
+    if not _TRIG.search(s):
+        return s
+    for mark in ("^{\\circ}", "^\\circ", "\\circ", "\\degree"):
+        s = s.replace(mark, "(\\pi/180)")
+    return s
 
 
 def is_hedged(s: str) -> bool:

@@ -30,6 +30,7 @@ _CHARS = {
 }
 _SUPER = dict(zip("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207a\u207b\u207d\u207e\u207f",
                   "0123456789+-()n"))
+_DIGIT_GAPS = frozenset("\u00a0\u2009\u202f\u2008\u2007")
 _SUB = dict(zip("\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089", "0123456789"))
 
 
@@ -56,6 +57,9 @@ def to_ascii(s: str) -> str:
                 j += 1
             out.append(mark + "{" + "".join(table[c] for c in s[i:j]) + "}")
             i = j
+            continue
+        if ch in _DIGIT_GAPS and 0 < i < n - 1 and s[i - 1].isdigit() and s[i + 1].isdigit():
+            i += 1  # 1\u202f000\u202f000: thin/no-break spaces group thousands
             continue
         if ch.isascii():
             out.append(ch)

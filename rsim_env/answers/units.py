@@ -112,8 +112,8 @@ def _plain_number(prefix: str) -> bool:
     return not any(c.isalpha() for c in re.sub(r"\\[A-Za-z]+", "", prefix))
 
 
-def strip_units(s: str, letters: bool = False) -> str:
-    """Drop a trailing unit/label from ``s`` (see module docstring).
+def split_units(s: str, letters: bool = False) -> tuple[str, str | None]:
+    """Split ``s`` into the value and its trailing unit/label (None when there is none).
 
     Args:
         s: The answer text (``$`` already removed).
@@ -126,5 +126,60 @@ def strip_units(s: str, letters: bool = False) -> str:
             continue
         prefix = rstrip_space(s[:cut])
         if _keeps_number(prefix) and (not plain or _plain_number(prefix)):
-            return prefix.rstrip()
-    return s
+            return prefix.rstrip(), s[cut:]
+    return s, None
+
+
+def strip_units(s: str, letters: bool = False) -> str:
+    """``s`` without its trailing unit or label (see :func:`split_units`)."""
+    return split_units(s, letters)[0]
+
+
+_SYNONYMS = {
+    "centimeter": "cm", "centimetre": "cm", "meter": "m", "metre": "m", "kilometer": "km", "kilometre": "km",
+    "millimeter": "mm", "millimetre": "mm", "inch": "in", "inche": "in", "foot": "ft", "feet": "ft", "yard": "yd",
+    "mile": "mi", "second": "s", "sec": "s", "minute": "min", "hour": "h", "hr": "h", "year": "yr",
+    "dollar": "usd", "gram": "g", "kilogram": "kg", "milligram": "mg", "liter": "l", "litre": "l",
+    "milliliter": "ml", "millilitre": "ml", "pound": "lb", "degree": "deg", "radian": "rad", "gallon": "gal",
+    "hrs": "h", "mins": "min", "secs": "s", "yrs": "yr", "lbs": "lb", "newton": "n", "joule": "j", "watt": "w", "volt": "v", "kilowatt": "kw", "percent": "%", "pct": "%",
+}
+_UNIT_PART = re.compile(r"[A-Za-z]+|\^\s*\{?\s*-?\d+|/")
+
+
+def canonical_unit(unit: str) -> str:
+    """One spelling per unit: ``\\text{ centimeters}^2``, ``cm^{2}``, ``square cm`` -> ``cm^2``."""
+    body = re.sub(r"\\(?:text|mathrm|mbox|textrm|rm|textnormal|mathit|operatorname)\b", "", unit)
+    out: list[str] = []
+    power = ""
+    for part in _UNIT_PART.findall(body):
+        if part[0] == "^":
+            if out:
+                out[-1] += "^" + part.lstrip("^{ ")
+            continue
+        if part == "/":
+            out.append("/")
+            continue
+        w = part.lower()
+        if w in ("square", "sq", "cubic", "cu"):
+            power = "^2" if w in ("square", "sq") else "^3"
+            continue
+        w = _SYNONYMS.get(w) or _SYNONYMS.get(w[:-1] if w.endswith("s") and len(w) > 3 else w) or \
+            (w[:-1] if w.endswith("s") and len(w) > 3 else w)
+        out.append(w + power)
+        power = ""
+    return " ".join(out)
+
+
+def _physical(unit: str) -> bool:
+    words = re.findall(r"[a-z]+", unit)
+    known = UNIT_WORDS | set(_SYNONYMS.values()) | SINGLE_LETTER_UNITS
+    return bool(words) and all(w in known and w not in ("unit", "units") for w in words)
+
+
+def units_conflict(a: str | None, b: str | None) -> bool:
+    """True when both answers carry physical units and they differ (``5 m`` is not ``5 cm``).
+
+    Canonical units come from :func:`canonical_unit`; a missing unit, a generic ``units`` or a
+    counting label (``apples``) never conflicts.
+    """
+    return a is not None and b is not None and a != b and _physical(a) and _physical(b)

@@ -225,3 +225,15 @@ def test_units_on_both_sides_must_agree(response, gold, expected):
 ])
 def test_words_spaces_degrees_and_tag_sentences(response, gold, expected):
     assert check(response, gold).correct is expected
+
+
+@_cases([
+    ("So the answer is $\\$72$.", "72", True), ("The answer is \\( \\frac{3}{4} \\).", "0.75", True),
+    ("Thus the answer is \\[ x = 5 \\]", "5", True), ("The answer is \\(\\frac{3}{4}\\)", "\\frac35", False),
+    ("\\boxed{0.\\overline{3}}", "\\frac13", True), ("\\boxed{0.1\\overline{6}}", "\\frac16", True),
+    ("\\boxed{0.\\overline{3}}", "0.3", False), ("\\boxed{1.\\overline{27}}", "\\frac{14}{11}", True),
+    ("\\boxed{5}\\text{ and }\\boxed{6}", "5, 6", True), ("\\boxed{2}", "\\{2\\}", True),
+    ("\\boxed{\\{2\\}}", "2", True), ("\\boxed{2}", "\\{2, 3\\}", False), ("\\boxed{\\{3\\}}", "2", False),
+])
+def test_math_delimiters_repeating_decimals_and_singletons(response, gold, expected):
+    assert check(response, gold).correct is expected

@@ -185,6 +185,9 @@ def equal(p: tuple, g: tuple, answer_type: str, leaf: Leaf) -> Optional[bool]:
         same = (p[1], p[2]) == (g[1], g[2])
         lists = len(g[3]) != 2 and {p[1] + p[2], g[1] + g[2]} <= {"()", "[]"}
         return _ordered(p[3], g[3], answer_type, leaf) if same or lists else False
+    if (pt == "set") != (gt == "set") and len((p if pt == "set" else g)[1]) == 1 and {pt, gt} & {"expr", "eq"}:
+        one = p if pt == "set" else g  # {2} and 2: a one-element solution set
+        return equal(one[1][0], g, answer_type, leaf) if one is p else equal(p, one[1][0], answer_type, leaf)
     if {pt, gt} <= {"seq", "set"}:
         if answer_type == "list" and pt == gt == "seq":
             return _ordered(p[1], g[1], answer_type, leaf)

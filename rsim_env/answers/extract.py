@@ -36,10 +36,12 @@ _HASHES = re.compile(r"####[ \t]*(?=[-$\d.\\])")
 _PROSE = re.compile(r"[A-Za-z]{3,}[ \t]+[A-Za-z]{2,}")
 _BOOL_WORD = re.compile(r"(?i)^[\s*#>]*(yes|no|true|false)\b")
 _CHOICE_IN_PHRASE = re.compile(r"\(([A-Ja-j])\)|(?<![\w'])([A-J])(?![\w'])")
-_MATH_SPAN = re.compile(r"\$\$?([^$]{1,300})\$\$?")
+_MATH_SPAN = re.compile(r"\$\$?([^$]{1,300})\$\$?|\\\((.{1,300}?)\\\)|\\\[(.{1,300}?)\\\]")
+"""A math span in an answer phrase: ``$...$``, ``$$...$$``, ``\\(...\\)`` or ``\\[...\\]``."""
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\s(?:because|since|which|so)\s")
 _HEDGE_BETWEEN = re.compile(r"(?i)^[\s$.,]*(?:or|and/or|,\s*or|maybe|possibly)[\s$.,]*$")
-_AND_BETWEEN = re.compile(r"(?i)^[\s$]*(?:,|and|,\s*and|&)[\s$]*(?:[a-z](?:_\d)?\s?=\s?)?[\s$]*$")
+_AND_BETWEEN = re.compile(
+    r"(?i)^[\s$]*(?:,|and|,\s*and|&|\\text\{\s*and\s*\})[\s$]*(?:[a-z](?:_\d)?\s?=\s?)?[\s$]*$")
 
 
 @dataclass(frozen=True)
@@ -101,10 +103,10 @@ def _from_answer_is(text: str) -> Extraction | None:
             found = hashes
     if found is None:
         return None
-    tail = text[found.end():found.end() + 300].split("\n", 1)[0]
+    tail = text[found.end():found.end() + 300].split("\n", 1)[0].replace("\\$", "")
     math = _MATH_SPAN.search(tail)
     if math:
-        tail = math.group(1)
+        tail = next(g for g in math.groups() if g is not None)
     else:
         end = _SENTENCE_END.search(tail)
         tail = tail[: end.start()] if end else tail

@@ -10,6 +10,7 @@ nested quantifiers), so it is safe on hostile input of bounded length.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 from .unicode import to_ascii
 from .units import UNIT_WORDS, canonical_unit, rstrip_space, split_units
@@ -27,7 +28,7 @@ _REPLACE = (
     ("\\mathbb{R}", "(-oo,oo)"), ("\\mathbb R", "(-oo,oo)"), ("\\mathbb", ""), ("\\infty", "oo"), ("\\infin", "oo"),
     ("−", "-"), ("–", "-"), ("—", "-"), ("×", "*"), ("·", "*"), ("÷", "/"), ("π", "\\pi "),
     ("√", "\\sqrt"), ("∞", "oo"), ("≤", "<="), ("≥", ">="), ("≠", "!="), ("∪", "\\cup"),
-    ("\\lbrace", "\\{"), ("\\rbrace", "\\}"), ("\\lbrack", "["), ("\\rbrack", "]"),
+    ("\\(", ""), ("\\)", ""), ("\\[", ""), ("\\]", ""), ("\\lbrace", "\\{"), ("\\rbrace", "\\}"), ("\\lbrack", "["), ("\\rbrack", "]"),
     ("\\mathrm", "\\text"), ("\\textbf", "\\text"), ("\\mbox", "\\text"), ("\\textrm", "\\text"),
     ("\\mathbf", ""), ("\\boldsymbol", ""), ("\\operatorname", ""),
 )
@@ -42,6 +43,7 @@ _TEXT = re.compile(r"\\text\{([^{}]*)\}")
 _NAME = re.compile(r"^[A-Za-z](?:_\{?\w+\}?)?$")
 _CHOOSE = re.compile(r"\{([^{}]{1,40})\\choose([^{}]{1,40})\}")
 _EMPTY_SET_WORDS = ("empty set", "the empty set", "\\{ \\}")
+_REPEATING = re.compile(r"(-?)(\d{0,12})\.(\d{0,12})\\overline\{(\d{1,12})\}")
 _TRIG = re.compile(r"\\(?:sin|cos|tan|cot|sec|csc)(?![a-z])")
 _SPACES = re.compile(r"\s+")
 _MIXED = re.compile(r"^(-?)(\d{1,9})\s*(?:\\frac\{(\d{1,9})\}\{(\d{1,9})\}|\s(\d{1,9})/(\d{1,9}))$")
@@ -119,6 +121,8 @@ def normalize_with_unit(s: str, letters_are_units: bool = False) -> tuple[str, s
         if a in s:
             s = s.replace(a, b)
     s = s.replace("\x01", "\\\\")
+    if "\\overline" in s:
+        s = _REPEATING.sub(_repeating_repl, s)
     if "\\choose" in s:
         s = _CHOOSE.sub(r"\\binom{\1}{\2}", s)
     if "\\text" in s:
@@ -134,6 +138,14 @@ def normalize_with_unit(s: str, letters_are_units: bool = False) -> tuple[str, s
     s, late_unit = split_units(s, letters_are_units)
     unit = unit or late_unit
     return mixed_to_fraction(s.strip()), canonical_unit(unit) if unit else None
+
+
+def _repeating_repl(m: re.Match) -> str:
+    """``0.1\\overline{6}`` -> ``\\frac{1}{6}``: a repeating decimal is an exact fraction."""
+    sign, whole, fixed, rep = m.group(1), m.group(2) or "0", m.group(3), m.group(4)
+    value = Fraction(int(whole)) + (Fraction(int(fixed), 10 ** len(fixed)) if fixed else 0)
+    value += Fraction(int(rep), (10 ** len(rep) - 1) * 10 ** len(fixed))
+    return f"{sign}\\frac{{{value.numerator}}}{{{value.denominator}}}"
 
 
 def _degrees_in_trig(s: str) -> str:

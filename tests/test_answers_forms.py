@@ -237,3 +237,15 @@ def test_words_spaces_degrees_and_tag_sentences(response, gold, expected):
 ])
 def test_math_delimiters_repeating_decimals_and_singletons(response, gold, expected):
     assert check(response, gold).correct is expected
+
+
+@pytest.mark.parametrize("response,gold,answer_type,expected", [
+    ("The answer is five.", "5", "auto", True), ("The answer is five.", "4", "auto", False),
+    ("So there are twenty apples in total, and the answer is twenty", "20", "number", True),
+    ("Checking both directions, the claim is true.", "True", "bool", True),
+    ("Checking both directions, the claim is not true.", "True", "bool", False),
+    ("Checking both directions, the claim is not true.", "False", "bool", False),  # no extraction: ambiguous
+    ("It is true for n=1 but false for n=2.", "False", "bool", False),
+], ids=["five", "five-vs-4", "twenty", "true-sentence", "negated", "negated-false", "both-words"])
+def test_number_words_and_truth_sentences(response, gold, answer_type, expected):
+    assert check(response, gold, answer_type).correct is expected

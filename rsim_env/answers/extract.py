@@ -35,6 +35,9 @@ _NUMBER = re.compile(
 _HASHES = re.compile(r"####[ \t]*(?=[-$\d.\\])")
 _PROSE = re.compile(r"[A-Za-z]{3,}[ \t]+[A-Za-z]{2,}")
 _BOOL_WORD = re.compile(r"(?i)^[\s*#>]*(yes|no|true|false)\b")
+_LAST_SENTENCE = re.compile(r"[.!?]\s")
+_TRUTH = re.compile(r"(?i)\b(true|false)\b")
+_NEGATION = re.compile(r"(?i)\b(?:not|never|no)\b|n't")
 _CHOICE_IN_PHRASE = re.compile(r"\(([A-Ja-j])\)|(?<![\w'])([A-J])(?![\w'])")
 _MATH_SPAN = re.compile(r"\$\$?([^$]{1,300})\$\$?|\\\((.{1,300}?)\\\)|\\\[(.{1,300}?)\\\]")
 """A math span in an answer phrase: ``$...$``, ``$$...$$``, ``\\(...\\)`` or ``\\[...\\]``."""
@@ -125,11 +128,16 @@ def _choice(text: str) -> Extraction | None:
 
 
 def _bool_word(text: str) -> Extraction | None:
-    """A yes/no answer given as the first word of the response or of its last paragraph."""
+    """A yes/no answer: the first word of the response or of its last paragraph, else the one
+    truth word of the last sentence when that sentence has no negation ("So the claim is true.")."""
     for part in (text, text.rstrip().rsplit("\n\n", 1)[-1]):
         m = _BOOL_WORD.match(part)
         if m:
             return Extraction(m.group(1), "bool_word")
+    last = _LAST_SENTENCE.split(text.rstrip().rstrip(".!").rsplit("\n", 1)[-1])[-1]
+    words = {w.lower() for w in _TRUTH.findall(last)}
+    if len(words) == 1 and not _NEGATION.search(last):
+        return Extraction(words.pop(), "bool_word")
     return None
 
 

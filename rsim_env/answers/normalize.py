@@ -33,6 +33,12 @@ _REPLACE = (
     ("\\mathbf", ""), ("\\boldsymbol", ""), ("\\operatorname", ""),
 )
 
+NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
+                                                   "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100}
+"""A whole answer written as one number word."""
+
 MAX_NORMALIZE = 20_000
 """Longer answers are returned unchanged (the parser refuses anything over its own limit)."""
 
@@ -135,6 +141,8 @@ def normalize_with_unit(s: str, letters_are_units: bool = False) -> tuple[str, s
     s = s.rstrip(" .;")
     if s.lower() in _EMPTY_SET_WORDS:
         return "\\{\\}", None
+    if s.lower() in NUMBER_WORDS:  # "The answer is five."
+        s = str(NUMBER_WORDS[s.lower()])
     s, late_unit = split_units(s, letters_are_units)
     unit = unit or late_unit
     return mixed_to_fraction(s.strip()), canonical_unit(unit) if unit else None

@@ -123,8 +123,10 @@ def _hostile(fn_ours, fn_mv) -> list[dict]:
     return rows
 
 
-BOMBS = ("((a+b)(a-b))^{300}", "((a+b+c)(a-b-c))^{300}", "(a+b+c+d)^{300}")
-"""Answers whose sympy check runs until the time bound (huge symbolic expansions)."""
+BOMBS = (("((a+b)(a-b))^{300}", "(a^2-b^2)^{300}"), ("((a+b+c)(a-b-c))^{300}", "(a^2-(b+c)^2)^{300}"),
+         ("((a+b)(a+c))^{200}", "(a^2+ab+ac+bc)^{200}"))
+"""Equal-valued pairs whose sympy proof runs until the time bound (huge symbolic expansions; being
+equal at sample points, the cheap numeric disproof cannot cut them short)."""
 INNOCENT = (("\\boxed{2\\sqrt{2}}", "\\sqrt{8}", True), ("\\boxed{(x+1)^2}", "x^2+2x+1", True),
             ("\\boxed{1-\\cos^2 x}", "\\sin^2 x", True), ("\\boxed{\\sqrt{3}}", "\\sqrt{2}", False))
 
@@ -142,7 +144,8 @@ def _bombs_and_innocent(n_bombs: int, ccfg: CheckConfig) -> dict:
     """Latency of ordinary sympy checks alone, then while ``n_bombs`` bombs run from other threads."""
     alone = _innocent_latency(ccfg)
     with ThreadPoolExecutor(max_workers=n_bombs + 1) as ex:
-        bombs = [ex.submit(check, f"\\boxed{{{BOMBS[i % len(BOMBS)]}}}", "1", "auto", ccfg) for i in range(n_bombs)]
+        bombs = [ex.submit(check, f"\\boxed{{{BOMBS[i % len(BOMBS)][0]}}}", BOMBS[i % len(BOMBS)][1], "auto", ccfg)
+                 for i in range(n_bombs)]
         time.sleep(0.5)  # let the bombs take their workers first
         during = ex.submit(_innocent_latency, ccfg).result()
         running = sum(not b.done() for b in bombs)

@@ -7,6 +7,7 @@ latency figures live in ``benchmarks/answer_check.py``.
 """
 
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -79,20 +80,29 @@ def test_worker_that_cannot_start_is_a_crash_not_a_timeout():
 def test_real_bombs_and_innocent_checks_from_threads():
     # Real sympy bombs (each holds its worker until its own 10 s bound) next to ordinary checks.
     bomb_cfg, cfg = CheckConfig(timeout_s=10.0), CheckConfig(timeout_s=60.0)
-    bombs = ["\\boxed{((a+b)(a-b))^{300}}", "\\boxed{((a+b+c)(a-b-c))^{300}}", "\\boxed{(a+b+c+d)^{300}}"]
-    gold = {0: "(a^2-b^2)^{300}", 1: "(a^2-(b+c)^2)^{300}", 2: "1"}
+    bombs = ["\\boxed{((a+b)(a-b))^{300}}", "\\boxed{((a+b+c)(a-b-c))^{300}}", "\\boxed{((a+b)(a+c))^{200}}"]
+    gold = {0: "(a^2-b^2)^{300}", 1: "(a^2-(b+c)^2)^{300}", 2: "(a^2+ab+ac+bc)^{200}"}
     innocent = [("\\boxed{2\\sqrt{2}}", "\\sqrt{8}", True), ("\\boxed{(x+1)^2}", "x^2+2x+1", True),
                 ("\\boxed{\\sqrt{3}}", "\\sqrt{2}", False), ("\\boxed{1-\\cos^2 x}", "\\sin^2 x", True)]
     check("\\boxed{\\sqrt2}", "\\sqrt2")  # start the pool
+    order, lock = [], threading.Lock()
+
+    def run(tag, *args):
+        result = check(*args)
+        with lock:
+            order.append(tag)
+        return result
+
     with ThreadPoolExecutor(max_workers=8) as ex:
-        fb = [ex.submit(check, b, gold[i], "auto", bomb_cfg) for i, b in enumerate(bombs)]
-        fi = [ex.submit(check, r, g, "auto", cfg) for r, g, _ in innocent]
-        results = [f.result() for f in fi]
-        bombs_running = sum(not f.done() for f in fb)
-        bomb_results = [f.result() for f in fb]
+        fb = [ex.submit(run, ("bomb", i), b, gold[i], "auto", bomb_cfg) for i, b in enumerate(bombs)]
+        fi = [ex.submit(run, ("innocent", i), r, g, "auto", cfg) for i, (r, g, _) in enumerate(innocent)]
+        results, bomb_results = [f.result() for f in fi], [f.result() for f in fb]
     assert [(r.correct, r.reason) for r in results] == [(e, "ok") for _, _, e in innocent]
-    assert bombs_running == len(bombs), "innocent checks waited for the bombs"
     assert all(not r.correct and r.reason in ("timeout", "sympy_error") for r in bomb_results), bomb_results
+    timed_out = [("bomb", i) for i, r in enumerate(bomb_results) if r.reason == "timeout"]
+    assert timed_out, "no bomb ran to its bound; the test proves nothing"
+    last_innocent = max(order.index(("innocent", i)) for i in range(len(innocent)))
+    assert all(order.index(t) > last_innocent for t in timed_out), f"an innocent check waited for a bomb: {order}"
 
 
 def test_reason_counts_has_fixed_keys():

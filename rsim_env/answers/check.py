@@ -1,11 +1,15 @@
 """``check``: extract, normalise, then decide equivalence -- fast in-process, sympy in a worker.
 
-Flow: :func:`.extract.extract` finds the final answer; a hedged answer (``8 or 9``) is refused;
-multiple-choice and boolean golds are compared as letters/booleans; otherwise both sides are
-normalised (:mod:`.normalize`) and parsed by our own bounded parser (:mod:`.parser`, never
-``sympify``). If both sides are plain numbers, exact rational arithmetic decides in-process in
-microseconds. Only when that cannot decide (roots, pi, symbols, equations) does the sympy leaf run,
-in a killable worker process (:mod:`.sandbox`) bounded by ``CheckConfig.timeout_s``.
+Flow: :func:`.extract.extract` finds the final answer (an empty ``<answer></answer>`` or
+``\\boxed{}`` is "no answer", never a cue to search the reasoning for numbers); a hedged answer
+(``8 or 9``, ``(A) or (C)``) is refused; multiple-choice and boolean golds are compared as
+letters/booleans; otherwise both sides are normalised (:mod:`.normalize`: Unicode math, units,
+approximations, delimiters) and parsed by our own bounded parser (:mod:`.parser`, never
+``sympify``). Answers whose physical units disagree (``5 m`` vs ``5 cm``) are wrong. If both
+sides are plain numbers, exact rational arithmetic decides in-process in microseconds. Only when
+that cannot decide (roots, pi, symbols, identities) does the sympy leaf run, in a killable worker
+process (:mod:`.sandbox`) bounded by ``CheckConfig.timeout_s`` -- queue included, so a batch of
+expression bombs cannot delay an ordinary check behind them.
 
 Why not Math-Verify: it is the strongest public checker, but its parser goes through
 ``latex2sympy2_extended``/``sympify`` paths, its timeout is ``signal``-based (main thread only), and

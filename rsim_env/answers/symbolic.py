@@ -96,6 +96,31 @@ def _numeric_equal(p: sp.Expr, g: sp.Expr, pd: int | None, gd: int | None) -> bo
     return approx_equal(fp, pd, fg, gd)
 
 
+_POINTS = (sp.Rational(3719, 10000), sp.Rational(12345, 10000), sp.Rational(7, 3))
+"""Positive, unremarkable sample points (positive so roots and logs stay real)."""
+
+
+def _differs_at_points(pe: sp.Expr, ge: sp.Expr) -> bool:
+    """True when the two expressions take clearly different values at a sample point.
+
+    Only ever disproves: equal values at the points prove nothing, and a point where either side
+    is undefined or not finite is skipped. Symbols get different values (``x`` and ``y`` must not
+    coincide), at 30 significant digits, with a relative tolerance far above rounding noise.
+    """
+    syms = sorted(pe.free_symbols | ge.free_symbols, key=str)
+    for k, base in enumerate(_POINTS):
+        point = {s: base + sp.Rational(j + k, 7) for j, s in enumerate(syms)}
+        try:
+            a, b = sp.N(pe.xreplace(point), 30), sp.N(ge.xreplace(point), 30)
+            if not (a.is_number and b.is_number) or a.has(sp.nan, sp.zoo) or b.has(sp.nan, sp.zoo):
+                continue
+            if abs(a - b) > sp.Float("1e-12") * (1 + abs(a) + abs(b)):
+                return True
+        except (ArithmeticError, TypeError, ValueError):
+            continue
+    return False
+
+
 def sympy_leaf(p: tuple, g: tuple) -> bool:
     """Equality of two expression nodes (``("eqn", l, r)`` pairs compare equations)."""
     if p[0] == "eqn" and g[0] == "eqn":
@@ -112,6 +137,8 @@ def sympy_leaf(p: tuple, g: tuple) -> bool:
         pe, ge = pe.subs(_I, sp.I), ge.subs(_I, sp.I)
     if pe.is_number and ge.is_number:
         return _numeric_equal(pe, ge, literal_decimals(p), literal_decimals(g))
+    if _differs_at_points(pe, ge):
+        return False  # cheap disproof first: simplify() on a non-identity can take the whole bound
     diff = sp.expand(pe - ge)
     if diff == 0:
         return True

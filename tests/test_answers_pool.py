@@ -110,3 +110,13 @@ def test_reason_counts_has_fixed_keys():
     counts = reason_counts(infos)
     assert list(counts) == [*REASONS, "other"]
     assert (counts["ok"], counts["timeout"], counts["other"], counts["overloaded"]) == (2, 1, 2, 0)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "many"])
+def test_pool_size_env_var_is_validated(monkeypatch, value):
+    from rsim_env.answers import sandbox
+
+    monkeypatch.setattr(sandbox, "_POOL", None)
+    monkeypatch.setenv(sandbox.POOL_SIZE_ENV, value)
+    with pytest.raises(ValueError, match="RSIM_ANSWER_WORKERS"):
+        sandbox.default_pool()

@@ -198,7 +198,8 @@ def test_choice_naming_two_letters_is_a_hedge(response, gold, expected):
     ("No. The series diverges by comparison with 1/n.", "True", False),
     ("We compute 2 and 3.\n\nYes, it is continuous.", "True", True),
     ("The determinant is 0.", "False", False),
-], ids=["yes", "no", "no-vs-true", "last-paragraph", "number-is-not-a-bool"])
+    ("No doubt the claim is true.", "False", False), ("**Yes**", "True", True),
+], ids=["yes", "no", "no-vs-true", "last-paragraph", "number-is-not-a-bool", "no-doubt", "bold"])
 def test_bool_answer_as_first_word(response, gold, expected):
     assert check(response, gold, "bool").correct is expected
 

@@ -34,7 +34,8 @@ _NUMBER = re.compile(
 """The last-number fallback reads a final fraction whole (``3/8``, ``\\frac{3}{8}``), not just ``8``."""
 _HASHES = re.compile(r"####[ \t]*(?=[-$\d.\\])")
 _PROSE = re.compile(r"[A-Za-z]{3,}[ \t]+[A-Za-z]{2,}")
-_BOOL_WORD = re.compile(r"(?i)^[\s*#>]*(yes|no|true|false)\b")
+_BOOL_WORD = re.compile(r"(?i)^[\s*#>]*(yes|no|true|false)\**(?:[.,!:;]|\s*$)")
+"""A leading yes/no that stands alone ("No, ...", "Yes."), not "No doubt, ..."."""
 _LAST_SENTENCE = re.compile(r"[.!?]\s")
 _TRUTH = re.compile(r"(?i)\b(true|false)\b")
 _NEGATION = re.compile(r"(?i)\b(?:not|never|no)\b|n't")

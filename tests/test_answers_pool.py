@@ -120,3 +120,20 @@ def test_pool_size_env_var_is_validated(monkeypatch, value):
     monkeypatch.setenv(sandbox.POOL_SIZE_ENV, value)
     with pytest.raises(ValueError, match="RSIM_ANSWER_WORKERS"):
         sandbox.default_pool()
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "getpriority"), reason="needs Unix priorities")
+def test_long_request_is_demoted_then_retired():
+    import os
+
+    from rsim_env.answers import sandbox
+
+    pool = WorkerPool(max_workers=2, argv=FAKE)
+    try:
+        reply = pool.run({"mode": "slow"}, 60.0)
+        assert reply["reason"] == "ok" and reply["nice"] >= sandbox.DEMOTED_NICE
+        with pytest.raises(ProcessLookupError):  # the demoted worker was killed, not reused
+            os.kill(reply["pid"], 0)
+        assert pool.run({"mode": "ok"}, 60.0)["pid"] != reply["pid"]
+    finally:
+        pool.close()

@@ -10,7 +10,8 @@ instead of queueing, and keeps one started spare, so a batch of expression bombs
 its worker until its own deadline -- does not make an innocent check wait behind them. Only past
 ``max_workers`` concurrent calls does a call queue, and its wait counts against its deadline.
 Starting a worker (importing sympy, about a second) is not charged to the check; it is bounded
-by :data:`STARTUP_TIMEOUT_S`. Pools inherited through ``fork`` are dropped (the child starts its own).
+by :data:`STARTUP_TIMEOUT_S`. A request still running after :data:`DEMOTE_AFTER_S` is reniced
+so that, on a machine with few cores, bombs burn only the CPU that ordinary checks leave. Pools inherited through ``fork`` are dropped (the child starts its own).
 
 Failures are typed, each with the ``reason`` that :func:`rsim_env.answers.check` reports:
 :class:`WorkerTimeout` (``"timeout"``: this call's sympy work ran out of time; the worker is
@@ -33,6 +34,10 @@ import time
 from pathlib import Path
 
 STARTUP_TIMEOUT_S = 60.0
+DEMOTE_AFTER_S = 0.5
+"""A request still running after this long gets a lower CPU priority (an ordinary check takes
+milliseconds to a few hundred ms), so expression bombs share the CPU behind innocent checks."""
+DEMOTED_NICE = 15
 MAX_REPLY_BYTES = 1 << 20
 _PKG_ROOT = str(Path(__file__).resolve().parents[2])
 WORKER_ARGV = (sys.executable, "-m", "rsim_env.answers.worker")
@@ -77,13 +82,21 @@ class _Worker:
             close_fds=True,
         )
         self.buf = b""
+        self.demoted = False
 
-    def readline(self, deadline: float) -> dict:
+    def readline(self, deadline: float, demote_at: float | None = None) -> dict:
         fd = self.proc.stdout.fileno()
         while b"\n" not in self.buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            now = time.monotonic()
+            left = deadline - now
+            if demote_at is not None and now >= demote_at:
+                self.demote()
+                demote_at = None
+            wait = left if demote_at is None else min(left, demote_at - now)
+            if left <= 0:
                 raise WorkerTimeout()
+            if not select.select([fd], [], [], max(0.0, wait))[0]:
+                continue
             chunk = os.read(fd, 65536)
             if not chunk:
                 raise WorkerCrashed(f"worker exited with code {self.proc.poll()}")
@@ -111,7 +124,18 @@ class _Worker:
             self.proc.stdin.flush()
         except OSError as exc:
             raise WorkerCrashed(f"cannot write to worker: {exc}") from None
-        return self.readline(deadline)
+        return self.readline(deadline, time.monotonic() + DEMOTE_AFTER_S)
+
+    def demote(self) -> None:
+        """Lower this worker's CPU priority: a long check must not slow the short ones down.
+
+        The priority cannot be raised back without privileges, so a demoted worker is retired
+        after its request (see :meth:`WorkerPool.run`)."""
+        self.demoted = True
+        try:
+            os.setpriority(os.PRIO_PROCESS, self.proc.pid, DEMOTED_NICE)
+        except (AttributeError, OSError):  # pragma: no cover - not Unix, or the process is gone
+            pass
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -228,7 +252,7 @@ class WorkerPool:
         except BaseException:
             self._release(worker, healthy=False)
             raise
-        self._release(worker, healthy=True)
+        self._release(worker, healthy=not worker.demoted)  # a demoted worker is replaced, not reused
         return reply
 
     def close(self) -> None:

@@ -250,3 +250,13 @@ def test_math_delimiters_repeating_decimals_and_singletons(response, gold, expec
 ], ids=["five", "five-vs-4", "twenty", "true-sentence", "negated", "negated-false", "both-words"])
 def test_number_words_and_truth_sentences(response, gold, answer_type, expected):
     assert check(response, gold, answer_type).correct is expected
+
+
+@_cases([
+    ("\\boxed{x \\le -1 \\text{ or } x \\ge 0}", "(-\\infty,-1]\\cup[0,\\infty)", True),
+    ("\\boxed{x < -1 \\text{ or } x \\ge 0}", "(-\\infty,-1]\\cup[0,\\infty)", False),
+    ("\\boxed{x \\le -1 \\text{ or } x \\ge 0}", "[0,\\infty)", False),
+    ("\\boxed{x = 2 \\text{ or } x = 3}", "2, 3", True), ("\\boxed{x = 2 \\text{ or } x = 3}", "3", False),
+])
+def test_or_joins_parts_when_the_gold_has_parts(response, gold, expected):
+    assert check(response, gold).correct is expected

@@ -96,7 +96,9 @@ def _fraction_leaf(p: tuple, g: tuple) -> bool | None:
 
 
 def _is_list(normalized: str) -> bool:
-    return len(split_top(normalized, (",", ";"))) > 1
+    """The gold lists several solutions or is a union of intervals, so "or" in an answer joins
+    parts ("x = 2 or x = 3", "x < -1 or x > 0") instead of hedging between candidates."""
+    return len(split_top(normalized, (",", ";", "\\cup"))) > 1
 
 
 def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[bool, str]:
@@ -113,7 +115,7 @@ def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[b
     if _WORDS.fullmatch(p) and _WORDS.fullmatch(g) and p.lower() == g.lower():
         return True, "ok"  # a word answer in another case: "Odd" is "odd"
     if _is_list(g):  # "x = 2 or x = 3" lists the solutions when the gold is a list of them
-        p = p.replace(" or ", ", ")
+        p = p.replace(" or ", " \\cup " if "\\cup" in g else ", ")
     if p == g or (answer_type == "text" and p.lower() == g.lower()):
         return True, "ok"
     if len(p) > MAX_CHARS or len(g) > MAX_CHARS:

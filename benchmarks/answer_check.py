@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from benchmarks.answer_cases import CASES
 from benchmarks.answer_cases_heldout import CASES as HELDOUT
 from rsim_env.answers import CheckConfig, check
+from rsim_env.answers.parser import MAX_DEPTH
 
 HOSTILE: list[tuple[str, str, str]] = [
     ("deep_parens", "\\boxed{" + "(" * 20000 + "1" + ")" * 20000 + "}", "1"),
@@ -131,6 +132,24 @@ INNOCENT = (("\\boxed{2\\sqrt{2}}", "\\sqrt{8}", True), ("\\boxed{(x+1)^2}", "x^
             ("\\boxed{1-\\cos^2 x}", "\\sin^2 x", True), ("\\boxed{\\sqrt{3}}", "\\sqrt{2}", False))
 
 
+DEPTH_BUILDS = {
+    "parens": lambda d: "(" * d + "1" + ")" * d, "frac": lambda d: "\\frac{1}{" * d + "2" + "}" * d,
+    "sqrt": lambda d: "\\sqrt{" * d + "4" + "}" * d, "power": lambda d: "2^{" * d + "1" + "}" * d,
+    "unary": lambda d: "-" * d + "1", "sin": lambda d: "\\sin(" * d + "x" + ")" * d,
+    "brackets": lambda d: "[" * d + "1" + "]" * d,
+}
+"""Each nesting construct at the parser's depth limit (the worst case the limit allows)."""
+
+
+def _depth_worst_case(ccfg: CheckConfig) -> list[dict]:
+    rows = []
+    for name, build in DEPTH_BUILDS.items():
+        t0 = time.perf_counter()
+        res = check(f"\\boxed{{{build(MAX_DEPTH)}}}", "2", "auto", ccfg)
+        rows.append({"construct": name, "depth": MAX_DEPTH, "reason": res.reason, "s": time.perf_counter() - t0})
+    return rows
+
+
 def _innocent_latency(ccfg: CheckConfig) -> list[tuple[float, bool]]:
     out = []
     for resp, gold, expected in INNOCENT:
@@ -166,6 +185,7 @@ def main(cfg: BenchConfig) -> dict:
     mv = _score("math-verify", mv_fn, CASES) if mv_fn else None
     mv_ho = _score("math-verify", mv_fn, HELDOUT) if mv_fn else None
     hostile = _hostile(lambda r, g: check(r, g, "auto", ccfg), mv_fn)
+    depth = _depth_worst_case(ccfg)
     bombs = _bombs_and_innocent(cfg.bombs, ccfg) if cfg.bombs else None
     from rsim_env.problems import default_source
 
@@ -173,6 +193,7 @@ def main(cfg: BenchConfig) -> dict:
     rg_ok = sum(check(f"\\boxed{{{p.answer}}}", p.answer, p.answer_type, ccfg).correct for p in probs)
     result = {"n_cases": len(CASES), "ours": ours, "math_verify": mv, "hostile": hostile,
               "heldout": {"n_cases": len(HELDOUT), "ours": ours_ho, "math_verify": mv_ho}, "bombs_innocent": bombs,
+              "depth_worst_case": depth,
               "hostile_all_rejected": all(not h["ours_correct"] for h in hostile),
               "hostile_max_s": max(h["ours_s"] for h in hostile), "time_bound_s": cfg.timeout_s,
               "over_time_bound": sum(h["ours_s"] > cfg.timeout_s + 1.0 for h in hostile),
@@ -212,6 +233,8 @@ def _print(r: dict) -> None:
               f"{str(h.get('mv_correct', '-')):>6} {h.get('mv_s', float('nan')):>8.3f}")
     print(f"hostile: all rejected={r['hostile_all_rejected']}  max {r['hostile_max_s']:.3f} s  "
           f"over bound ({r['time_bound_s']} s + 1 s slack): {r['over_time_bound']}")
+    print("worst case at the depth limit: " + ", ".join(
+        f"{d['construct']} {d['reason']} {d['s']:.2f} s" for d in r["depth_worst_case"]) + f" (depth {MAX_DEPTH})")
     b = r["bombs_innocent"]
     if b:
         print(f"bombs + innocent: {len(INNOCENT)} sympy checks alone max {b['alone_max_s']:.2f} s; with "

@@ -15,6 +15,7 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import gather_object
 
+from rsim_env.answers import reason_counts
 from rsim_env.strategies import NUM_STRATEGIES, STRATEGIES
 
 from .grpo import zero_std_groups
@@ -53,6 +54,7 @@ class TrainLog:
         for comp in results[0]["info"]["components"]:
             m[f"rewards/{comp}/mean"] = self._mean([r["info"]["components"][comp] for r in results])
         m["accuracy"] = self._mean([float(r["info"]["correct"]) for r in results])
+        m.update(self._answer_reasons(results))
         m["completions/mean_rounds"] = self._mean([r["info"]["num_rounds"] for r in results])
         m["completions/mean_chars"] = self._mean([r["info"]["chars"]["steps"] for r in results])
         counter = getattr(reasoner, "num_generated", None)
@@ -67,6 +69,12 @@ class TrainLog:
             for k, v in am.items():
                 m[f"{role}/{k}"] = self.acc.reduce(torch.tensor(v, device=self.acc.device), "mean").item()
         return m
+
+    def _answer_reasons(self, results: list[dict]) -> dict[str, float]:
+        """``answers/reason/<reason>``: episodes per checker outcome, its own failures included."""
+        counts = reason_counts(r["info"] for r in results)
+        totals = self.acc.reduce(torch.tensor(list(counts.values()), dtype=torch.float32, device=self.acc.device), "sum")
+        return {f"answers/reason/{k}": v for k, v in zip(counts, totals.cpu().tolist())}
 
     def _strategy_shares(self, results: list[dict]) -> dict[str, float]:
         counts = np.zeros(NUM_STRATEGIES)

@@ -1,10 +1,14 @@
-"""Answer-checker benchmark: our checker vs Math-Verify on a labelled table and a hostile table.
+"""Answer-checker benchmark: our checker vs Math-Verify on labelled tables, hostile inputs, bombs.
 
-Run: ``python -m benchmarks.answer_check --out /tmp/ac.json``. Prints per-category accuracy and
-false positives for both checkers, latency (median/p99/max), the hostile-input results (every
-one must be ``correct=False`` within the time bound), and the reasoning-gym gold round trip.
-Math-Verify runs in the main thread (its signal-based timeout only works there); it is skipped
-if not installed.
+Run: ``python -m benchmarks.answer_check --out /tmp/ac.json``. Prints, for both checkers,
+per-category accuracy and false positives on two labelled tables -- the project's own
+(``benchmarks/answer_cases.py``, written by the hands that tuned the checker, so self-graded)
+and the held-out one (``benchmarks/answer_cases_heldout.py``, written without reading the
+checker) -- then latency (median/p99/max), the hostile-input results (every one must be
+``correct=False`` within the time bound), the "bombs + innocent" latency row (ordinary checks
+made while a dozen expression bombs run from other threads), and the reasoning-gym gold round
+trip. Math-Verify runs in the main thread (its signal-based timeout only works there); it is
+skipped if not installed.
 """
 
 from __future__ import annotations
@@ -13,10 +17,13 @@ import argparse
 import json
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from benchmarks.answer_cases import CASES
+from benchmarks.answer_cases_heldout import CASES as HELDOUT
 from rsim_env.answers import CheckConfig, check
+from rsim_env.answers.parser import MAX_DEPTH
 
 HOSTILE: list[tuple[str, str, str]] = [
     ("deep_parens", "\\boxed{" + "(" * 20000 + "1" + ")" * 20000 + "}", "1"),
@@ -57,6 +64,8 @@ class BenchConfig:
     """How many embedded reasoning-gym problems to round-trip as ``\\boxed{gold}``."""
     math_verify: bool = True
     """Also score Math-Verify when it is installed."""
+    bombs: int = 12
+    """Expression bombs running from other threads in the "bombs + innocent" row (0 skips it)."""
 
 
 def _mv_checker():
@@ -115,19 +124,76 @@ def _hostile(fn_ours, fn_mv) -> list[dict]:
     return rows
 
 
+BOMBS = (("((a+b)(a-b))^{300}", "(a^2-b^2)^{300}"), ("((a+b+c)(a-b-c))^{300}", "(a^2-(b+c)^2)^{300}"),
+         ("((a+b)(a+c))^{200}", "(a^2+ab+ac+bc)^{200}"))
+"""Equal-valued pairs whose sympy proof runs until the time bound (huge symbolic expansions; being
+equal at sample points, the cheap numeric disproof cannot cut them short)."""
+INNOCENT = (("\\boxed{2\\sqrt{2}}", "\\sqrt{8}", True), ("\\boxed{(x+1)^2}", "x^2+2x+1", True),
+            ("\\boxed{1-\\cos^2 x}", "\\sin^2 x", True), ("\\boxed{\\sqrt{3}}", "\\sqrt{2}", False))
+
+
+DEPTH_BUILDS = {
+    "parens": lambda d: "(" * d + "1" + ")" * d, "frac": lambda d: "\\frac{1}{" * d + "2" + "}" * d,
+    "sqrt": lambda d: "\\sqrt{" * d + "4" + "}" * d, "power": lambda d: "2^{" * d + "1" + "}" * d,
+    "unary": lambda d: "-" * d + "1", "sin": lambda d: "\\sin(" * d + "x" + ")" * d,
+    "brackets": lambda d: "[" * d + "1" + "]" * d,
+}
+"""Each nesting construct at the parser's depth limit (the worst case the limit allows)."""
+
+
+def _depth_worst_case(ccfg: CheckConfig) -> list[dict]:
+    rows = []
+    for name, build in DEPTH_BUILDS.items():
+        t0 = time.perf_counter()
+        res = check(f"\\boxed{{{build(MAX_DEPTH)}}}", "2", "auto", ccfg)
+        rows.append({"construct": name, "depth": MAX_DEPTH, "reason": res.reason, "s": time.perf_counter() - t0})
+    return rows
+
+
+def _innocent_latency(ccfg: CheckConfig) -> list[tuple[float, bool]]:
+    out = []
+    for resp, gold, expected in INNOCENT:
+        t0 = time.perf_counter()
+        res = check(resp, gold, "auto", ccfg)
+        out.append((time.perf_counter() - t0, res.correct == expected and res.reason == "ok"))
+    return out
+
+
+def _bombs_and_innocent(n_bombs: int, ccfg: CheckConfig) -> dict:
+    """Latency of ordinary sympy checks alone, then while ``n_bombs`` bombs run from other threads."""
+    alone = _innocent_latency(ccfg)
+    with ThreadPoolExecutor(max_workers=n_bombs + 1) as ex:
+        bombs = [ex.submit(check, f"\\boxed{{{BOMBS[i % len(BOMBS)][0]}}}", BOMBS[i % len(BOMBS)][1], "auto", ccfg)
+                 for i in range(n_bombs)]
+        time.sleep(0.5)  # let the bombs take their workers first
+        during = ex.submit(_innocent_latency, ccfg).result()
+        running = sum(not b.done() for b in bombs)
+        reasons = [b.result().reason for b in bombs]
+    return {"bombs": n_bombs, "alone_max_s": max(t for t, _ in alone), "during_max_s": max(t for t, _ in during),
+            "during_median_s": statistics.median(t for t, _ in during),
+            "innocent_all_right": all(ok for _, ok in alone + during), "bombs_still_running_after": running,
+            "bomb_reasons": {r: reasons.count(r) for r in sorted(set(reasons))}}
+
+
 def main(cfg: BenchConfig) -> dict:
     """Score both checkers; return (and optionally write) the result dict."""
     ccfg = CheckConfig(timeout_s=cfg.timeout_s)
     check(B1 := "\\boxed{\\sqrt{2}}", "\\sqrt{2}", config=ccfg)  # warm the worker (startup is not a check)
     ours = _score("ours", lambda r, g, t: check(r, g, t, ccfg).correct, CASES)
+    ours_ho = _score("ours", lambda r, g, t: check(r, g, t, ccfg).correct, HELDOUT)
     mv_fn = _mv_checker() if cfg.math_verify else None
     mv = _score("math-verify", mv_fn, CASES) if mv_fn else None
+    mv_ho = _score("math-verify", mv_fn, HELDOUT) if mv_fn else None
     hostile = _hostile(lambda r, g: check(r, g, "auto", ccfg), mv_fn)
+    depth = _depth_worst_case(ccfg)
+    bombs = _bombs_and_innocent(cfg.bombs, ccfg) if cfg.bombs else None
     from rsim_env.problems import default_source
 
     probs = default_source(size=cfg.rgym_size)
     rg_ok = sum(check(f"\\boxed{{{p.answer}}}", p.answer, p.answer_type, ccfg).correct for p in probs)
     result = {"n_cases": len(CASES), "ours": ours, "math_verify": mv, "hostile": hostile,
+              "heldout": {"n_cases": len(HELDOUT), "ours": ours_ho, "math_verify": mv_ho}, "bombs_innocent": bombs,
+              "depth_worst_case": depth,
               "hostile_all_rejected": all(not h["ours_correct"] for h in hostile),
               "hostile_max_s": max(h["ours_s"] for h in hostile), "time_bound_s": cfg.timeout_s,
               "over_time_bound": sum(h["ours_s"] > cfg.timeout_s + 1.0 for h in hostile),
@@ -139,24 +205,42 @@ def main(cfg: BenchConfig) -> dict:
     return result
 
 
-def _print(r: dict) -> None:
-    mv = r["math_verify"]
-    print(f"{'category':<18}{'n':>4}  {'ours acc':>8} {'ours FP':>7}  {'MV acc':>7} {'MV FP':>6}")
-    for cat, c in r["ours"]["per_category"].items():
+def _print_table(title: str, ours: dict, mv: dict | None) -> None:
+    print(f"\n{title}")
+    print(f"{'category':<22}{'n':>4}  {'ours acc':>8} {'ours FP':>7}  {'MV acc':>7} {'MV FP':>6}")
+    for cat, c in ours["per_category"].items():
         m = mv["per_category"][cat] if mv else None
         mv_cols = f"{m['right'] / m['n']:>7.2f} {m['fp']:>6}" if m else f"{'-':>7} {'-':>6}"
-        print(f"{cat:<18}{c['n']:>4}  {c['right'] / c['n']:>8.2f} {c['fp']:>7}  {mv_cols}")
-    for s in (r["ours"], mv):
+        print(f"{cat:<22}{c['n']:>4}  {c['right'] / c['n']:>8.2f} {c['fp']:>7}  {mv_cols}")
+    for s in (ours, mv):
         if s:
-            print(f"{s['checker']:<12} accuracy {s['accuracy']:.3f}  false positives {s['false_positives']}  "
-                  f"latency median {s['latency_median_ms']:.2f} ms  p99 {s['latency_p99_ms']:.1f} ms  "
-                  f"max {s['latency_max_ms']:.1f} ms")
-    print(f"{'hostile case':<22}{'ours':>6} {'reason':>12} {'ours s':>8}  {'MV':>6} {'MV s':>8}")
+            n = sum(c["n"] for c in s["per_category"].values())
+            right = sum(c["right"] for c in s["per_category"].values())
+            print(f"{s['checker']:<12} accuracy {s['accuracy']:.3f} ({right}/{n})  false positives "
+                  f"{s['false_positives']}  latency median {s['latency_median_ms']:.2f} ms  "
+                  f"p99 {s['latency_p99_ms']:.1f} ms  max {s['latency_max_ms']:.1f} ms")
+
+
+def _print(r: dict) -> None:
+    _print_table("own cases (benchmarks/answer_cases.py; self-graded: written by the checker's authors)",
+                 r["ours"], r["math_verify"])
+    ho = r["heldout"]
+    _print_table("held-out cases (benchmarks/answer_cases_heldout.py; written without reading the checker)",
+                 ho["ours"], ho["math_verify"])
+    print(f"\n{'hostile case':<22}{'ours':>6} {'reason':>12} {'ours s':>8}  {'MV':>6} {'MV s':>8}")
     for h in r["hostile"]:
         print(f"{h['case']:<22}{str(h['ours_correct']):>6} {h['ours_reason']:>12} {h['ours_s']:>8.3f}  "
               f"{str(h.get('mv_correct', '-')):>6} {h.get('mv_s', float('nan')):>8.3f}")
     print(f"hostile: all rejected={r['hostile_all_rejected']}  max {r['hostile_max_s']:.3f} s  "
           f"over bound ({r['time_bound_s']} s + 1 s slack): {r['over_time_bound']}")
+    print("worst case at the depth limit: " + ", ".join(
+        f"{d['construct']} {d['reason']} {d['s']:.2f} s" for d in r["depth_worst_case"]) + f" (depth {MAX_DEPTH})")
+    b = r["bombs_innocent"]
+    if b:
+        print(f"bombs + innocent: {len(INNOCENT)} sympy checks alone max {b['alone_max_s']:.2f} s; with "
+              f"{b['bombs']} bombs running: max {b['during_max_s']:.2f} s, median {b['during_median_s']:.2f} s; "
+              f"all right: {b['innocent_all_right']}; bombs still running after them: "
+              f"{b['bombs_still_running_after']}/{b['bombs']}; bomb reasons {b['bomb_reasons']}")
     print(f"reasoning-gym golds as \\boxed{{gold}}: {r['rgym']['correct']}/{r['rgym']['n']} correct")
 
 
@@ -166,5 +250,6 @@ if __name__ == "__main__":
     ap.add_argument("--timeout-s", type=float, default=3.0)
     ap.add_argument("--rgym-size", type=int, default=500)
     ap.add_argument("--no-math-verify", action="store_true")
+    ap.add_argument("--bombs", type=int, default=12)
     a = ap.parse_args()
-    main(BenchConfig(a.out, a.timeout_s, a.rgym_size, not a.no_math_verify))
+    main(BenchConfig(a.out, a.timeout_s, a.rgym_size, not a.no_math_verify, a.bombs))

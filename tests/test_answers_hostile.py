@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from benchmarks.answer_check import HOSTILE
-from rsim_env.answers import CheckConfig, check
+from rsim_env.answers import REASONS, CheckConfig, check
 
 CANARY = "/tmp/rsim_answers_canary"
 
@@ -19,6 +19,7 @@ def test_hostile_input_is_rejected(name, response, gold):
     result = check(response, gold)
     assert result.correct is False
     assert result.reason in ("no_answer", "unparsable", "too_large", "timeout", "hedged", "ok", "sympy_error")
+    assert result.reason in REASONS
 
 
 def test_injection_canary_never_fires():

@@ -51,6 +51,10 @@ def test_end_to_end_changes_params_and_logs_reward(tmp_path):
               "completions/mean_length", "num_tokens", "strategies/termination"):
         assert t in tags, f"{t} not logged; got {sorted(tags)}"
     assert len(tags["reasoner/reward"]) == cfg.train.steps
+    from rsim_env.answers import REASONS
+
+    per_step = [sum(tags[f"answers/reason/{r}"][i] for r in (*REASONS, "other")) for i in range(cfg.train.steps)]
+    assert per_step == [per_step[0]] * cfg.train.steps and per_step[0] >= 2, per_step  # every episode counted once
     assert tags["lambda"][0] == pytest.approx(0.7) and tags["lambda"][-1] == pytest.approx(0.3)
     samples = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]
     assert samples and {"strategies", "steps", "rewards"} <= set(samples[0])

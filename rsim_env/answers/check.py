@@ -1,11 +1,15 @@
 """``check``: extract, normalise, then decide equivalence -- fast in-process, sympy in a worker.
 
-Flow: :func:`.extract.extract` finds the final answer; a hedged answer (``8 or 9``) is refused;
-multiple-choice and boolean golds are compared as letters/booleans; otherwise both sides are
-normalised (:mod:`.normalize`) and parsed by our own bounded parser (:mod:`.parser`, never
-``sympify``). If both sides are plain numbers, exact rational arithmetic decides in-process in
-microseconds. Only when that cannot decide (roots, pi, symbols, equations) does the sympy leaf run,
-in a killable worker process (:mod:`.sandbox`) bounded by ``CheckConfig.timeout_s``.
+Flow: :func:`.extract.extract` finds the final answer (an empty ``<answer></answer>`` or
+``\\boxed{}`` is "no answer", never a cue to search the reasoning for numbers); a hedged answer
+(``8 or 9``, ``(A) or (C)``) is refused; multiple-choice and boolean golds are compared as
+letters/booleans; otherwise both sides are normalised (:mod:`.normalize`: Unicode math, units,
+approximations, delimiters) and parsed by our own bounded parser (:mod:`.parser`, never
+``sympify``). Answers whose physical units disagree (``5 m`` vs ``5 cm``) are wrong. If both
+sides are plain numbers, exact rational arithmetic decides in-process in microseconds. Only when
+that cannot decide (roots, pi, symbols, identities) does the sympy leaf run, in a killable worker
+process (:mod:`.sandbox`) bounded by ``CheckConfig.timeout_s`` -- queue included, so a batch of
+expression bombs cannot delay an ordinary check behind them.
 
 Why not Math-Verify: it is the strongest public checker, but its parser goes through
 ``latex2sympy2_extended``/``sympify`` paths, its timeout is ``signal``-based (main thread only), and
@@ -21,13 +25,21 @@ from dataclasses import dataclass
 from ..problems import ANSWER_TYPES
 from .compare import equal
 from .extract import choice_letter, extract
-from .normalize import is_hedged, normalize
+from .normalize import is_hedged, normalize, normalize_with_unit
 from .numeric import TooLarge, approx_equal, eval_fraction, literal_decimals
 from .parser import MAX_CHARS, ParseError
-from .sandbox import WorkerTimeout, default_pool
-from .structure import BOOLS, parse_answer
+from .sandbox import ProtocolError, WorkerFailure, default_pool
+from .structure import BOOLS, parse_answer, split_top
+from .units import units_conflict
 
 _GOLD_LETTER = re.compile(r"^\(?([A-J])\)?$")
+_WORDS = re.compile(r"[A-Za-z]{3,}(?: [A-Za-z]+){0,8}")
+_PLAIN_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?%?|-?\\frac\{\d+\}\{\d+\}")
+WORKER_REASONS = ("ok", "unparsable", "too_large", "sympy_error", "worker_error")
+"""Reasons a worker may reply with; anything else is a ``protocol_error``."""
+REASONS = ("ok", "no_answer", "hedged", "unparsable", "too_large", "timeout", "sympy_error", "overloaded",
+           "worker_crashed", "protocol_error", "worker_error")
+"""Every ``AnswerCheck.reason``, in a fixed order (the trainer logs a count of each per step)."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +47,8 @@ class CheckConfig:
     """Knobs of :func:`check`."""
 
     timeout_s: float = 3.0
-    """Time bound for the sympy part of one check (the in-process fast path is microseconds)."""
+    """Time bound for the sympy part of one check, waiting for a free worker included (the
+    in-process fast path is microseconds; starting a new worker process is not charged)."""
     last_number_fallback: bool = True
     """Use the last number in the response when no explicit answer is found (GSM8K style)."""
 
@@ -51,8 +64,16 @@ class AnswerCheck:
     Attributes:
         correct: True only when the extracted answer is equivalent to the gold.
         extracted: The answer text found in the response (None when none was found).
-        reason: ``"ok"`` (compared; see ``correct``), ``"no_answer"``, ``"hedged"``,
-            ``"unparsable"``, ``"too_large"``, ``"timeout"`` or ``"sympy_error"``.
+        reason: One of :data:`REASONS`. Outcomes of the answer: ``"ok"`` (compared; see
+            ``correct``), ``"no_answer"`` (nothing found, or an empty ``<answer>``/``\\boxed{}``),
+            ``"hedged"`` (several candidate answers), ``"unparsable"``, ``"too_large"`` (a power,
+            factorial or binomial past the size limit), ``"timeout"`` (this check's sympy work ran
+            past ``timeout_s``), ``"sympy_error"`` (sympy raised on the value). Failures of the
+            checker itself, never of the answer: ``"overloaded"`` (every worker stayed busy until
+            this check's deadline), ``"worker_crashed"`` (the worker process died or did not
+            start), ``"protocol_error"`` (garbled worker reply), ``"worker_error"`` (a bug raised
+            inside the worker). All count as not correct; the trainer logs each per step as
+            ``answers/reason/<reason>`` so checker failures are visible, not silent zeros.
         method: How the answer was found (``"boxed"``, ``"answer_tag"``, ``"answer_is"``,
             ``"choice"``, ``"last_number"``) or ``""``.
         elapsed: Wall time of the check in seconds.
@@ -74,14 +95,27 @@ def _fraction_leaf(p: tuple, g: tuple) -> bool | None:
     return approx_equal(a, literal_decimals(p), b, literal_decimals(g))
 
 
+def _is_list(normalized: str) -> bool:
+    """The gold lists several solutions or is a union of intervals, so "or" in an answer joins
+    parts ("x = 2 or x = 3", "x < -1 or x > 0") instead of hedging between candidates."""
+    return len(split_top(normalized, (",", ";", "\\cup"))) > 1
+
+
 def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[bool, str]:
     """Return ``(correct, reason)`` for an extracted answer ``pred`` against ``gold``."""
-    gold_letter = _GOLD_LETTER.match(gold.strip())
+    g, g_unit = normalize_with_unit(gold)
+    gold_letter = _GOLD_LETTER.match(gold.strip()) or _GOLD_LETTER.match(g)
     if answer_type == "choice" or (answer_type == "auto" and gold_letter):
         letter = choice_letter(pred)
         want = gold_letter.group(1) if gold_letter else gold.strip().upper()
         return (letter is not None and letter == want), "ok" if letter else "unparsable"
-    p, g = normalize(pred), normalize(gold)
+    p, p_unit = normalize_with_unit(pred, letters_are_units=bool(_PLAIN_NUMBER.fullmatch(g)))
+    if units_conflict(p_unit, g_unit):
+        return False, "ok"
+    if _WORDS.fullmatch(p) and _WORDS.fullmatch(g) and p.lower() == g.lower():
+        return True, "ok"  # a word answer in another case: "Odd" is "odd"
+    if _is_list(g):  # "x = 2 or x = 3" lists the solutions when the gold is a list of them
+        p = p.replace(" or ", " \\cup " if "\\cup" in g else ", ")
     if p == g or (answer_type == "text" and p.lower() == g.lower()):
         return True, "ok"
     if len(p) > MAX_CHARS or len(g) > MAX_CHARS:
@@ -98,10 +132,16 @@ def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[b
     if fast is not None:
         return fast, "ok"
     try:
-        reply = default_pool().run({"pred": p, "gold": g, "type": answer_type}, cfg.timeout_s)
-    except WorkerTimeout:
-        return False, "timeout"
-    return bool(reply["correct"]), str(reply["reason"])
+        reply = _valid_reply(default_pool().run({"pred": p, "gold": g, "type": answer_type}, cfg.timeout_s))
+    except WorkerFailure as exc:
+        return False, exc.reason
+    return reply["correct"], reply["reason"]
+
+
+def _valid_reply(reply: dict) -> dict:
+    if not isinstance(reply.get("correct"), bool) or reply.get("reason") not in WORKER_REASONS:
+        raise ProtocolError(f"unexpected worker reply {str(reply)[:120]}")
+    return reply
 
 
 def check(response: str, gold: str, answer_type: str = "auto", config: CheckConfig | None = None) -> AnswerCheck:
@@ -133,10 +173,23 @@ def check(response: str, gold: str, answer_type: str = "auto", config: CheckConf
     found = extract(response, answer_type, cfg.last_number_fallback)
     if found is None:
         return AnswerCheck(False, None, "no_answer", "", time.perf_counter() - t0)
-    if found.hedged or (is_hedged(found.text) and not is_hedged(gold)):
+    if found.hedged or (is_hedged(found.text) and not is_hedged(gold) and not _is_list(normalize(gold))):
         return AnswerCheck(False, found.text, "hedged", found.method, time.perf_counter() - t0)
     correct, reason = _decide(found.text, gold.replace("\x00", ""), answer_type, cfg)
     return AnswerCheck(correct and reason == "ok", found.text, reason, found.method, time.perf_counter() - t0)
+
+
+def reason_counts(infos) -> dict[str, int]:
+    """Count ``info["reason"]`` over episode infos: one entry per :data:`REASONS` plus ``"other"``
+    (a reason from another checker, or none), zeros included.
+
+    The fixed keys let a distributed trainer sum the counts of all processes as one vector.
+    """
+    counts = dict.fromkeys((*REASONS, "other"), 0)
+    for info in infos:
+        reason = info.get("reason")
+        counts[reason if reason in counts else "other"] += 1
+    return counts
 
 
 def extract_answer(response: str, answer_type: str = "auto", last_number_fallback: bool = True) -> str | None:

@@ -107,6 +107,50 @@ def _ordered(ps: tuple, gs: tuple, answer_type: str, leaf: Leaf) -> Optional[boo
     return _all(equal(p, g, answer_type, leaf) for p, g in zip(ps, gs))
 
 
+def _has_symbol(node: tuple) -> bool:
+    if node[0] == "sym":
+        return True
+    return any(isinstance(c, tuple) and _has_symbol(c) for c in node[1:])
+
+
+def _names_value(lhs: tuple) -> bool:
+    """``x = 3`` and ``f(x) = 3`` name the answer; so does a worked value ``2 \\cdot 36 = 72``."""
+    return lhs[0] == "sym" or not _has_symbol(lhs)
+
+
+def _base_equal(p: tuple, g: tuple) -> bool:
+    """Numerals in a base compare digit by digit; a bare integer counts as written in that base."""
+    if p[0] == g[0] == "base":
+        return p[1:] == g[1:]
+    base, other = (p, g) if p[0] == "base" else (g, p)
+    if other[0] != "expr" or other[1][0] != "num" or other[1][2] is not None or other[1][1] < 0:
+        return False
+    return str(other[1][1]) == base[1]
+
+
+def _vector(s: tuple) -> tuple | None:
+    """The entries of a one-row or one-column matrix, or of a bracketed tuple."""
+    if s[0] == "matrix":
+        rows = s[1]
+        if len(rows) == 1:
+            return rows[0]
+        return tuple(r[0] for r in rows) if all(len(r) == 1 for r in rows) else None
+    if s[0] == "brack" and s[1] + s[2] in ("()", "[]", "<>") and all(i[0] == "expr" for i in s[3]):
+        return tuple(i[1] for i in s[3])
+    return None
+
+
+def _matrix_equal(p: tuple, g: tuple, leaf: Leaf) -> Optional[bool]:
+    if p[0] == g[0] == "matrix":
+        if len(p[1]) != len(g[1]) or any(len(a) != len(b) for a, b in zip(p[1], g[1])):
+            return False
+        return _all(expr_equal(a, b, leaf) for ra, rb in zip(p[1], g[1]) for a, b in zip(ra, rb))
+    pv, gv = _vector(p), _vector(g)  # (1, 2, 3) for a column vector: same entries, same order
+    if pv is None or gv is None or len(pv) != len(gv) or len(gv) > MAX_ITEMS:
+        return False
+    return _all(expr_equal(a, b, leaf) for a, b in zip(pv, gv))
+
+
 def equal(p: tuple, g: tuple, answer_type: str, leaf: Leaf) -> Optional[bool]:
     """Is prediction structure ``p`` equivalent to gold structure ``g``? (None = undecided)."""
     pt, gt = p[0], g[0]
@@ -123,9 +167,11 @@ def equal(p: tuple, g: tuple, answer_type: str, leaf: Leaf) -> Optional[bool]:
     if pt == "expr" and gt == "expr":
         return expr_equal(p[1], g[1], leaf)
     if pt == "eq" and gt == "expr":
-        return expr_equal(p[2], g[1], leaf) if p[1][0] == "sym" else False
+        return expr_equal(p[2], g[1], leaf) if _names_value(p[1]) else False
     if gt == "eq" and pt == "expr":
         return expr_equal(p[1], g[2], leaf) if g[1][0] == "sym" else False
+    if "base" in (pt, gt):
+        return _base_equal(p, g)
     if pt == "eq" and gt == "eq":
         return _any([_all([leaf(p[1], g[1]), leaf(p[2], g[2])]), leaf(("eqn", p[1], p[2]), ("eqn", g[1], g[2]))])
     if pt == "rel" and gt == "rel":
@@ -133,14 +179,15 @@ def equal(p: tuple, g: tuple, answer_type: str, leaf: Leaf) -> Optional[bool]:
         if pi and gi:
             return equal(pi, gi, answer_type, leaf)
         return p[2] == g[2] and _all(leaf(a, b) for a, b in zip(p[1], g[1])) if len(p[1]) == len(g[1]) else False
-    if pt == "matrix" and gt == "matrix":
-        if len(p[1]) != len(g[1]) or any(len(a) != len(b) for a, b in zip(p[1], g[1])):
-            return False
-        return _all(leaf(a, b) for ra, rb in zip(p[1], g[1]) for a, b in zip(ra, rb))
+    if pt == "matrix" or gt == "matrix":
+        return _matrix_equal(p, g, leaf)
     if pt == "brack" and gt == "brack":
         same = (p[1], p[2]) == (g[1], g[2])
         lists = len(g[3]) != 2 and {p[1] + p[2], g[1] + g[2]} <= {"()", "[]"}
         return _ordered(p[3], g[3], answer_type, leaf) if same or lists else False
+    if (pt == "set") != (gt == "set") and len((p if pt == "set" else g)[1]) == 1 and {pt, gt} & {"expr", "eq"}:
+        one = p if pt == "set" else g  # {2} and 2: a one-element solution set
+        return equal(one[1][0], g, answer_type, leaf) if one is p else equal(p, one[1][0], answer_type, leaf)
     if {pt, gt} <= {"seq", "set"}:
         if answer_type == "list" and pt == gt == "seq":
             return _ordered(p[1], g[1], answer_type, leaf)

@@ -16,19 +16,36 @@ MAX_SCAN = 100_000
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*")
 _ANSWER_IS = re.compile(
-    r"(?i)(?:final\s{1,3}answer|\banswer)[ \t]{0,3}(?:is[ \t]{0,3}:?|:|=)[ \t*]{0,6}([^\n]{1,300})")
+    r"(?i)(?:final\s{1,3}answer|\banswer)(?: to (?:the|this) (?:question|problem))?[ \t]{0,3}"
+    r"(?:is[ \t]{0,3}:?|:|=)[ \t*]{0,6}(?=[^\s])")
+"""The anchor only; the answer is the rest of the line after the *last* anchor (a restated answer
+wins over the first one on the same line)."""
 _LETTER = r"([A-J])"
+_ANY_CASE_LETTER = r"([A-Ja-j])"
 _CHOICE_PATTERNS = (
     re.compile(r"(?i:answer)[ \t]{0,3}(?:is|:)?[ \t:*]{0,6}\(?" + _LETTER + r"\)?(?![\w'])"),
     re.compile(r"\\text(?:bf)?\{ ?\(?" + _LETTER + r"\)? ?\}"),
     re.compile(r"(?i:option|choice)\s+\(?" + _LETTER + r"\)?(?![\w'])"),
-    re.compile(r"\(" + _LETTER + r"\)"),
+    re.compile(r"\(" + _ANY_CASE_LETTER + r"\)"),
     re.compile(r"(?m)^[ \t*]{0,4}" + _LETTER + r"[).:]\**(?:\s|$)"),
 )
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
-_MATH_SPAN = re.compile(r"\$\$?([^$]{1,300})\$\$?")
+_NUMBER = re.compile(
+    r"\\[dt]?frac\{-?\d{1,12}\}\{\d{1,12}\}|-?\d[\d,]*(?:\.\d+)?(?:[ \t]?/[ \t]?\d+(?:\.\d+)?(?!\d|\.\d))?")
+"""The last-number fallback reads a final fraction whole (``3/8``, ``\\frac{3}{8}``), not just ``8``."""
+_HASHES = re.compile(r"####[ \t]*(?=[-$\d.\\])")
+_PROSE = re.compile(r"[A-Za-z]{3,}[ \t]+[A-Za-z]{2,}")
+_BOOL_WORD = re.compile(r"(?i)^[\s*#>]*(yes|no|true|false)\**(?:[.,!:;]|\s*$)")
+"""A leading yes/no that stands alone ("No, ...", "Yes."), not "No doubt, ..."."""
+_LAST_SENTENCE = re.compile(r"[.!?]\s")
+_TRUTH = re.compile(r"(?i)\b(true|false)\b")
+_NEGATION = re.compile(r"(?i)\b(?:not|never|no)\b|n't")
+_CHOICE_IN_PHRASE = re.compile(r"\(([A-Ja-j])\)|(?<![\w'])([A-J])(?![\w'])")
+_MATH_SPAN = re.compile(r"\$\$?([^$]{1,300})\$\$?|\\\((.{1,300}?)\\\)|\\\[(.{1,300}?)\\\]")
+"""A math span in an answer phrase: ``$...$``, ``$$...$$``, ``\\(...\\)`` or ``\\[...\\]``."""
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\s(?:because|since|which|so)\s")
 _HEDGE_BETWEEN = re.compile(r"(?i)^[\s$.,]*(?:or|and/or|,\s*or|maybe|possibly)[\s$.,]*$")
+_AND_BETWEEN = re.compile(
+    r"(?i)^[\s$]*(?:,|and|,\s*and|&|\\text\{\s*and\s*\})[\s$]*(?:[a-z](?:_\d)?\s?=\s?)?[\s$]*$")
 
 
 @dataclass(frozen=True)
@@ -71,19 +88,29 @@ def _from_boxed(text: str) -> Extraction | None:
     if len(spans) > 1 and spans[-2][2].strip() != last[2].strip():
         between = text[spans[-2][1]:last[0]]
         hedged = len(between) < 60 and bool(_HEDGE_BETWEEN.match(between))
+        if not hedged:  # "\boxed{2} and \boxed{3}": several solutions, boxed one by one
+            parts = [last[2].strip()]
+            k = len(spans) - 1
+            while k > 0 and _AND_BETWEEN.match(text[spans[k - 1][1]:spans[k][0]][:60]):
+                k -= 1
+                parts.insert(0, spans[k][2].strip())
+            return Extraction(", ".join(parts), "boxed")
     return Extraction(last[2].strip(), "boxed", hedged)
 
 
 def _from_answer_is(text: str) -> Extraction | None:
     found = None
-    for found in _ANSWER_IS.finditer(text):  # noqa: B007 - keep the last match
+    for found in _ANSWER_IS.finditer(text):  # noqa: B007 - keep the last anchor
         pass
+    for hashes in _HASHES.finditer(text):  # GSM8K's "#### 72" marker, when it comes later
+        if found is None or hashes.start() > found.start():
+            found = hashes
     if found is None:
         return None
-    tail = found.group(1)
+    tail = text[found.end():found.end() + 300].split("\n", 1)[0].replace("\\$", "")
     math = _MATH_SPAN.search(tail)
     if math:
-        tail = math.group(1)
+        tail = next(g for g in math.groups() if g is not None)
     else:
         end = _SENTENCE_END.search(tail)
         tail = tail[: end.start()] if end else tail
@@ -91,15 +118,39 @@ def _from_answer_is(text: str) -> Extraction | None:
     return Extraction(tail, "answer_is") if tail else None
 
 
+def _choice(text: str) -> Extraction | None:
+    """The chosen letter; hedged when the answer phrase names two letters ("(A) or (C)")."""
+    letter = choice_letter(text)
+    if letter is None:
+        return None
+    phrase = _from_answer_is(text)
+    letters = {a.upper() or b for a, b in _CHOICE_IN_PHRASE.findall(phrase.text)} if phrase else set()
+    return Extraction(letter, "choice", len(letters) > 1)
+
+
+def _bool_word(text: str) -> Extraction | None:
+    """A yes/no answer: the first word of the response or of its last paragraph, else the one
+    truth word of the last sentence when that sentence has no negation ("So the claim is true.")."""
+    for part in (text, text.rstrip().rsplit("\n\n", 1)[-1]):
+        m = _BOOL_WORD.match(part)
+        if m:
+            return Extraction(m.group(1), "bool_word")
+    last = _LAST_SENTENCE.split(text.rstrip().rstrip(".!").rsplit("\n", 1)[-1])[-1]
+    words = {w.lower() for w in _TRUTH.findall(last)}
+    if len(words) == 1 and not _NEGATION.search(last):
+        return Extraction(words.pop(), "bool_word")
+    return None
+
+
 def choice_letter(text: str) -> str | None:
     """The multiple-choice letter in ``text`` (last match of the most specific pattern)."""
     stripped = text.strip().strip("*$ ").strip()
-    if re.fullmatch(r"\(?([A-J])\)?[.:]?", stripped):
-        return stripped.strip("().:")
+    if re.fullmatch(r"\(?([A-Ja-j])\)?[.:]?", stripped) and stripped not in ("a", "a.", "a:"):
+        return stripped.strip("().:").upper()
     for pat in _CHOICE_PATTERNS:
         hits = pat.findall(text)
         if hits:
-            return hits[-1]
+            return hits[-1].upper()
     return None
 
 
@@ -124,14 +175,18 @@ def _search(text: str, choice: bool) -> Extraction | None:
         boxed = _from_boxed(inner)
         if boxed:
             return Extraction(boxed.text, "answer_tag", boxed.hedged)
-        return Extraction(inner.strip(), "answer_tag") if inner.strip() else None
+        if _PROSE.search(inner):  # "<answer>The total is 7 apples.</answer>": a sentence
+            inside = _from_answer_is(inner) or (_choice(inner) if choice else _last_number(inner))
+            if inside:
+                return Extraction(inside.text, "answer_tag", inside.hedged)
+        return Extraction(inner.strip(), "answer_tag")  # empty: an explicit "no answer"
     found = _from_boxed(text)
     if found:
         return found
     if choice:
-        letter = choice_letter(text)
-        if letter:
-            return Extraction(letter, "choice")
+        found = _choice(text)
+        if found:
+            return found
     found = _from_answer_is(text)
     if found:
         return found
@@ -166,5 +221,9 @@ def extract(response: str, answer_type: str = "auto", last_number: bool = True) 
     for part in (outside, text) if outside.strip() and outside != text else (text,):
         found = _search(part, choice)
         if found:
-            return found
+            # An empty <answer></answer> or \boxed{} is the model's final word: no answer, and
+            # never a cue to go looking for numbers in the reasoning.
+            return found if found.text else None
+    if answer_type == "bool":
+        return _bool_word(text)
     return _last_number(text) if last_number and answer_type != "choice" else None

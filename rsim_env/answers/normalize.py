@@ -10,39 +10,47 @@ nested quantifiers), so it is safe on hostile input of bounded length.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
+
+from .unicode import to_ascii
+from .units import UNIT_WORDS, canonical_unit, rstrip_space, split_units
 
 # Literal replacements applied in order (longest/most specific first).
 _REPLACE = (
-    ("\\dfrac", "\\frac"), ("\\tfrac", "\\frac"), ("\\cfrac", "\\frac"),
+    ("\\dbinom", "\\binom"), ("\\tbinom", "\\binom"), ("\\dfrac", "\\frac"), ("\\tfrac", "\\frac"), ("\\cfrac", "\\frac"),
     ("\\left", ""), ("\\right", ""), ("\\bigl", ""), ("\\bigr", ""), ("\\Bigl", ""), ("\\Bigr", ""),
     ("\\displaystyle", ""), ("\\!", ""), ("\\,", ""), ("\\;", ""), ("\\:", ""), ("\\ ", " "),
     ("\\qquad", " "), ("\\quad", " "), ("~", " "), ("{,}", ""), ("\\%", "%"), ("\\$", ""),
     ("^{\\circ}", ""), ("^\\circ", ""), ("\\circ", ""), ("\\degree", ""), ("°", ""),
     ("\\cdot", "*"), ("\\times", "*"), ("\\ast", "*"), ("\\div", "/"),
     ("\\leq", "<="), ("\\geq", ">="), ("\\le", "<="), ("\\ge", ">="), ("\\neq", "!="), ("\\ne", "!="),
-    ("\\lt", "<"), ("\\gt", ">"), ("\\infty", "oo"), ("\\infin", "oo"),
+    ("\\lt", "<"), ("\\gt", ">"), ("\\varnothing", "\\{\\}"), ("\\emptyset", "\\{\\}"),
+    ("\\mathbb{R}", "(-oo,oo)"), ("\\mathbb R", "(-oo,oo)"), ("\\mathbb", ""), ("\\infty", "oo"), ("\\infin", "oo"),
     ("−", "-"), ("–", "-"), ("—", "-"), ("×", "*"), ("·", "*"), ("÷", "/"), ("π", "\\pi "),
     ("√", "\\sqrt"), ("∞", "oo"), ("≤", "<="), ("≥", ">="), ("≠", "!="), ("∪", "\\cup"),
-    ("\\lbrace", "\\{"), ("\\rbrace", "\\}"), ("\\lbrack", "["), ("\\rbrack", "]"),
+    ("\\(", ""), ("\\)", ""), ("\\[", ""), ("\\]", ""), ("\\lbrace", "\\{"), ("\\rbrace", "\\}"), ("\\lbrack", "["), ("\\rbrack", "]"),
     ("\\mathrm", "\\text"), ("\\textbf", "\\text"), ("\\mbox", "\\text"), ("\\textrm", "\\text"),
     ("\\mathbf", ""), ("\\boldsymbol", ""), ("\\operatorname", ""),
 )
 
-UNIT_WORDS = frozenset(
-    """dollars dollar usd cents cent euros euro pounds yuan units unit degrees degree deg rad radians
-    meters meter metres m cm mm km kg g mg lb lbs oz inches inch in feet foot ft yards yard miles mile
-    seconds second sec s minutes minute min hours hour hrs hr h days day weeks week months month years
-    year liters liter l ml gallons gallon mph kmh km/h m/s sq square cubic cm^2 m^2 cm^3 m^3 percent
-    people persons students apples cookies points times ways items pages marbles books cups boxes
-    watts w volts v joules j newtons n pa kpa hz""".split()
-)
-"""Words dropped when they trail a number (``5 cm``, ``\\text{ dollars}``); see :func:`strip_units`."""
+NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
+                                                   "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100}
+"""A whole answer written as one number word."""
+
+MAX_NORMALIZE = 20_000
+"""Longer answers are returned unchanged (the parser refuses anything over its own limit)."""
 
 HEDGE_WORDS = (" or ", "\\text{or}", "\\text{ or }", " either ", "/or ", " and/or ")
 
 _THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3})((?:,\d{3})+)(?![\d])")
 _TEXT = re.compile(r"\\text\{([^{}]*)\}")
-_GLUED_UNIT = re.compile(r"^(-?[\d.]+%?)([A-Za-z/^23]{1,8})$")
+_NAME = re.compile(r"^[A-Za-z](?:_\{?\w+\}?)?$")
+_CHOOSE = re.compile(r"\{([^{}]{1,40})\\choose([^{}]{1,40})\}")
+_EMPTY_SET_WORDS = ("empty set", "the empty set", "\\{ \\}")
+_REPEATING = re.compile(r"(-?)(\d{0,12})\.(\d{0,12})\\overline\{(\d{1,12})\}")
+_TRIG = re.compile(r"\\(?:sin|cos|tan|cot|sec|csc)(?![a-z])")
 _SPACES = re.compile(r"\s+")
 _MIXED = re.compile(r"^(-?)(\d{1,9})\s*(?:\\frac\{(\d{1,9})\}\{(\d{1,9})\}|\s(\d{1,9})/(\d{1,9}))$")
 
@@ -64,21 +72,6 @@ def mixed_to_fraction(s: str) -> str:
     return f"{sign}\\frac{{{whole * den + num}}}{{{den}}}"
 
 
-def strip_units(s: str) -> str:
-    """Drop trailing unit words after a number (``12 cm`` -> ``12``, ``5 dollars`` -> ``5``).
-
-    Only words in :data:`UNIT_WORDS` are dropped, so ``3x`` or ``2 pi`` keep their meaning.
-    """
-    m = _GLUED_UNIT.match(s)
-    if m and m.group(2).lower() in UNIT_WORDS:
-        return m.group(1)
-    words = s.split(" ")
-    while len(words) > 1 and words[-1].strip(".").lower() in UNIT_WORDS:
-        words.pop()
-    out = " ".join(words)
-    return out if any(c.isdigit() for c in out) else s
-
-
 def _text_repl(m: re.Match) -> str:
     inner = m.group(1).strip()
     if inner.lower() in ("or", "and"):
@@ -88,13 +81,56 @@ def _text_repl(m: re.Match) -> str:
     return inner
 
 
-def normalize(s: str) -> str:
-    """Return the canonical plain form of an answer string (see module docstring)."""
-    s = s.strip()
+def cut_approximation(s: str) -> str:
+    """Judge ``exact \\approx decimal`` by the exact value.
+
+    ``\\sqrt{2} \\approx 1.414`` -> ``\\sqrt{2}``; ``\\pi\\ (\\approx 3.14)`` -> ``\\pi``. When nothing exact
+    precedes (``\\approx 1.41``) or only a variable does (``x \\approx 1.41``), the approximation is
+    the answer (``1.41``, ``x = 1.41``).
+    """
+    i = s.find("\\approx")
+    if i < 0:
+        return s
+    head, tail = rstrip_space(s[:i]), s[i + len("\\approx"):].split("\\approx")[0].strip()
+    if head.endswith(("(", "[")):
+        head = rstrip_space(head[:-1])
+    if not head:
+        return tail.rstrip(")]").strip()
+    if _NAME.match(head):
+        return f"{head} = {tail}"
+    return head.rstrip("=, ").rstrip()
+
+
+def normalize(s: str, letters_are_units: bool = False) -> str:
+    """Return the canonical plain form of an answer string (see module docstring).
+
+    Args:
+        s: The extracted answer (or the gold).
+        letters_are_units: A bare single letter after a number (``5 m``) is a unit, not a symbol;
+            the caller sets this when the other side is a plain number.
+    """
+    return normalize_with_unit(s, letters_are_units)[0]
+
+
+def normalize_with_unit(s: str, letters_are_units: bool = False) -> tuple[str, str | None]:
+    """:func:`normalize`, plus the canonical trailing unit it dropped (None when there was none)."""
+    if len(s) > MAX_NORMALIZE:
+        return s, None  # far over the parser's limit: it will refuse it; don't spend time here
+    s = to_ascii(s.strip()).replace("\\$", "").replace("$", "")
+    if "approx" in s:
+        s = cut_approximation(s)
+    if "circ" in s or "degree" in s:
+        s = _degrees_in_trig(s)
+    s, unit = split_units(s.strip().rstrip(" .;"), letters_are_units)
+    s = s.replace("\x01", "").replace("\\\\", "\x01")  # keep row breaks apart from "\\ " spacing
     for a, b in _REPLACE:
         if a in s:
             s = s.replace(a, b)
-    s = s.replace("$", "")
+    s = s.replace("\x01", "\\\\")
+    if "\\overline" in s:
+        s = _REPEATING.sub(_repeating_repl, s)
+    if "\\choose" in s:
+        s = _CHOOSE.sub(r"\\binom{\1}{\2}", s)
     if "\\text" in s:
         s = _TEXT.sub(_text_repl, s)
     s = _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), s)
@@ -103,7 +139,30 @@ def normalize(s: str) -> str:
         if s.startswith(prefix) and s[len(prefix):].lstrip()[:1].isdigit():
             s = s[len(prefix):].lstrip()
     s = s.rstrip(" .;")
-    return mixed_to_fraction(strip_units(s).strip())
+    if s.lower() in _EMPTY_SET_WORDS:
+        return "\\{\\}", None
+    if s.lower() in NUMBER_WORDS:  # "The answer is five."
+        s = str(NUMBER_WORDS[s.lower()])
+    s, late_unit = split_units(s, letters_are_units)
+    unit = unit or late_unit
+    return mixed_to_fraction(s.strip()), canonical_unit(unit) if unit else None
+
+
+def _repeating_repl(m: re.Match) -> str:
+    """``0.1\\overline{6}`` -> ``\\frac{1}{6}``: a repeating decimal is an exact fraction."""
+    sign, whole, fixed, rep = m.group(1), m.group(2) or "0", m.group(3), m.group(4)
+    value = Fraction(int(whole)) + (Fraction(int(fixed), 10 ** len(fixed)) if fixed else 0)
+    value += Fraction(int(rep), (10 ** len(rep) - 1) * 10 ** len(fixed))
+    return f"{sign}\\frac{{{value.numerator}}}{{{value.denominator}}}"
+
+
+def _degrees_in_trig(s: str) -> str:
+    """Inside a trig function a degree mark converts to radians: ``\\cos 60^\\circ`` is 1/2."""
+    if not _TRIG.search(s):
+        return s
+    for mark in ("^{\\circ}", "^\\circ", "\\circ", "\\degree"):
+        s = s.replace(mark, "(\\pi/180)")
+    return s
 
 
 def is_hedged(s: str) -> bool:

@@ -43,6 +43,12 @@ def check_power(base_bits: int, exponent: int) -> None:
         raise TooLarge(f"power with exponent {exponent} would exceed {MAX_BITS} bits")
 
 
+def check_binom(n: int) -> None:
+    """Raise :class:`TooLarge` for ``binom(n, k)`` with ``n`` past :data:`MAX_BITS` (result ~n bits)."""
+    if n > MAX_BITS:
+        raise TooLarge(f"binomial coefficient with n={n} is over the {MAX_BITS} limit")
+
+
 def eval_fraction(node: tuple) -> Fraction | None:
     """Exact value of a purely numeric node, or None when sympy is needed (roots, pi, symbols)."""
     tag = node[0]
@@ -67,6 +73,12 @@ def eval_fraction(node: tuple) -> Fraction | None:
             return None
         check_power(max(a.numerator.bit_length(), a.denominator.bit_length()), int(b))
         return a ** int(b)
+    if tag == "binom":
+        n, k = eval_fraction(node[1]), eval_fraction(node[2])
+        if n is None or k is None or n.denominator != 1 or k.denominator != 1 or n < 0:
+            return None
+        check_binom(int(n))
+        return Fraction(math.comb(int(n), int(k))) if k >= 0 else Fraction(0)
     if tag == "fact":
         a = eval_fraction(node[1])
         if a is None or a.denominator != 1 or a < 0:

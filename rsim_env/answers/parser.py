@@ -21,7 +21,15 @@ from fractions import Fraction
 
 MAX_CHARS = 2000
 MAX_TOKENS = 600
-MAX_DEPTH = 40
+MAX_DEPTH = 60
+"""Nesting levels of brackets, braces, ``\\frac``/``\\sqrt`` arguments and unary/power chains.
+
+The parser is linear-time and the worst case at this depth checks in well under a second
+(``benchmarks/answer_check.py`` times each construct), so time is not the limit: recursion is.
+A level costs up to ~11 Python frames (``\\sin(`` nesting needs ~670 frames at depth 60), and the
+checker must run from any caller's stack under Python's default limit of 1000 frames;
+``tests/test_answers_forms.py`` checks every construct at this depth from a caller 250 frames
+deep. Should a deeper caller still hit the limit, the answer is refused as unparsable."""
 FUNCTIONS = frozenset("sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh ln log exp".split())
 CONSTANTS = {"pi": "pi", "e": "e", "i": "i", "oo": "oo", "infty": "oo"}
 
@@ -96,10 +104,10 @@ class _Parser:
 
     # expr := term (('+'|'-') term)*
     def expr(self) -> tuple:
-        node = self.nested(self.term)
+        node = self.term()
         while self.at("+", "-"):
             op = self.take()[1]
-            node = ("add" if op == "+" else "sub", node, self.nested(self.term))
+            node = ("add" if op == "+" else "sub", node, self.term())
         return node
 
     # term := unary (('*'|'/'|implicit) unary)*
@@ -133,11 +141,11 @@ class _Parser:
         base = self.postfix()
         if self.at("^"):
             self.take()
-            return ("pow", base, self.nested(self.unary))
+            return ("pow", base, self.braced() if self.at("{") else self.nested(self.unary))
         return base
 
     def postfix(self) -> tuple:
-        node = self.nested(self.atom)
+        node = self.atom()
         while self.at("!", "%"):
             node = ("fact", node) if self.take()[1] == "!" else ("pct", node)
         return node
@@ -149,9 +157,8 @@ class _Parser:
 
     def braced(self) -> tuple:
         """A ``{...}`` argument, or a single token argument as in ``\\frac12`` / ``\\sqrt2``."""
-        if self.at("{"):
-            self.take()
-            return self.group("}")
+        if self.at("{", "("):
+            return self.group("}" if self.take()[1] == "{" else ")")
         kind, text = self.take()
         if kind == "num":
             if len(text) > 1 and text.isdigit():  # \frac12 means \frac{1}{2}
@@ -167,6 +174,10 @@ class _Parser:
         if kind == "num":
             return number_node(text)
         if kind == "name":
+            if text == "C" and self.at("("):
+                binom = self._choose_call()
+                if binom is not None:
+                    return binom
             node = CONST_OR_SYM(text)
             if self.at("_"):
                 self.take()
@@ -180,6 +191,18 @@ class _Parser:
         if kind == "cmd":
             return self.command(text[1:])
         raise ParseError(f"unexpected {text!r}")
+
+    def _choose_call(self) -> tuple | None:
+        """``C(n, k)`` (a binomial coefficient); None (position restored) when it is not one."""
+        start = self.i
+        self.take("(")
+        n = self.nested(self.expr)
+        if not self.at(","):
+            self.i = start
+            return None
+        self.take(",")
+        k = self.group(")")
+        return ("binom", n, k)
 
     def _raw_group(self) -> str:
         self.take("{")
@@ -201,15 +224,47 @@ class _Parser:
             return ("root", self.braced(), n)
         if name in CONSTANTS:
             return ("const", CONSTANTS[name])
+        if name == "binom":
+            n = self.braced()
+            return ("binom", n, self.braced())
         if name in FUNCTIONS:
-            arg = self.power() if not self.at("(", "{") else self.atom()
-            return ("fn", name, arg)
+            return self.function(name)
         if len(name) > 1 and name.isalpha() and name in GREEK:
             return ("sym", name)
         raise ParseError(f"unsupported command \\{name}")
 
 
-GREEK = frozenset("alpha beta gamma delta epsilon theta lambda mu nu rho sigma tau phi omega".split())
+    def function(self, name: str) -> tuple:
+        """``\\sin x``, ``\\sin 2x`` (= sin(2x)), ``\\sin^2 x``, ``\\sin^{-1} x``, ``\\log_2 8``, ``\\ln(x)``."""
+        power = base = None
+        if self.at("_") and name == "log":
+            self.take()
+            base = self.braced()
+        if self.at("^"):
+            self.take()
+            power = self.braced()
+        if self.at("_") and name == "log" and base is None:
+            self.take()
+            base = self.braced()
+        if power == ("neg", ("num", Fraction(1), None)) and name in _INVERSE:
+            name, power = _INVERSE[name], None
+        if self.at("(", "{", "["):
+            arg = self.atom()
+        else:  # without brackets the argument is the following product: \sin 2x = sin(2x)
+            arg = self.power()
+            while self._starts_atom() and not self._at_function():
+                arg = ("mul", arg, self.power())
+        node = ("log", arg, base) if base is not None else ("fn", name, arg)
+        return ("pow", node, power) if power is not None else node
+
+    def _at_function(self) -> bool:
+        tok = self.peek()
+        return tok is not None and tok[0] == "cmd" and tok[1][1:] in FUNCTIONS
+
+
+_INVERSE = {"sin": "arcsin", "cos": "arccos", "tan": "arctan"}
+GREEK = frozenset("alpha beta gamma delta epsilon varepsilon theta vartheta lambda mu nu xi rho sigma tau phi varphi "
+                  "chi psi omega".split())
 
 
 def CONST_OR_SYM(text: str) -> tuple:  # noqa: N802 - reads like a node constructor
@@ -226,7 +281,10 @@ def parse_expression(s: str) -> tuple:
     p = _Parser(tokenize(s))
     if not p.toks:
         raise ParseError("empty expression")
-    node = p.expr()
+    try:
+        node = p.expr()
+    except RecursionError:  # safety net: MAX_DEPTH keeps this from happening on a normal stack
+        raise ParseError("expression nested too deeply for the caller's stack") from None
     if p.peek() is not None:
         raise ParseError(f"unexpected {p.peek()[1]!r} after expression")
     return node

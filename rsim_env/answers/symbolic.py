@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import sympy as sp
 
-from .numeric import MAX_FACTORIAL, TooLarge, approx_equal, check_power, literal_decimals
+from .numeric import MAX_FACTORIAL, TooLarge, approx_equal, check_binom, check_power, literal_decimals
 
 _FUNCS = {
     "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "cot": sp.cot, "sec": sp.sec, "csc": sp.csc,
@@ -21,6 +21,7 @@ _FUNCS = {
 }
 _CONSTS = {"pi": sp.pi, "e": sp.E, "i": sp.I, "oo": sp.oo}
 PRECISION = 60
+_I = sp.Symbol("i")
 
 
 def _bits(x: sp.Expr) -> int:
@@ -65,6 +66,13 @@ def to_sympy(node: tuple) -> sp.Expr:
         if n.is_Integer and n > MAX_FACTORIAL:
             raise TooLarge(f"factorial of {n} is over the {MAX_FACTORIAL}! limit")
         return sp.factorial(n)
+    if tag == "binom":
+        n, k = to_sympy(node[1]), to_sympy(node[2])
+        if n.is_Integer:
+            check_binom(int(n))
+        return sp.binomial(n, k)
+    if tag == "log":
+        return sp.log(to_sympy(node[1]), to_sympy(node[2]))
     if tag == "eqn":
         return sp.Add(to_sympy(node[1]), sp.Mul(-1, to_sympy(node[2])))
     raise ValueError(f"unknown node tag {tag!r}")
@@ -88,6 +96,31 @@ def _numeric_equal(p: sp.Expr, g: sp.Expr, pd: int | None, gd: int | None) -> bo
     return approx_equal(fp, pd, fg, gd)
 
 
+_POINTS = (sp.Rational(3719, 10000), sp.Rational(12345, 10000), sp.Rational(7, 3))
+"""Positive, unremarkable sample points (positive so roots and logs stay real)."""
+
+
+def _differs_at_points(pe: sp.Expr, ge: sp.Expr) -> bool:
+    """True when the two expressions take clearly different values at a sample point.
+
+    Only ever disproves: equal values at the points prove nothing, and a point where either side
+    is undefined or not finite is skipped. Symbols get different values (``x`` and ``y`` must not
+    coincide), at 30 significant digits, with a relative tolerance far above rounding noise.
+    """
+    syms = sorted(pe.free_symbols | ge.free_symbols, key=str)
+    for k, base in enumerate(_POINTS):
+        point = {s: base + sp.Rational(j + k, 7) for j, s in enumerate(syms)}
+        try:
+            a, b = sp.N(pe.xreplace(point), 30), sp.N(ge.xreplace(point), 30)
+            if not (a.is_number and b.is_number) or a.has(sp.nan, sp.zoo) or b.has(sp.nan, sp.zoo):
+                continue
+            if abs(a - b) > sp.Float("1e-12") * (1 + abs(a) + abs(b)):
+                return True
+        except (ArithmeticError, TypeError, ValueError):
+            continue
+    return False
+
+
 def sympy_leaf(p: tuple, g: tuple) -> bool:
     """Equality of two expression nodes (``("eqn", l, r)`` pairs compare equations)."""
     if p[0] == "eqn" and g[0] == "eqn":
@@ -99,8 +132,13 @@ def sympy_leaf(p: tuple, g: tuple) -> bool:
     pe, ge = to_sympy(p), to_sympy(g)
     if pe == ge:
         return True
+    free = pe.free_symbols | ge.free_symbols
+    if free and free <= {_I}:  # i is the only letter on both sides: the imaginary unit
+        pe, ge = pe.subs(_I, sp.I), ge.subs(_I, sp.I)
     if pe.is_number and ge.is_number:
         return _numeric_equal(pe, ge, literal_decimals(p), literal_decimals(g))
+    if _differs_at_points(pe, ge):
+        return False  # cheap disproof first: simplify() on a non-identity can take the whole bound
     diff = sp.expand(pe - ge)
     if diff == 0:
         return True

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import sys
 
-MEMORY_LIMIT = 3 * 1024**3
+MEMORY_LIMIT = 1536 * 1024**2
+"""Address-space cap of a worker; a legitimate check needs under 300 MB."""
 
 
 def handle(req: dict) -> dict:

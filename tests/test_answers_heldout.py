@@ -1,0 +1,25 @@
+"""The held-out answer cases (written without reading the checker): zero false positives.
+
+Accuracy on this table is reported, not asserted (``python -m benchmarks.answer_check``): the
+table exists to find what the checker misses, and a miss is a false negative to fix in general,
+never by special-casing a row. A false positive -- a wrong answer scored correct -- is the one
+outcome that must never happen, so every row labelled wrong must be refused.
+"""
+
+import pytest
+
+from benchmarks.answer_cases_heldout import CASES
+from rsim_env.answers import check
+
+WRONG = [c for c in CASES if not c[3]]
+
+
+@pytest.mark.parametrize("category,response,gold,expected,answer_type", WRONG,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(WRONG)])
+def test_no_false_positive_on_heldout(category, response, gold, expected, answer_type):
+    result = check(response, gold, answer_type)
+    assert result.correct is False, result
+
+
+def test_heldout_table_has_both_labels():
+    assert len(WRONG) >= 20 and len(CASES) - len(WRONG) >= 100

@@ -17,3 +17,9 @@ from .group import EnvGroup  # noqa: E402
 from .rewards import RewardWeights  # noqa: E402
 
 __all__ += ["AnyText", "env", "raw_env", "EnvConfig", "Episode", "EnvGroup", "RewardWeights"]
+
+from . import rsim_v0  # noqa: E402
+from .registration import register_gymnasium  # noqa: E402
+
+register_gymnasium()
+__all__ += ["rsim_v0"]

@@ -108,6 +108,7 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
     p = argparse.ArgumentParser(prog="rsim", description="rSIM: planner + reasoner LLMs, Stackelberg GRPO.")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("eval", add_help=False, help="evaluate planner modes (see `rsim eval --help`; algos/evaluate.py)")
+    sub.add_parser("view", add_help=False, help="write a static HTML page of rollouts (see `rsim view --help`)")
     t = sub.add_parser("train", help="train a learner (see --preset)")
     t.add_argument("--preset", choices=sorted(PRESETS), help="start from a preset (demo: CPU minutes; paper: GPUs)")
     t.add_argument("--learner", choices=LEARNERS)
@@ -144,6 +145,11 @@ def main(cfg: RunConfig | Sequence[str] | None = None) -> dict[str, Any] | None:
         from .evaluate import main as evaluate  # `rsim eval ...`: all of it lives in algos/evaluate.py
 
         out = evaluate((sys.argv[1:] if cfg is None else list(cfg))[1:])
+        return None if console else out
+    if not isinstance(cfg, RunConfig) and (sys.argv[1:] if cfg is None else list(cfg))[:1] == ["view"]:
+        from .viewer import main as view  # `rsim view DIR --out FILE.html`: all of it lives in algos/viewer/
+
+        out = view((sys.argv[1:] if cfg is None else list(cfg))[1:])
         return None if console else out
     if not isinstance(cfg, RunConfig):
         command, cfg, print_only = parse(sys.argv[1:] if cfg is None else list(cfg))

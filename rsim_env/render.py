@@ -111,3 +111,48 @@ def max_reasoner_chars(max_question_chars: int, max_steps: int, max_step_chars: 
     longest = max(len(injection(max_steps - 1, s.index)) for s in STRATEGIES)
     overhead = len(chat_to_text(reasoner_chat("", [], [], None)))
     return overhead + max_question_chars + max_steps * (longest + max_step_chars + len(STEP_DELIMITER))
+
+
+# -- Chat-API form (OpenAI-compatible servers) ------------------------------------------------
+# A chat-completions server cannot continue an open assistant message, so here every strategy is
+# its own user turn and every step its own assistant turn: the reply to the last user turn is the
+# next step. (Kept separate from the open-assistant-message form above, which local models use.)
+
+CHAT_REASONER_SYSTEM = (
+    "You are a careful math tutor. Solve the problem one step at a time. After the problem, each "
+    "user message is an instruction for your next step: write only that one step, briefly, doing "
+    "what it says. When told to conclude, give the final answer as \\boxed{answer}."
+)
+
+
+def step_instruction(round_index: int, strategy: int) -> str:
+    """The user turn that asks for step ``round_index`` (0-based) with ``strategy``."""
+    s = STRATEGIES[strategy]
+    return f"Step {round_index + 1} — {s.name}: {s.prompt}."
+
+
+def reasoner_messages(
+    question: str, steps: Sequence[str], strategies: Sequence[int], current: int | None
+) -> list[dict[str, str]]:
+    """Chat messages for a chat-completions reasoner; ``current=None`` means no planner (one answer).
+
+    Layout: system, the question (user), then per finished round the instruction (user) and the
+    step (assistant), then the instruction for ``current`` (user). The reply is the next step.
+    """
+    if current is None:
+        return no_planner_chat(question)
+    msgs = [{"role": "system", "content": CHAT_REASONER_SYSTEM}, {"role": "user", "content": question}]
+    for i, (p, z) in enumerate(zip(strategies, steps)):
+        msgs += [{"role": "user", "content": step_instruction(i, p)}, {"role": "assistant", "content": z}]
+    msgs.append({"role": "user", "content": step_instruction(len(steps), current)})
+    return msgs
+
+
+def reasoner_messages_from_observation(obs: dict) -> list[dict[str, str]]:
+    """:func:`reasoner_messages` for a reasoner observation of :mod:`rsim_env.env`.
+
+    No-planner mode (``env(planner=False)``) is recognised by its prompt, which this module builds.
+    """
+    if obs.get("prompt") == chat_to_text(no_planner_chat(obs["question"])):
+        return reasoner_messages(obs["question"], [], [], None)
+    return reasoner_messages(obs["question"], obs["steps"], obs["strategies"], int(obs["strategy"]))

@@ -105,7 +105,10 @@ def train(cfg: RunConfig) -> dict[str, Any]:
 
 
 def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
+    from rsim_env import __version__
+
     p = argparse.ArgumentParser(prog="rsim", description="rSIM: planner + reasoner LLMs, Stackelberg GRPO.")
+    p.add_argument("--version", action="version", version=f"rsim {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("eval", add_help=False, help="evaluate planner modes (see `rsim eval --help`; algos/evaluate.py)")
     sub.add_parser("view", add_help=False, help="write a static HTML page of rollouts (see `rsim view --help`)")

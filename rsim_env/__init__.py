@@ -3,11 +3,16 @@
 Pure Python + numpy + gymnasium + pettingzoo + sympy; never imports torch.
 """
 
+from ._version import __version__
+from .install import check_top_level_packages
+
+check_top_level_packages()  # agents / algos / benchmarks must be ours (see rsim_env/install.py)
+
 from .problems import Problem, default_source, load_jsonl, reasoning_gym_problems
 from .strategies import NUM_STRATEGIES, STRATEGIES, Strategy, detect
 
 __all__ = [
-    "Problem", "default_source", "load_jsonl", "reasoning_gym_problems",
+    "__version__", "Problem", "default_source", "load_jsonl", "reasoning_gym_problems",
     "NUM_STRATEGIES", "STRATEGIES", "Strategy", "detect",
 ]
 

@@ -16,9 +16,7 @@ Copies that finished early simply stop appearing. Driving a single AEC env is th
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence, runtime_checkable
-
-ROLES = ("planner", "reasoner")
+from typing import Any, NamedTuple, Protocol, Sequence, runtime_checkable
 
 
 @runtime_checkable
@@ -45,4 +43,39 @@ class Policy(Protocol):
 
         LLM agents put here what a learner needs (token ids, generated-token masks, log-probs).
         """
+        ...
+
+
+class Scored(NamedTuple):
+    """Per-position log-probs of an agent's own choices, recomputed with gradients by ``score``.
+
+    ``logp`` and ``mask`` are ``[B, T]`` tensors: the log-prob of each chosen token (reasoner) or
+    strategy (planner), and 1 where the agent chose (generated tokens / decisions), 0 on prompt,
+    injected strategy text and padding. ``entropy`` is ``[B, T]`` or None (logged only).
+    """
+
+    logp: Any
+    mask: Any
+    entropy: Any = None
+
+
+@runtime_checkable
+class Trainable(Policy, Protocol):
+    """A :class:`Policy` a learner can optimise: it owns its parameters and scores its own records.
+
+    The trainer never sees token ids; it multiplies ``score``'s tensors by advantages::
+
+        scored = agent.score(records)   # records: agent.records() entries for a subset of copies
+
+    Optional: ``num_generated(record) -> int`` (tokens a reasoner wrote; logged as
+    ``completions/mean_length``) and ``token_usage(record) -> dict`` (what one episode cost, keys
+    ``planner_read``, ``planner_context``, ``reasoner_read``, ``reasoner_written``; ``rsim eval``
+    reports it and leaves the keys an agent does not give empty).
+    """
+
+    module: Any
+    """The ``torch.nn.Module`` whose parameters are optimised (saved as ``model.<role>`` in checkpoints)."""
+
+    def score(self, records: Sequence[Any]) -> Scored:
+        """Log-probs of what the agent did in ``records`` under its current weights (gradients flow)."""
         ...

@@ -125,9 +125,6 @@ class KVBatch:
         if self.columns:
             self.cache.batch_select_indices(index)
 
-    def row_of(self, conversation: int) -> int:
-        return self.rows.index(conversation)
-
     def feed(self, new_tokens: Sequence[Sequence[int]]) -> torch.Tensor:
         """Append ``new_tokens[r]`` to row ``r`` (may be empty); return the last-position output.
 

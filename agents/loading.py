@@ -36,7 +36,7 @@ from transformers import (
 
 __all__ = [
     "DEFAULT_SPEC", "cache_dir", "embedded_gguf_path", "ensure_default", "resolve",
-    "load_causal_lm", "load_backbone", "load_tokenizer", "tiny_config", "tiny_tokenizer", "tiny_model",
+    "load_causal_lm", "load_backbone", "tiny_config", "tiny_tokenizer", "tiny_model",
 ]
 
 DEFAULT_SPEC = "default"
@@ -125,11 +125,6 @@ def resolve(spec: str) -> str:
     if not isinstance(spec, str) or not spec:
         raise ValueError(f"model spec must be a non-empty string ('default', a local path or a hub id), got {spec!r}")
     return str(ensure_default()) if spec == DEFAULT_SPEC else spec
-
-
-def load_tokenizer(spec: str) -> PreTrainedTokenizerBase:
-    """Tokenizer for a model spec (offline for ``"default"`` and local paths)."""
-    return AutoTokenizer.from_pretrained(resolve(spec))
 
 
 def load_causal_lm(spec: str, dtype: torch.dtype = torch.float32) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:

@@ -29,6 +29,9 @@ from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTo
 from rsim_env.render import planner_header, planner_segment
 from rsim_env.strategies import NUM_STRATEGIES
 
+from .base import Scored
+from .sampling import right_pad
+
 __all__ = ["PlannerConfig", "Planner"]
 
 _FORMAT = 1
@@ -111,14 +114,9 @@ class Planner(torch.nn.Module):
         Returns:
             ``[rows, max_positions, num_strategies]`` (rows with fewer positions are zero-padded).
         """
-        n, width = len(sequences), max(len(s) for s in sequences)
-        ids = torch.full((n, width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros(n, width, dtype=torch.long)
-        for r, s in enumerate(sequences):
-            ids[r, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
-            mask[r, : len(s)] = 1
-        hidden = self.backbone(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                               use_cache=False).last_hidden_state
+        ids, mask = right_pad(sequences, self.pad_id, self.device)
+        n = ids.shape[0]
+        hidden = self.backbone(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
         t_max = max(len(p) for p in positions)
         rows = torch.tensor([r for r, p in enumerate(positions) for _ in p], device=self.device)
         cols = torch.tensor([i for p in positions for i in p], device=self.device)
@@ -150,6 +148,25 @@ class Planner(torch.nn.Module):
             valid[r, :t] = 1
         logp = self._logprobs(logits, masks).gather(-1, actions[..., None]).squeeze(-1)
         return torch.where(valid.bool(), logp, torch.zeros_like(logp)), valid
+
+    # ------------------------------------------------------------------------------ learner API
+
+    @property
+    def module(self) -> torch.nn.Module:
+        """The parameters a learner optimises: the whole planner (backbone + head)."""
+        return self
+
+    def score(self, records: Sequence[dict[str, Any]]) -> Scored:
+        """:meth:`trajectory_logprobs` as :class:`agents.base.Scored` (one advantage per decision)."""
+        logp, valid = self.trajectory_logprobs(records)
+        return Scored(logp, valid, None)
+
+    def token_usage(self, record: dict[str, Any]) -> dict[str, int]:
+        """Tokens one episode cost: ``planner_context`` (longest context) and ``planner_read`` (tokens
+        encoded: the longest context with the KV cache, else the sum of every decision's context)."""
+        contexts = [p + 1 for p in record["positions"]]
+        longest = max(contexts, default=0)
+        return {"planner_context": longest, "planner_read": longest if self.config.use_cache else sum(contexts)}
 
     # ------------------------------------------------------------------------------ Policy API
 

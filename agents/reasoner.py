@@ -13,14 +13,14 @@ step delimiter (``render.STEP_DELIMITER``) or ``max_step_tokens`` tokens. Specia
 chat markers) are suppressed, so the assistant message stays one open message, as ``render``
 describes it. The text returned to the environment is the step before the delimiter, stripped.
 
-No-planner mode (``env(planner=False)``, the GRPO baseline) is recognised from the observation's
-render-built prompt: the chat then uses the no-planner system prompt and the single turn writes the
-whole answer (up to ``max_answer_tokens``, no delimiter stop).
+No-planner mode (``env(planner=False)``, the GRPO baseline) is read from the observation's
+``no_planner`` field: the chat then uses the no-planner system prompt and the single turn writes
+the whole answer (up to ``max_answer_tokens``, no delimiter stop).
 
 The record of a copy (:meth:`Reasoner.records`) is exactly what was fed/sampled, with a mask of
 generated tokens and their log-probs (convention in :mod:`agents.sampling`); learners recompute
-log-probs with :meth:`Reasoner.token_logprobs` (gradients flow) and apply advantages where
-``gen_mask`` is 1 — never on prompt or injected tokens.
+log-probs with :meth:`Reasoner.score` (gradients flow; :class:`agents.base.Trainable`), which is
+non-zero only where ``gen_mask`` is 1 — never on prompt or injected tokens.
 """
 
 from __future__ import annotations
@@ -31,12 +31,13 @@ from typing import Any, Sequence
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from rsim_env.render import STEP_DELIMITER, chat_to_text, no_planner_chat, reasoner_chat
+from rsim_env.render import STEP_DELIMITER, no_planner_chat, reasoner_chat
 
 from .kv import KVBatch
-from .sampling import masked_logprobs, sample, token_logprobs
+from .base import Scored
+from .sampling import generated_logprobs, masked_logprobs, sample
 
-__all__ = ["ReasonerConfig", "Reasoner", "collate"]
+__all__ = ["ReasonerConfig", "Reasoner"]
 
 
 @dataclass(frozen=True)
@@ -175,10 +176,34 @@ class Reasoner:
                      prompt_len=c.prompt_len, step_spans=list(c.step_spans), temperature=self.record_temperature,
                      suppressed_ids=list(self.suppressed_ids), pad_id=self.pad_id) for c in self._convs]
 
-    def token_logprobs(self, records: Sequence[dict[str, Any]]) -> torch.Tensor:
-        """Recompute ``[rows, max_len]`` token log-probs of ``records`` with gradients (training)."""
-        return token_logprobs(self.model, [r["input_ids"] for r in records], self.record_temperature,
-                              self.suppressed_ids, self.pad_id)
+    # ------------------------------------------------------------------------------ learner API
+
+    @property
+    def module(self) -> torch.nn.Module:
+        """The parameters a learner optimises (:class:`agents.base.Trainable`)."""
+        return self.model
+
+    def score(self, records: Sequence[dict[str, Any]]) -> Scored:
+        """Log-probs of the generated tokens of ``records`` with gradients, in one forward over the batch.
+
+        Non-zero only where ``gen_mask`` is 1; uses each record's own sampling convention
+        (``temperature``, ``suppressed_ids``; see :mod:`agents.sampling`).
+        """
+        first = records[0]
+        logp, mask, entropy = generated_logprobs(
+            self.model, [r["input_ids"] for r in records], [r["gen_mask"] for r in records],
+            float(first["temperature"]), first.get("suppressed_ids") or (), int(first.get("pad_id", self.pad_id)))
+        return Scored(logp, mask, entropy)
+
+    def num_generated(self, record: dict[str, Any]) -> int:
+        """Tokens this reasoner generated in one copy's episode."""
+        return int(sum(record["gen_mask"]))
+
+    def token_usage(self, record: dict[str, Any]) -> dict[str, int]:
+        """Tokens one episode cost: ``reasoner_written`` (generated) and ``reasoner_read`` (fed but not
+        written: prompt, injected strategy prompts, delimiters; each encoded once thanks to the KV cache)."""
+        written = self.num_generated(record)
+        return {"reasoner_written": written, "reasoner_read": len(record["input_ids"]) - written}
 
     # ------------------------------------------------------------------------------ internals
 
@@ -189,8 +214,7 @@ class Reasoner:
             raise ValueError(f"copy {copy}: observation is for round {obs['round']} but this reasoner has written "
                              f"{written} steps; call reset() at the start of every rollout")
         if not conv.ids:
-            # No-planner mode (env(planner=False)) is recognised by its prompt, which render builds.
-            conv.single_turn = obs.get("prompt") == chat_to_text(no_planner_chat(obs["question"]))
+            conv.single_turn = bool(obs.get("no_planner", False))  # env(planner=False): one whole answer
             conv.extend(self.prompt_ids(obs["question"], no_planner=conv.single_turn))
             conv.prompt_len = len(conv.ids)
         elif conv.needs_delimiter:
@@ -241,19 +265,3 @@ class Reasoner:
         # Leading whitespace does not count: a step ends at the first delimiter after some content.
         return STEP_DELIMITER in self.tokenizer.decode(tokens, skip_special_tokens=False).lstrip()
 
-
-def collate(records: Sequence[dict[str, Any]], device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
-    """Right-pad reasoner records into tensors: ``input_ids``, ``attention_mask``, ``gen_mask``, ``old_logprobs``.
-
-    ``old_logprobs[r, i]`` aligns with :meth:`Reasoner.token_logprobs` output ``[r, i]``.
-    """
-    n, width = len(records), max(len(r["input_ids"]) for r in records)
-    out = {k: torch.zeros(n, width, dtype=torch.long) for k in ("input_ids", "attention_mask", "gen_mask")}
-    out["old_logprobs"] = torch.zeros(n, width)
-    for i, rec in enumerate(records):
-        m = len(rec["input_ids"])
-        out["input_ids"][i, :m] = torch.tensor(rec["input_ids"])
-        out["attention_mask"][i, :m] = 1
-        out["gen_mask"][i, :m] = torch.tensor(rec["gen_mask"])
-        out["old_logprobs"][i, :m] = torch.tensor(rec["logprobs"])
-    return {k: v.to(device) for k, v in out.items()}

@@ -12,7 +12,19 @@ from typing import Sequence
 
 import torch
 
-__all__ = ["masked_logprobs", "sample", "token_logprobs"]
+__all__ = ["right_pad", "masked_logprobs", "sample", "token_logprobs", "generated_logprobs"]
+
+
+def right_pad(sequences: Sequence[Sequence[int]], pad_id: int,
+              device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad token id lists into ``(ids, mask)`` ``[rows, max_len]`` long tensors (mask 1 on real tokens)."""
+    n, width = len(sequences), max(len(s) for s in sequences)
+    ids = torch.full((n, width), int(pad_id), dtype=torch.long)
+    mask = torch.zeros(n, width, dtype=torch.long)
+    for r, s in enumerate(sequences):
+        ids[r, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
+        mask[r, : len(s)] = 1
+    return (ids, mask) if device is None else (ids.to(device), mask.to(device))
 
 
 def masked_logprobs(logits: torch.Tensor, temperature: float, suppressed: torch.Tensor | None) -> torch.Tensor:
@@ -63,13 +75,8 @@ def token_logprobs(
         ``gen_mask`` to keep only generated tokens.
     """
     device = next(model.parameters()).device
-    n, width = len(sequences), max(len(s) for s in sequences)
-    ids = torch.full((n, width), pad_id, dtype=torch.long)
-    mask = torch.zeros(n, width, dtype=torch.long)
-    for r, s in enumerate(sequences):
-        ids[r, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
-        mask[r, : len(s)] = 1
-    ids, mask = ids.to(device), mask.to(device)
+    ids, mask = right_pad(sequences, pad_id, device)
+    n, width = ids.shape
     logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits[:, :-1]
     suppressed = torch.as_tensor(list(suppressed_ids), dtype=torch.long, device=device)
     lp = masked_logprobs(logits, temperature, suppressed).gather(-1, ids[:, 1:, None]).squeeze(-1)
@@ -78,3 +85,35 @@ def token_logprobs(
     keep = mask[:, 1:].bool() & torch.isfinite(lp)
     out[:, 1:] = torch.where(keep, lp, torch.zeros_like(lp))
     return out
+
+
+def generated_logprobs(
+    model: torch.nn.Module,
+    sequences: Sequence[Sequence[int]],
+    gen_masks: Sequence[Sequence[int]],
+    temperature: float = 1.0,
+    suppressed_ids: Sequence[int] = (),
+    pad_id: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`token_logprobs` at the generated positions only: ``(logp, mask, entropy)``, ``[rows, max_len]``.
+
+    Same convention (:func:`masked_logprobs`), but the vocabulary projection and softmax run only
+    where ``gen_masks`` is 1, not over prompt / injected tokens (the LM head over a 49k vocabulary
+    is a large share of a small model's cost). ``logp`` carries gradients; ``entropy`` does not.
+    """
+    device = next(model.parameters()).device
+    ids, attn = right_pad(sequences, pad_id, device)
+    gen = right_pad(gen_masks, 0, device)[0].float()
+    gen[:, 0] = 0  # position 0 has no prefix to predict it
+    hidden = model.get_decoder()(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state
+    rows, cols = gen.nonzero(as_tuple=True)
+    logits = model.get_output_embeddings()(hidden[rows, cols - 1])
+    suppressed = torch.as_tensor(list(suppressed_ids), dtype=torch.long, device=device)
+    lp_all = masked_logprobs(logits, temperature, suppressed)
+    lp = lp_all.gather(-1, ids[rows, cols][:, None]).squeeze(-1)
+    with torch.no_grad():
+        p = lp_all.exp()
+        ent = -(p * lp_all.masked_fill(p == 0, 0)).sum(-1)
+    logp = torch.zeros(gen.shape, device=device, dtype=lp.dtype).index_put((rows, cols), lp)
+    entropy = torch.zeros(gen.shape, device=device).index_put((rows, cols), ent.float())
+    return logp, gen, entropy

@@ -3,8 +3,8 @@
 * :class:`RandomPlanner` samples a legal strategy uniformly (optionally with a higher
   termination probability so episodes end).
 * :class:`FixedPlanner` plays a fixed strategy sequence, then terminates.
-* :class:`TemplateReasoner` writes a plausible step for the planned strategy (with that
-  strategy's keywords, so detection sees it) and, on termination, a boxed answer taken from an
+* :class:`TemplateReasoner` writes the planned strategy's example step
+  (:data:`rsim_env.strategies.EXAMPLES`, so detection sees it) and, on termination, a boxed answer taken from an
   optional ``oracle`` (``question -> answer``), right with probability ``p_correct``.
 
 All implement :class:`agents.base.Policy`.
@@ -17,20 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from rsim_env.strategies import NUM_STRATEGIES, TERMINATION
-
-_TEMPLATES = (
-    "Wait, let me look back at the reasoning so far and reconsider whether it is right.",
-    "Let me break the problem down into smaller sub-problems and solve each part.",
-    "Let me think carefully about this step before writing anything.",
-    "Let me check the last result by substituting it back.",
-    "To recap what we know so far: the quantities in the question are given.",
-    "The most important thing to do next is to focus on the key quantity.",
-    "Next, we continue with the computation.",
-    "Plan: first compute the parts, then combine them, then check.",
-    "Therefore, the final answer is \\boxed{{{answer}}}.",
-)
-
+from rsim_env.strategies import NUM_STRATEGIES, TERMINATION, example
 
 class RandomPlanner:
     """Uniformly random legal strategy; ``p_terminate`` overrides the termination probability."""
@@ -126,8 +113,7 @@ class TemplateReasoner:
         out = []
         for obs in observations:
             s = int(obs.get("strategy", TERMINATION))
-            text = _TEMPLATES[s].format(answer=self._answer(obs["question"])) if s == TERMINATION else _TEMPLATES[s]
-            out.append(text)
+            out.append(example(s, self._answer(obs["question"])) if s == TERMINATION else example(s))
         return out
 
     def records(self) -> list[dict[str, Any]]:

@@ -1,7 +1,7 @@
 """Figures from evaluated episodes: accuracy with confidence intervals, pass@k, strategy analysis, token cost.
 
 Pure Python (no torch): everything here takes *episode rows*, the plain dicts that
-:mod:`algos.evaluate` builds, one per (problem, sample)::
+:mod:`algos.evaluation` builds, one per (problem, sample)::
 
     problem_id, sample, correct (bool), format (0/1), rounds, terminated, truncated,
     injected   [strategy per round]  (empty without a planner)
@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 TOKEN_KEYS = ("planner_read", "planner_context", "reasoner_read", "reasoner_written")
-"""Per-episode token counts (see :func:`algos.evaluate.episode_tokens` for their definitions)."""
+"""Per-episode token counts (see :func:`algos.evaluation.run.episode_tokens` for their definitions)."""
 
 
 def wilson(successes: float, n: int, z: float = 1.959964) -> tuple[float, float]:

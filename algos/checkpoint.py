@@ -6,8 +6,11 @@ Layout of ``<root>/step_00000010/``::
     optim.<agent>.safetensors      optimizer tensors (Adam moments, step counts)
     optim.<agent>.json             optimizer scalars + param_groups, with tensor keys
     rng.<rank>.safetensors / .json torch (+ CUDA) / numpy / python RNG states, one pair per process
-    state.json                     counters, data position, schedule state, metrics history
+    state.json                     step, data position, token count, learner name, process count
+                                   (the schedule is a pure function of the step; metrics live in TensorBoard)
     config.json                    the resolved config
+
+The directory layout (names, ``latest``) is shared with the agent registry: :mod:`agents.runs`.
 
 A checkpoint is written into a hidden temp dir and renamed into place, so a crash mid-save never
 leaves a half checkpoint behind; :func:`latest` only sees complete ones. Nothing is pickled:
@@ -27,7 +30,9 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, load_model, save_file, save_model
 
-PREFIX = "step_"
+from agents.runs import PREFIX, find_checkpoint, latest, list_checkpoints, weights_file
+
+__all__ = ["PREFIX", "capture_rng", "restore_rng", "save_checkpoint", "list_checkpoints", "latest", "load_checkpoint"]
 
 
 # -------------------------------------------------------------------------------------- RNG
@@ -122,7 +127,7 @@ def save_checkpoint(
         shutil.rmtree(tmp)
     tmp.mkdir()
     for name, model in models.items():
-        save_model(model, str(tmp / f"model.{name}.safetensors"))
+        save_model(model, str(weights_file(tmp, name)))
     for name, opt in optimizers.items():
         tensors, doc = optimizer_to_files(opt.state_dict())
         save_file(tensors, str(tmp / f"optim.{name}.safetensors"))
@@ -143,20 +148,6 @@ def save_checkpoint(
     return final
 
 
-def list_checkpoints(root: str | Path) -> list[Path]:
-    """Complete checkpoints under ``root``, oldest first."""
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    return sorted(p for p in root.iterdir() if p.name.startswith(PREFIX) and (p / "state.json").is_file())
-
-
-def latest(root: str | Path) -> Path | None:
-    """Newest complete checkpoint under ``root`` (or ``None``)."""
-    found = list_checkpoints(root)
-    return found[-1] if found else None
-
-
 def load_checkpoint(
     path: str | Path,
     models: dict[str, torch.nn.Module],
@@ -167,14 +158,12 @@ def load_checkpoint(
 
     ``path`` may be a checkpoint dir or a run dir (then its newest checkpoint is used).
     """
-    path = Path(path)
-    if not (path / "state.json").is_file():
-        found = latest(path / "checkpoints") or latest(path)
-        if found is None:
-            raise ValueError(f"resume: no complete checkpoint at or under {path}; pass a step_* dir or a run dir.")
-        path = found
+    found = find_checkpoint(path)
+    if found is None:
+        raise ValueError(f"resume: no complete checkpoint at or under {path}; pass a step_* dir or a run dir.")
+    path = found
     for name, model in models.items():
-        f = path / f"model.{name}.safetensors"
+        f = weights_file(path, name)
         if not f.is_file():
             raise ValueError(f"resume: {path} has no weights for agent {name!r} (files: {sorted(p.name for p in path.iterdir())}).")
         load_model(model, str(f))

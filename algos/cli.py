@@ -12,74 +12,32 @@ import sys
 import time
 from typing import Any, Sequence
 
-from .config import LEARNERS, PRESETS, RunConfig, resolve
+from agents.registry import SPEC_HELP as AGENT_SPECS
+from rsim_env.data import SPEC_HELP as DATA_SPECS
+
+from .config import PRESETS, RunConfig, resolve
+from .learners import LEARNERS, build_learner
 from .trainer import Trainer, make_accelerator, to_dict
+
+__all__ = ["build_problems", "build_learner", "build_agents", "train", "parse", "main"]
 
 
 def build_problems(cfg: RunConfig) -> list:
-    """The training problems named by ``cfg.data``."""
-    from rsim_env.problems import Problem, load_jsonl, reasoning_gym_problems
+    """The training problems named by ``cfg.data`` (:func:`rsim_env.data.load_problems`)."""
+    from rsim_env.data import load_problems
 
     d = cfg.data
-    if d.source == "tiny":
-        import random
-
-        rng = random.Random(d.seed)
-        out = []
-        for i in range(d.size):
-            a = rng.randint(0, 9)
-            b = rng.randint(0, 9 - a)
-            out.append(Problem(id=f"tiny/{i}", question=f"What is {a} + {b}?", answer=str(a + b), source="tiny"))
-        return out
-    if d.source == "reasoning_gym":
-        return reasoning_gym_problems(size=d.size, seed=d.seed)
-    if d.source == "jsonl":
-        return load_jsonl(d.path)[: d.size]
-    from rsim_env.loaders import load_problems  # hub sets (gsm8k, math): datasets.load_dataset by name
-
-    return load_problems(d.source, limit=d.size)
+    return load_problems(d.source, limit=d.size, seed=d.seed, split=d.split or None)
 
 
-def build_learner(cfg: RunConfig) -> Any:
-    from .grpo_baseline import GRPOBaseline
-    from .plugin import PlannerOnly
-    from .stackelberg import StackelbergGRPO
+def build_agents(cfg: RunConfig, learner: Any, device: Any, problems: Sequence[Any] = ()) -> dict[str, Any]:
+    """Agents for ``learner`` on ``device`` from ``cfg.model`` specs (identical init on every process: seed first)."""
+    from agents.registry import AgentContext, build_agent
 
-    return {"stackelberg": lambda: StackelbergGRPO(cfg.schedule), "grpo": GRPOBaseline,
-            "planner_only": PlannerOnly}[cfg.learner]()
-
-
-def build_agents(cfg: RunConfig, learner: Any, device: Any) -> dict[str, Any]:
-    """Agents for ``learner`` on ``device`` (identical init on every process: seed first)."""
-    m = cfg.model
-    if m.reasoner == "tiny":
-        from algos.tiny_agents import TinyPlanner, TinyReasoner
-
-        agents = {"reasoner": TinyReasoner(device=device)}
-        if learner.env_planner:
-            agents["planner"] = TinyPlanner(max_rounds=cfg.train.env_max_steps, device=device)
-        return agents
-    import torch
-
-    from agents.reasoner import Reasoner, ReasonerConfig
-
-    from .adapters import TrainablePlanner, TrainableReasoner
-
-    dtype = getattr(torch, m.dtype)
-    reasoner = Reasoner.from_spec(m.reasoner, ReasonerConfig(
-        max_step_tokens=m.max_step_tokens, max_answer_tokens=m.max_answer_tokens, temperature=m.temperature), dtype=dtype)
-    reasoner.model.to(device)
-    agents: dict[str, Any] = {"reasoner": TrainableReasoner(reasoner)}
-    if learner.env_planner:
-        try:
-            from agents.planner import Planner, PlannerConfig
-        except ImportError as e:
-            raise ValueError("learner needs the LLM planner (agents/planner.py), which is not in this checkout yet; "
-                             "use --learner grpo, or model.planner=tiny with model.reasoner=tiny.") from e
-        planner = Planner.from_spec(m.planner, PlannerConfig(temperature=m.temperature), dtype=dtype)
-        planner.to(device)
-        agents["planner"] = TrainablePlanner(planner)
-    return agents
+    roles = ("planner", "reasoner") if learner.env_planner else ("reasoner",)
+    return {role: build_agent(getattr(cfg.model, role), AgentContext(
+        role=role, config=getattr(cfg, role), dtype=cfg.model.dtype, device=device, seed=cfg.train.seed,
+        max_rounds=cfg.env.max_steps, problems=problems)).agent for role in roles}
 
 
 def train(cfg: RunConfig) -> dict[str, Any]:
@@ -89,8 +47,9 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     acc = make_accelerator(cfg.train)
     set_seed(cfg.train.seed)  # same init on every process
     learner = build_learner(cfg)
-    agents = build_agents(cfg, learner, acc.device)
-    trainer = Trainer(cfg.train, learner, agents, build_problems(cfg), acc, run_config=to_dict(cfg))
+    problems = build_problems(cfg)
+    agents = build_agents(cfg, learner, acc.device, problems)
+    trainer = Trainer(cfg.train, learner, agents, problems, acc, run_config=to_dict(cfg), env=cfg.env)
     if cfg.resume:
         trainer.resume(cfg.resume)
     t0 = time.perf_counter()
@@ -104,22 +63,33 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     return out
 
 
+SPEC_EPILOG = f"""agent specs (model.planner / model.reasoner; the same as rsim eval --planner / --reasoner):
+  {AGENT_SPECS}
+data specs (data.source; the same as rsim eval --source):
+  {DATA_SPECS}"""
+
+
 def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
     from rsim_env import __version__
 
     p = argparse.ArgumentParser(prog="rsim", description="rSIM: planner + reasoner LLMs, Stackelberg GRPO.")
     p.add_argument("--version", action="version", version=f"rsim {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("eval", add_help=False, help="evaluate planner modes (see `rsim eval --help`; algos/evaluate.py)")
+    sub.add_parser("eval", add_help=False, help="evaluate planner modes (see `rsim eval --help`; algos/evaluation/)")
     sub.add_parser("view", add_help=False, help="write a static HTML page of rollouts (see `rsim view --help`)")
-    t = sub.add_parser("train", help="train a learner (see --preset)")
+    t = sub.add_parser("train", help="train a learner (see --preset)", epilog=SPEC_EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("--preset", choices=sorted(PRESETS), help="start from a preset (demo: CPU minutes; paper: GPUs)")
-    t.add_argument("--learner", choices=LEARNERS)
+    t.add_argument("--learner", choices=sorted(LEARNERS))
     t.add_argument("--steps", type=int, help="= --set train.steps=N")
     t.add_argument("--out", help="= --set train.output_dir=DIR")
     t.add_argument("--resume", help="checkpoint dir or run dir to continue from")
+    t.add_argument("--planner", help="= --set model.planner=SPEC (agent specs below)")
+    t.add_argument("--reasoner", help="= --set model.reasoner=SPEC (agent specs below)")
+    t.add_argument("--data", help="= --set data.source=SPEC (data specs below)")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override any config field, e.g. train.grpo.clip_eps_high=0.28 (repeatable)")
+                   help="override any config field, e.g. train.grpo.clip_eps_high=0.28, env.weights.follow=0.5, "
+                        "env.check.timeout_s=5 (repeatable; list them with --print-config)")
     t.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     a = p.parse_args(argv)
     overrides: dict[str, Any] = {}
@@ -128,7 +98,8 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
             p.error(f"--set {item!r}: expected KEY=VALUE, e.g. train.steps=10")
         k, v = item.split("=", 1)
         overrides[k.strip()] = v.strip()
-    for flag, key in (("learner", "learner"), ("steps", "train.steps"), ("out", "train.output_dir"), ("resume", "resume")):
+    for flag, key in (("learner", "learner"), ("steps", "train.steps"), ("out", "train.output_dir"), ("resume", "resume"),
+                      ("planner", "model.planner"), ("reasoner", "model.reasoner"), ("data", "data.source")):
         if getattr(a, flag) is not None:
             overrides[key] = getattr(a, flag)
     try:
@@ -145,7 +116,7 @@ def main(cfg: RunConfig | Sequence[str] | None = None) -> dict[str, Any] | None:
     """
     console = cfg is None
     if not isinstance(cfg, RunConfig) and (sys.argv[1:] if cfg is None else list(cfg))[:1] == ["eval"]:
-        from .evaluate import main as evaluate  # `rsim eval ...`: all of it lives in algos/evaluate.py
+        from .evaluation import main as evaluate  # `rsim eval ...`: all of it lives in algos/evaluation/
 
         out = evaluate((sys.argv[1:] if cfg is None else list(cfg))[1:])
         return None if console else out

@@ -1,76 +1,68 @@
 """The resolved config of a training run, its presets and ``key=value`` overrides.
 
-``RunConfig`` nests one frozen dataclass per component (train loop, GRPO loss, optimizers,
-Stackelberg schedule, models, data). Presets are plain override dicts on top of the defaults, and
-``--set train.grpo.clip_eps_high=0.3`` style overrides go through :func:`apply_overrides`, which
-converts each value to the field's type and re-runs every ``__post_init__`` check.
+``RunConfig`` is composed of each component's own frozen dataclass, next to its code: the
+environment (:class:`rsim_env.EnvConfig`: rounds, reward weights, text caps, answer checking), the
+two agents' models (:class:`ModelConfig`, specs as in :mod:`agents.registry`) and their own configs
+(:class:`agents.planner.PlannerConfig`, :class:`agents.reasoner.ReasonerConfig`), the data spec
+(:class:`DataConfig`, :mod:`rsim_env.data`), the learner, its schedule and the train loop. Presets
+are plain override dicts on top of the defaults, and ``--set env.weights.follow=0.5`` style
+overrides go through :func:`apply_overrides`, which converts each value to the field's type and
+re-runs every ``__post_init__`` check.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.planner import PlannerConfig
+from agents.reasoner import ReasonerConfig
+from rsim_env.data import check_spec
+from rsim_env.game import EnvConfig
+
+from .learners import LEARNERS
 from .stackelberg import StackelbergConfig
 from .trainer import TrainConfig
-
-LEARNERS = ("stackelberg", "grpo", "planner_only")
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Which models play the two agents and how the reasoner decodes."""
+    """Which models play the two agents (specs: see ``agents.registry``)."""
 
     planner: str = "default"
-    """"default" (embedded SmolLM2-135M), a hub id, a local path, or "tiny" (random-init toy agents)."""
+    """"default" (embedded SmolLM2-135M), hub id, local path, run dir, "tiny", "toy", "untrained:SPEC", "module:factory"."""
     reasoner: str = "default"
-    """Same choices as planner; "tiny" needs planner "tiny" too."""
-    max_step_tokens: int = 64
-    """Reasoner token cap per step."""
-    max_answer_tokens: int = 512
-    """Reasoner token cap of the single answer turn when there is no planner (learner "grpo")."""
-    temperature: float = 1.0
-    """Sampling temperature of both agents during training."""
+    """Same choices as planner, plus "template[:p]" (scripted, frozen)."""
     dtype: str = "float32"
     """Weights dtype to load ("float32" or "bfloat16")."""
 
     def __post_init__(self) -> None:
-        if (self.planner == "tiny") != (self.reasoner == "tiny"):
-            raise ValueError(f"ModelConfig.planner={self.planner!r} / reasoner={self.reasoner!r}: the tiny toy agents "
-                             "only work together; set both to 'tiny' or neither.")
-        for f in ("max_step_tokens", "max_answer_tokens"):
-            if getattr(self, f) < 1:
-                raise ValueError(f"ModelConfig.{f}={getattr(self, f)!r} is invalid: use an int >= 1.")
-        if not self.temperature > 0:
-            raise ValueError(f"ModelConfig.temperature={self.temperature!r} is invalid: use a positive float.")
+        for f in ("planner", "reasoner"):
+            if not isinstance(getattr(self, f), str) or not getattr(self, f):
+                raise ValueError(f"ModelConfig.{f}={getattr(self, f)!r} is invalid: use a model spec such as 'default'.")
         if self.dtype not in ("float32", "bfloat16"):
             raise ValueError(f"ModelConfig.dtype={self.dtype!r} is invalid: use 'float32' or 'bfloat16'.")
 
 
-DATA_SOURCES = ("reasoning_gym", "gsm8k", "math", "tiny", "jsonl")
-
-
 @dataclass(frozen=True)
 class DataConfig:
-    """Training problems."""
+    """Training problems (one spec, as for ``rsim eval --source``; see ``rsim_env.data``)."""
 
-    source: str = "reasoning_gym"
-    """"reasoning_gym" (embedded, offline), "gsm8k" / "math" (hub), "tiny" (digit sums), or "jsonl"."""
-    path: str = ""
-    """File for source="jsonl" (one Problem per line)."""
+    source: str = "default"
+    """"default", "rg:TASK[+TASK][?k=v]", "tiny", a hub set (gsm8k, math, math500, aime2024, mmlu_pro, theoremqa), a file."""
     size: int = 256
-    """Problems to load (reasoning_gym / tiny generate this many; hub sets are cut to it)."""
+    """Problems to load (procedural sources generate this many; others are cut to it)."""
     seed: int = 0
     """Generator seed for procedural sources."""
+    split: str = ""
+    """Dataset split of hub sets ("" = the loader's default)."""
 
     def __post_init__(self) -> None:
-        if self.source not in DATA_SOURCES:
-            raise ValueError(f"DataConfig.source={self.source!r} is invalid: choose one of {DATA_SOURCES}.")
-        if self.source == "jsonl" and not self.path:
-            raise ValueError("DataConfig.path='' is invalid for source='jsonl': set data.path=/path/to/problems.jsonl.")
-        if self.size < 1:
+        check_spec(self.source)
+        if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1:
             raise ValueError(f"DataConfig.size={self.size!r} is invalid: use an int >= 1.")
 
 
@@ -80,32 +72,38 @@ class RunConfig:
 
     learner: str = "stackelberg"
     """"stackelberg" (both agents), "grpo" (reasoner only, no planner), "planner_only" (frozen reasoner)."""
-    train: TrainConfig = field(default_factory=TrainConfig)
-    """Training loop, GRPO loss and optimizers."""
-    schedule: StackelbergConfig = field(default_factory=StackelbergConfig)
-    """Stackelberg lambda schedule (learner="stackelberg")."""
     model: ModelConfig = field(default_factory=ModelConfig)
     """Agents' models."""
+    planner: PlannerConfig = field(default_factory=PlannerConfig)
+    """How the planner picks strategies (sampling temperature, KV cache, ...)."""
+    reasoner: ReasonerConfig = field(default_factory=ReasonerConfig)
+    """How the reasoner decodes (token caps, temperature, ...)."""
+    env: EnvConfig = field(default_factory=EnvConfig)
+    """Episode limits, reward weights, answer checking (env.planner is set by the learner)."""
     data: DataConfig = field(default_factory=DataConfig)
     """Training problems."""
+    schedule: StackelbergConfig = field(default_factory=StackelbergConfig)
+    """Stackelberg lambda schedule (learner="stackelberg")."""
+    train: TrainConfig = field(default_factory=TrainConfig)
+    """Training loop, GRPO loss and optimizers."""
     resume: str = ""
     """Checkpoint dir or run dir to resume from ("" = fresh run)."""
 
     def __post_init__(self) -> None:
         if self.learner not in LEARNERS:
-            raise ValueError(f"RunConfig.learner={self.learner!r} is invalid: choose one of {LEARNERS}.")
+            raise ValueError(f"RunConfig.learner={self.learner!r} is invalid: choose one of {tuple(LEARNERS)}.")
 
 
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {  # seconds on a laptop: toy agents, for tests and smoke runs
-        "model.planner": "tiny", "model.reasoner": "tiny", "data.source": "tiny", "data.size": 32,
-        "train.steps": 4, "train.groups_per_step": 2, "train.env_max_steps": 4, "train.output_dir": "runs/tiny",
+        "model.planner": "toy", "model.reasoner": "toy", "data.source": "tiny", "data.size": 32,
+        "train.steps": 4, "train.groups_per_step": 2, "env.max_steps": 4, "train.output_dir": "runs/tiny",
         "train.planner_optim.lr": 1e-2, "train.reasoner_optim.lr": 1e-2, "schedule.stage1_steps": 2,
     },
     "demo": {  # a few minutes on a CPU with the embedded SmolLM2-135M for both agents
-        "model.planner": "default", "model.reasoner": "default", "model.max_step_tokens": 32, "model.max_answer_tokens": 96,
-        "data.source": "reasoning_gym", "data.size": 64, "train.steps": 10, "train.groups_per_step": 2,
-        "train.grpo.group_size": 4, "train.grpo.max_length": 96, "train.env_max_steps": 3,
+        "model.planner": "default", "model.reasoner": "default", "reasoner.max_step_tokens": 32,
+        "reasoner.max_answer_tokens": 96, "data.source": "default", "data.size": 64, "train.steps": 10,
+        "train.groups_per_step": 2, "train.grpo.group_size": 4, "train.grpo.max_length": 96, "env.max_steps": 3,
         "train.planner_optim.lr": 1e-3, "train.reasoner_optim.lr": 2e-5, "train.output_dir": "runs/demo",
         # 2 groups x G=4 per step: with 1 group the planner's reward wandered (-1.67 -> -1.67 over
         # 8 steps in one run). With 2, one run rose from -1.25 to +0.52 (it learned to terminate) and
@@ -115,60 +113,91 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "paper": {  # GPUs: Qwen2.5-0.5B-Instruct planner and reasoner on GSM8K, two-stage lambda schedule
         "model.planner": "Qwen/Qwen2.5-0.5B-Instruct", "model.reasoner": "Qwen/Qwen2.5-0.5B-Instruct",
-        "model.max_step_tokens": 256, "model.max_answer_tokens": 1024, "model.dtype": "bfloat16", "data.source": "gsm8k", "data.size": 7473,
+        "reasoner.max_step_tokens": 256, "reasoner.max_answer_tokens": 1024, "model.dtype": "bfloat16",
+        "data.source": "gsm8k", "data.split": "train", "data.size": 7473,
         "train.steps": 1000, "train.groups_per_step": 32, "train.grpo.group_size": 8, "train.grpo.max_length": 2048,
-        "train.grpo.kl_coef": 0.04, "train.env_max_steps": 8, "train.planner_optim.lr": 1e-6,
+        "train.grpo.kl_coef": 0.04, "env.max_steps": 8, "train.planner_optim.lr": 1e-6,
         "train.reasoner_optim.lr": 1e-6, "train.planner_optim.warmup_steps": 20, "train.reasoner_optim.warmup_steps": 20,
         "train.save_every": 50, "train.log_every": 1, "train.output_dir": "runs/paper", "schedule.stage1_steps": 500,
     },
 }
 
 
-def _convert(key: str, current: Any, value: Any) -> Any:
-    if not isinstance(value, str) or isinstance(current, str):
+LEGACY_KEYS: dict[str, tuple[str, ...]] = {
+    "train.env_max_steps": ("env.max_steps",),
+    "model.max_step_tokens": ("reasoner.max_step_tokens",),
+    "model.max_answer_tokens": ("reasoner.max_answer_tokens",),
+    "model.temperature": ("planner.temperature", "reasoner.temperature"),
+    "data.path": ("data.source",),
+}
+"""Keys of earlier releases and where they live now (still accepted by ``--set``)."""
+
+
+def _parse_bool(key: str, value: str) -> bool:
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{key}={value!r}: expected true or false.")
+
+
+def _convert(key: str, hint: Any, current: Any, value: Any) -> Any:
+    """``value`` (a command-line string, or already typed) as the field's type ``hint``."""
+    if not isinstance(value, str):
         return value
+    args = typing.get_args(hint)
+    if type(None) in args:  # Optional[X]: "none" / "null" / "" mean None
+        if value.strip().lower() in ("none", "null", ""):
+            return None
+        hint = next(a for a in args if a is not type(None))
     try:
-        if isinstance(current, bool):
-            if value.lower() in ("1", "true", "yes", "on"):
-                return True
-            if value.lower() in ("0", "false", "no", "off"):
-                return False
-            raise ValueError
-        if isinstance(current, int):
-            return int(value)
-        if isinstance(current, float):
-            return float(value)
-        if isinstance(current, tuple):
+        if hint is bool:
+            return _parse_bool(key, value)
+        if hint in (int, float, str):
+            return hint(value)
+        if typing.get_origin(hint) is tuple or isinstance(current, tuple):
             return tuple(json.loads(value))
-    except ValueError:
-        pass
-    else:
-        return value
-    raise ValueError(f"{key}={value!r}: expected a {type(current).__name__} (current value {current!r}).")
+    except (ValueError, json.JSONDecodeError) as e:
+        raise ValueError(f"{key}={value!r}: expected a {getattr(hint, '__name__', hint)} "
+                         f"(current value {current!r}).") from e
+    return value
 
 
-def apply_overrides(cfg: Any, overrides: dict[str, Any]) -> Any:
+def apply_overrides(cfg: Any, overrides: dict[str, Any], prefix: str = "") -> Any:
     """Return ``cfg`` with dotted-key overrides applied (values may be strings from the command line)."""
     grouped: dict[str, dict[str, Any]] = {}
     changes: dict[str, Any] = {}
+    hints = typing.get_type_hints(type(cfg))
     names = {f.name for f in dataclasses.fields(cfg)}
     for key, value in overrides.items():
         head, _, rest = key.partition(".")
+        full = prefix + key
         if head not in names:
-            raise ValueError(f"unknown config key {key!r} in {type(cfg).__name__}; valid: {sorted(names)} "
+            raise ValueError(f"unknown config key {full!r}; valid in {prefix or 'the top level'}: {sorted(names)} "
                              "(print them all with `rsim train --print-config`).")
         current = getattr(cfg, head)
         if rest:
             if not dataclasses.is_dataclass(current):
-                raise ValueError(f"config key {key!r}: {head!r} is a value, not a section; use {head}=...")
+                raise ValueError(f"config key {full!r}: {prefix + head!r} is a value, not a section; use {prefix + head}=...")
             grouped.setdefault(head, {})[rest] = value
         elif dataclasses.is_dataclass(current):
-            raise ValueError(f"config key {key!r} is a section; set one of its fields, e.g. {head}.<field>=...")
+            raise ValueError(f"config key {full!r} is a section; set one of its fields, e.g. {full}.<field>=...")
         else:
-            changes[head] = _convert(key, current, value)
+            changes[head] = _convert(full, hints[head], current, value)
     for head, sub in grouped.items():
-        changes[head] = apply_overrides(getattr(cfg, head), sub)
-    return dataclasses.replace(cfg, **changes)
+        changes[head] = apply_overrides(getattr(cfg, head), sub, prefix + head + ".")
+    try:
+        return dataclasses.replace(cfg, **changes)
+    except TypeError as e:  # a wrong type reached a component's own checks
+        raise ValueError(f"{prefix or 'config'}: {e}") from e
+
+
+def _modern(overrides: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in overrides.items():
+        for new in LEGACY_KEYS.get(key, (key,)):
+            out[new] = value
+    return out
 
 
 def resolve(preset: str | None = None, overrides: dict[str, Any] | None = None) -> RunConfig:
@@ -178,4 +207,4 @@ def resolve(preset: str | None = None, overrides: dict[str, Any] | None = None) 
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}.")
         cfg = apply_overrides(cfg, PRESETS[preset])
-    return apply_overrides(cfg, overrides or {})
+    return apply_overrides(cfg, _modern(overrides or {}))

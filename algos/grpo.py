@@ -12,7 +12,7 @@ receives gradient or counts in a normaliser.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import torch
 
@@ -141,12 +141,32 @@ def _agg_dr_grpo(loss: Tensor, mask: Tensor, max_length: int) -> Tensor:
     return (loss * mask).sum() / (loss.shape[0] * max_length)
 
 
-AGGREGATIONS: dict[str, Callable[[Tensor, Tensor, int], Tensor]] = {
-    "grpo": _agg_grpo,
-    "dapo": _agg_dapo,
-    "dr_grpo": _agg_dr_grpo,
+def _count_tokens(mask: Tensor, rows: int) -> float:
+    return float(mask.sum().item())
+
+
+def _count_rows(mask: Tensor, rows: int) -> float:
+    return float(rows)
+
+
+class Aggregation(NamedTuple):
+    """A loss aggregation and the unit it normalises by (for combining processes' losses)."""
+
+    reduce: Callable[[Tensor, Tensor, int], Tensor]
+    """``f(per_position_loss [B,T], mask [B,T], max_length) -> scalar``."""
+    count: Callable[[Tensor, int], float]
+    """``count(mask, rows)``: how many units this batch's normaliser counts (tokens or sequences)."""
+
+    def __call__(self, loss: Tensor, mask: Tensor, max_length: int) -> Tensor:
+        return self.reduce(loss, mask, max_length)
+
+
+AGGREGATIONS: dict[str, Aggregation] = {
+    "grpo": Aggregation(_agg_grpo, _count_rows),
+    "dapo": Aggregation(_agg_dapo, _count_tokens),
+    "dr_grpo": Aggregation(_agg_dr_grpo, _count_rows),
 }
-"""``loss_type -> f(per_position_loss [B,T], mask [B,T], max_length) -> scalar``."""
+"""``loss_type -> Aggregation``; call it as ``f(per_position_loss [B,T], mask [B,T], max_length) -> scalar``."""
 
 
 def masked_mean(x: Tensor, mask: Tensor) -> Tensor:

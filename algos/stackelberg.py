@@ -21,6 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .learners import StepPlan
+
+__all__ = ["SCHEDULES", "StackelbergConfig", "StepPlan", "plan", "StackelbergGRPO"]
+
 SCHEDULES = ("two_stage", "alternating", "joint")
 
 
@@ -53,20 +57,6 @@ class StackelbergConfig:
                 f"StackelbergConfig.follower_updates={self.follower_updates!r} is invalid: use an int >= 1 "
                 "(reasoner updates per planner update)."
             )
-
-
-@dataclass(frozen=True)
-class StepPlan:
-    """What happens at one optimizer step."""
-
-    stage: int
-    """1 or 2."""
-    lam: float
-    """Planner weight lambda."""
-    update: dict[str, bool]
-    """Which agents take an optimizer step."""
-    lr_scale: dict[str, float]
-    """Multiplier on each agent's base learning rate (lambda, 1 - lambda)."""
 
 
 def plan(cfg: StackelbergConfig, step: int) -> StepPlan:

@@ -20,9 +20,8 @@ scored at all (a large saving early in training when most groups are all-wrong).
 from __future__ import annotations
 
 import copy
-import json
+import dataclasses
 import math
-import os
 import time
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
@@ -33,15 +32,19 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import gather_object
 
+from rsim_env.game import EnvConfig
 from rsim_env.group import EnvGroup
 from rsim_env.problems import Problem
-from rsim_env.strategies import STRATEGIES
 
 from . import checkpoint as ckpt
-from .rollout import rollout as play
-from .grpo import GRPOConfig, group_advantages, grpo_loss, zero_std_groups
+from .distributed import check_replicas_agree, make_accelerator, process_weight, sync_grads
+from .grpo import AGGREGATIONS, GRPOConfig, group_advantages, grpo_loss, zero_std_groups
+from .learners import StepPlan
+from .metrics import TrainLog
 from .policy import check_trainable
-from .stackelberg import StepPlan
+from .rollout import rollout as play
+
+__all__ = ["MIXED_PRECISION", "OptimConfig", "TrainConfig", "Trainer", "make_accelerator", "to_dict"]
 
 MIXED_PRECISION = ("auto", "no", "bf16", "fp16")
 
@@ -80,8 +83,6 @@ class TrainConfig:
     """Problems per optimizer step (each rolled out group_size times); must divide by #processes."""
     seed: int = 0
     """Seeds model init, sampling, data order and the environments."""
-    env_max_steps: int = 6
-    """Rounds per episode before truncation (planner mode)."""
     log_every: int = 1
     """Log metrics and sample rollouts every this many steps."""
     save_every: int = 10
@@ -98,6 +99,8 @@ class TrainConfig:
     """Show a tqdm progress bar."""
     skip_zero_std_groups: bool = True
     """Don't score groups whose rewards are all equal (zero advantage) unless the KL term needs them."""
+    log_update_norm: bool = False
+    """Log each agent's parameter update norm (``<role>/update_norm``; keeps one copy of its weights)."""
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     """GRPO loss settings (shared by both agents; group_size is G)."""
     planner_optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-5))
@@ -106,7 +109,7 @@ class TrainConfig:
     """Reasoner optimizer."""
 
     def __post_init__(self) -> None:
-        for f in ("steps", "groups_per_step", "env_max_steps", "log_every"):
+        for f in ("steps", "groups_per_step", "log_every"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"TrainConfig.{f}={v!r} is invalid: use an int >= 1.")
@@ -123,37 +126,27 @@ def to_dict(cfg: Any) -> Any:
     return asdict(cfg) if is_dataclass(cfg) else cfg
 
 
-def make_accelerator(cfg: TrainConfig) -> Accelerator:
-    """Accelerator with TensorBoard logging under ``cfg.output_dir`` and bf16 only where supported."""
-    mp = cfg.mixed_precision
-    if mp == "auto":
-        mp = "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "no"
-    Path(cfg.output_dir).mkdir(parents=True, exist_ok=True)
-    # `accelerate launch --cpu --num_processes N` starts ONE process unless an MPI hostfile is set;
-    # `accelerate launch --multi_gpu --num_processes N` (torchrun) on a machine without GPUs needs
-    # cpu=True here so the processes form a gloo group instead of N independent runs.
-    cpu = "LOCAL_RANK" in os.environ and not torch.cuda.is_available()
-    return Accelerator(mixed_precision=mp, log_with="tensorboard", project_dir=cfg.output_dir, cpu=cpu)
-
-
 class Trainer:
     """Runs a learner (who updates, when, with what weight) over the shared GRPO loop.
 
     Args:
         cfg: loop settings.
-        learner: has ``name``, ``env_planner`` (bool), ``trained`` (roles it optimises) and
-            ``plan(step) -> StepPlan``.
+        learner: an :class:`algos.learners.Learner` (``name``, ``env_planner``, ``trained``,
+            ``plan(step)``, optionally ``advantages`` and ``loss``).
         agents: ``{"planner": ..., "reasoner": ...}`` (the planner is omitted when the learner runs
-            without one); trained roles must implement :class:`algos.policy.Trainable`.
+            without one); trained roles must implement :class:`agents.base.Trainable`.
         problems: training problems (any sequence of :class:`Problem`).
         accelerator: from :func:`make_accelerator` (build the agents on ``accelerator.device``).
         run_config: the resolved config of the whole run, logged and saved in every checkpoint.
+        env: the environment's config (``planner`` is set from the learner).
     """
 
     def __init__(self, cfg: TrainConfig, learner: Any, agents: dict[str, Any], problems: Sequence[Problem],
-                 accelerator: Accelerator, run_config: dict[str, Any] | None = None) -> None:
+                 accelerator: Accelerator, run_config: dict[str, Any] | None = None,
+                 env: EnvConfig | None = None) -> None:
         self.cfg, self.learner, self.agents, self.acc = cfg, learner, agents, accelerator
         self.problems = list(problems)
+        self.env_cfg = dataclasses.replace(env or EnvConfig(), planner=learner.env_planner)
         self.roles = ["planner", "reasoner"] if learner.env_planner else ["reasoner"]
         world = accelerator.num_processes
         if cfg.groups_per_step % world:
@@ -177,25 +170,27 @@ class Trainer:
         }
         # dr_grpo's constant normaliser: tokens per sequence for the reasoner, rounds for the planner
         self.loss_cfg = {"reasoner": cfg.grpo,
-                         "planner": GRPOConfig(**dict(asdict(cfg.grpo), max_length=cfg.env_max_steps))}
+                         "planner": dataclasses.replace(cfg.grpo, max_length=self.env_cfg.max_steps)}
         self.ref_agents = {}
         if cfg.grpo.kl_coef > 0:
             for r in learner.trained:
                 self.ref_agents[r] = copy.deepcopy(agents[r])
                 self.ref_agents[r].module.requires_grad_(False)
-        self.run_config = run_config if run_config is not None else {"train": to_dict(cfg), "learner": learner.name}
+        self.run_config = run_config if run_config is not None else {
+            "train": to_dict(cfg), "env": to_dict(self.env_cfg), "learner": learner.name}
         self.step = 0
         self.data_position = 0
-        self.num_tokens = 0
         self.history: list[dict[str, float]] = []
         self.out = Path(cfg.output_dir)
         # distinct sampling streams per process, identical model init (agents were built before)
         torch.manual_seed(cfg.seed * 1000 + 17 + accelerator.process_index)
         np.random.seed(cfg.seed * 1000 + 17 + accelerator.process_index)
-        if accelerator.is_main_process:
-            accelerator.init_trackers("tensorboard", config=_flat_hparams(self.run_config))
-            tb = accelerator.get_tracker("tensorboard", unwrap=True)
-            tb.add_text("config", "```\n" + json.dumps(self.run_config, indent=1) + "\n```", 0)
+        self.log = TrainLog(accelerator, self.out, self.G, self.run_config, cfg.sample_rollouts)
+
+    @property
+    def num_tokens(self) -> int:
+        """Reasoner tokens generated so far (all processes)."""
+        return self.log.num_tokens
 
     # ------------------------------------------------------------------ data and rollout
     def _problems_for_step(self) -> list[Problem]:
@@ -210,7 +205,7 @@ class Trainer:
 
     def rollout(self, problems: Sequence[Problem], seed: int) -> tuple[list[dict], dict[str, list[dict]]]:
         """Play every problem G times; return per-copy results and each agent's records."""
-        group = EnvGroup(list(problems), self.G, max_steps=self.cfg.env_max_steps, planner=self.learner.env_planner)
+        group = EnvGroup(list(problems), self.G, config=self.env_cfg)
         with torch.no_grad(), self.acc.autocast():
             out = play(group, self.agents["reasoner"], self.agents.get("planner"), seed=seed)
         results = [{k: t[k] for k in ("copy_id", "problem_index", "rewards", "info")} for t in out.trajectories]
@@ -225,35 +220,16 @@ class Trainer:
             g["lr"] = lr
         return lr
 
-    def _sync_grads(self, params: list[torch.nn.Parameter]) -> None:
-        if self.acc.num_processes == 1:
-            return
-        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten() for p in params])
-        torch.distributed.all_reduce(flat)
-        flat /= self.acc.num_processes
-        o = 0
-        for p in params:
-            p.grad = flat[o:o + p.numel()].view_as(p).clone()
-            o += p.numel()
+    def _advantages(self, R: torch.Tensor) -> torch.Tensor:
+        g = self.cfg.grpo
+        custom = getattr(self.learner, "advantages", None)
+        return custom(R, self.G, g) if custom else group_advantages(R, self.G, scale=g.scale_rewards, eps=g.adv_eps)
 
-    def _process_weight(self, loss_type: str, mask: torch.Tensor, rows: int, weight: float) -> float:
-        """Loss multiplier making the all-reduced *mean* gradient equal the loss over the global batch.
-
-        Each process normalises by its own count (tokens for "dapo", sequences otherwise); with
-        uneven counts (skipped groups, different lengths) a plain mean over processes would
-        over-weight the smaller ones. Multiplying by ``local * world / global`` fixes that.
-        """
-        local = (float(mask.sum().item()) if loss_type == "dapo" else float(rows)) * weight
-        if self.acc.num_processes == 1:
-            return weight
-        total = self.acc.reduce(torch.tensor(local, device=self.acc.device), "sum").item()
-        return local * self.acc.num_processes / total if total > 0 else 0.0
-
-    def update(self, role: str, plan: StepPlan, results: list[dict], records: list[dict]) -> dict[str, float]:
+    def update(self, role: str, plan: StepPlan, results: list[dict], records: list[Any]) -> dict[str, float]:
         """One optimizer step (``num_iterations`` passes) for ``role``; returns its metrics."""
         R = torch.tensor([res["rewards"][role] for res in results], dtype=torch.float32)
         g = self.cfg.grpo
-        adv = group_advantages(R, self.G, scale=g.scale_rewards, eps=g.adv_eps)
+        adv = self._advantages(R)
         zero = zero_std_groups(R, self.G)
         score_all = g.kl_coef > 0 or not self.cfg.skip_zero_std_groups
         keep = [c for c in range(len(R)) if score_all or not zero[c // self.G]]
@@ -266,28 +242,33 @@ class Trainer:
         a = adv[sub].to(self.acc.device)
         agent, opt = self.agents[role], self.optimizers[role]
         params = [p for grp in opt.param_groups for p in grp["params"]]
+        before = [p.detach().clone() for p in params] if self.cfg.log_update_norm else None
         ref_logp = None
         if g.kl_coef > 0:
             with torch.no_grad(), self.acc.autocast():
                 ref_logp = self.ref_agents[role].score(recs).logp.float()
+        loss_fn = getattr(self.learner, "loss", None) or grpo_loss
         old, sums, scale = None, {}, None
         for _ in range(g.num_iterations):
             with self.acc.autocast():
                 scored = agent.score(recs)
             logp = scored.logp.float()
             old = logp.detach() if old is None else old
-            loss, m = grpo_loss(logp, old, a, scored.mask, self.loss_cfg[role], ref_logp, scored.entropy)
+            loss, m = loss_fn(logp, old, a, scored.mask, self.loss_cfg[role], ref_logp, scored.entropy)
             if scale is None:
-                scale = self._process_weight(g.loss_type, scored.mask, len(sub), weight)
+                scale = process_weight(self.acc, AGGREGATIONS[g.loss_type].count(scored.mask, len(sub)), weight)
             opt.zero_grad(set_to_none=False)
             (loss * scale).backward()
-            self._sync_grads(params)
+            sync_grads(self.acc, params)
             max_norm = self.optim_cfg[role].max_grad_norm
             gn = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf"))
             opt.step()
             for k, v in dict(m, loss=loss.item(), grad_norm=gn.item()).items():
                 sums[k] = sums.get(k, 0.0) + v / g.num_iterations
-        sums.update(learning_rate=lr, tokens=float(scored.mask.sum().item()) * weight, skipped=0.0)
+        sums.update(learning_rate=lr, lr_scale=plan.lr_scale[role], tokens=float(scored.mask.sum().item()) * weight,
+                    skipped=0.0)
+        if before is not None:
+            sums["update_norm"] = math.sqrt(sum(float((p.detach() - b).pow(2).sum()) for p, b in zip(params, before)))
         return sums
 
     # ------------------------------------------------------------------ the loop
@@ -303,13 +284,13 @@ class Trainer:
         for role in self.learner.trained:
             if plan.update.get(role, False):
                 per_agent[role] = self.update(role, plan, results, records[role])
-        metrics = self._metrics(plan, results, records, per_agent)
+        metrics = self.log.step_metrics(plan, self.roles, results, self.agents["reasoner"], records["reasoner"],
+                                        per_agent)
         metrics.update(step_time=time.perf_counter() - t0, rollout_time=t_roll)
         self.data_position += self.cfg.groups_per_step
         self.step += 1
         if self.step % self.cfg.log_every == 0 or self.step == self.cfg.steps:
-            self.acc.log(metrics, step=self.step)
-            self._log_extras(results)
+            self.log.write(self.step, metrics, results)
         self.history.append(metrics)
         return metrics
 
@@ -331,61 +312,10 @@ class Trainer:
         return {"steps": self.step, "checkpoint": str(path) if path else None, "output_dir": str(self.out),
                 "history": self.history}
 
-    # ------------------------------------------------------------------ metrics
-    def _gather(self, values: list[float]) -> torch.Tensor:
-        return self.acc.gather(torch.tensor(values, dtype=torch.float32, device=self.acc.device)).cpu()
-
-    def _metrics(self, plan: StepPlan, results: list[dict], records: dict, per_agent: dict) -> dict[str, float]:
-        m: dict[str, float] = {"stage": float(plan.stage), "lambda": plan.lam}
-        for role in self.roles:
-            R = self._gather([r["rewards"][role] for r in results])
-            m[f"{role}/reward"] = R.mean().item()
-            m[f"{role}/reward_std"] = R.view(-1, self.G).std(1).mean().item()
-            m[f"{role}/frac_reward_zero_std"] = zero_std_groups(R, self.G).float().mean().item()
-        for comp in results[0]["info"]["components"]:
-            m[f"rewards/{comp}/mean"] = self._gather([r["info"]["components"][comp] for r in results]).mean().item()
-        m["accuracy"] = self._gather([float(r["info"]["correct"]) for r in results]).mean().item()
-        m["completions/mean_rounds"] = self._gather([r["info"]["num_rounds"] for r in results]).mean().item()
-        m["completions/mean_chars"] = self._gather([r["info"]["chars"]["steps"] for r in results]).mean().item()
-        counter = getattr(self.agents["reasoner"], "num_generated", None)
-        if counter is not None:
-            lengths = self._gather([counter(rec) for rec in records["reasoner"]])
-            m["completions/mean_length"] = lengths.mean().item()
-            self.num_tokens += int(lengths.sum().item())
-            m["num_tokens"] = float(self.num_tokens)
-        if self.learner.env_planner:
-            counts = np.zeros(len(STRATEGIES))
-            for r in results:
-                for s in r["info"]["strategies"]:
-                    counts[s] += 1
-            counts = self.acc.reduce(torch.tensor(counts, device=self.acc.device), "sum").cpu().numpy()
-            for s in STRATEGIES:
-                m[f"strategies/{s.name}"] = float(counts[s.index] / max(1, counts.sum()))
-        for role, am in per_agent.items():
-            for k, v in am.items():
-                m[f"{role}/{k}"] = self.acc.reduce(torch.tensor(v, device=self.acc.device), "mean").item()
-        return m
-
-    def _log_extras(self, results: list[dict]) -> None:
-        strategies = [s for r in results for s in r["info"]["strategies"]]
-        all_strategies = gather_object(strategies) if self.acc.num_processes > 1 else strategies
-        if not self.acc.is_main_process:
-            return
-        tb = self.acc.get_tracker("tensorboard", unwrap=True)
-        if all_strategies:
-            tb.add_histogram("planner/strategy_hist", np.array(all_strategies), self.step, bins=np.arange(10) - 0.5)
-        with open(self.out / "samples.jsonl", "a") as f:
-            for r in results[: self.cfg.sample_rollouts]:
-                info = r["info"]
-                f.write(json.dumps({"step": self.step, "problem_id": info["problem_id"], "answer": info["answer"],
-                                    "extracted": info["extracted"], "correct": info["correct"],
-                                    "strategies": info["strategies"], "steps": info["steps"],
-                                    "rewards": r["rewards"], "components": info["components"]}) + "\n")
-
     # ------------------------------------------------------------------ checkpoints
     def save(self) -> Path | None:
         """Atomic checkpoint of everything needed to continue exactly (main process writes)."""
-        self._check_replicas_agree()
+        check_replicas_agree(self.acc, [self.agents[r].module for r in self.learner.trained])
         rng = gather_object([ckpt.capture_rng()]) if self.acc.num_processes > 1 else [ckpt.capture_rng()]
         path = None
         if self.acc.is_main_process:
@@ -398,16 +328,6 @@ class Trainer:
         self.acc.wait_for_everyone()
         return path
 
-    def _check_replicas_agree(self) -> None:
-        """Internal invariant: every process holds the same weights (gradients were all-reduced)."""
-        if self.acc.num_processes == 1:
-            return
-        sums = torch.stack([sum(p.detach().double().sum() for p in self.agents[r].module.parameters())
-                            for r in self.learner.trained]).to(self.acc.device)
-        every = self.acc.gather(sums[None]).view(self.acc.num_processes, -1)
-        if not torch.allclose(every, every[0:1].expand_as(every), rtol=1e-6, atol=1e-6):
-            raise RuntimeError(f"replicas diverged (per-process parameter sums {every.tolist()}); this is a bug.")
-
     def resume(self, path: str | Path) -> dict[str, Any]:
         """Load a checkpoint (dir, or a run dir = its newest) and continue from its step."""
         state = ckpt.load_checkpoint(path, {r: self.agents[r].module for r in self.learner.trained},
@@ -415,18 +335,5 @@ class Trainer:
         if state.get("num_processes", 1) != self.acc.num_processes:
             raise ValueError(f"checkpoint was written by {state['num_processes']} processes, now {self.acc.num_processes}; "
                              "resume with the same --num_processes for an exact continuation.")
-        self.step, self.data_position, self.num_tokens = state["step"], state["data_position"], state["num_tokens"]
+        self.step, self.data_position, self.log.num_tokens = state["step"], state["data_position"], state["num_tokens"]
         return state
-
-
-def _flat_hparams(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(_flat_hparams(v, key + "."))
-        elif isinstance(v, (int, float, str, bool)):
-            out[key] = v
-        else:
-            out[key] = json.dumps(v, default=str)
-    return out

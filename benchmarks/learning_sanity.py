@@ -2,10 +2,10 @@
 
 Setup: a scripted reasoner (templated steps, so strategy detection works) whose final answer is
 right only when the planner chose exactly ``target`` (default decomposition -> validation ->
-termination). The planner is a tiny random-init MLP (``algos.tiny_agents.TinyPlanner``) trained with the
+termination). The planner is a tiny random-init MLP (``agents.toy.TinyPlanner``) trained with the
 Stackelberg learner and its lambda schedule; the scripted follower cannot learn, so only the
 leader updates (at lr * lambda). Reported: greedy success before and after training, the success
-of a uniformly random planner (measured, and the exact ``9**-len(target)``), and updates used.
+of a uniformly random planner (measured, and the exact ``NUM_STRATEGIES**-len(target)``), and updates used.
 
     python -m benchmarks.learning_sanity --out results/learning_sanity.json
 """
@@ -23,23 +23,24 @@ from typing import Any
 
 import torch
 
-from agents.scripted import RandomPlanner, TemplateReasoner, _TEMPLATES
-from algos.tiny_agents import TinyPlanner
+from agents.scripted import RandomPlanner, TemplateReasoner
+from agents.toy import TinyPlanner
 from algos.stackelberg import StackelbergConfig, StackelbergGRPO
 from algos.trainer import OptimConfig, TrainConfig, Trainer, make_accelerator
 from algos.grpo import GRPOConfig
 from algos.rollout import rollout
 from rsim_env import EnvGroup, STRATEGIES
 from rsim_env.problems import Problem
-from rsim_env.strategies import TERMINATION
+from rsim_env.game import EnvConfig
+from rsim_env.strategies import TERMINATION, by_name, example
 
 
 @dataclass(frozen=True)
 class Config:
     """Benchmark settings."""
 
-    target: tuple[int, ...] = (1, 3, 8)
-    """Strategy sequence that makes the reasoner right (must end with termination, 8)."""
+    target: tuple[int, ...] = tuple(by_name(n).index for n in ("decomposition", "validation", "termination"))
+    """Strategy sequence that makes the reasoner right (must end with termination)."""
     steps: int = 150
     """Maximum optimizer steps."""
     groups_per_step: int = 8
@@ -80,11 +81,11 @@ class SequenceReasoner(TemplateReasoner):
         for obs in observations:
             s = int(obs["strategy"])
             if s != TERMINATION:
-                out.append(_TEMPLATES[s])
+                out.append(example(s))
                 continue
             gold = self.answers[obs["question"]]
             right = list(obs["strategies"]) == self.prefix
-            out.append(_TEMPLATES[TERMINATION].format(answer=gold if right else f"{gold}1"))
+            out.append(example(TERMINATION, gold if right else f"{gold}1"))
         return out
 
 
@@ -117,14 +118,14 @@ def main(cfg: Config) -> dict:
     reasoner = SequenceReasoner(answers, cfg.target)
     planner = TinyPlanner(max_rounds=max_steps)
     tcfg = TrainConfig(
-        steps=cfg.steps, groups_per_step=cfg.groups_per_step, seed=cfg.seed, env_max_steps=max_steps,
+        steps=cfg.steps, groups_per_step=cfg.groups_per_step, seed=cfg.seed,
         output_dir=cfg.output_dir, progress=False, sample_rollouts=1,
         grpo=GRPOConfig(group_size=cfg.group_size), planner_optim=OptimConfig(lr=cfg.lr),
     )
     learner = dataclasses.replace(StackelbergGRPO(StackelbergConfig(stage1_steps=cfg.stage1_steps)),
                                   trained=("planner",))  # the scripted follower has nothing to learn
     trainer = Trainer(tcfg, learner, {"planner": planner, "reasoner": reasoner}, train_set, make_accelerator(tcfg),
-                      run_config={"benchmark": "learning_sanity", **asdict(cfg)})
+                      run_config={"benchmark": "learning_sanity", **asdict(cfg)}, env=EnvConfig(max_steps=max_steps))
     before = success(planner, reasoner, eval_set, max_steps)
     rp = RandomPlanner(seed=cfg.seed)
     rand_problems = _problems(2000, cfg.seed + 2, offset=20_000)
@@ -147,7 +148,7 @@ def main(cfg: Config) -> dict:
     result = {
         "target": [STRATEGIES[i].name for i in cfg.target], "greedy_plan_after": greedy_plan,
         "success_before": before, "success_after": after, "success_random": rand,
-        "success_random_exact": 9.0 ** -len(cfg.target), "updates": trainer.step,
+        "success_random_exact": float(len(STRATEGIES)) ** -len(cfg.target), "updates": trainer.step,
         "episodes": trainer.step * cfg.groups_per_step * cfg.group_size, "seconds": time.perf_counter() - t0,
         "curve": curve, "config": asdict(cfg),
     }
@@ -159,7 +160,7 @@ def main(cfg: Config) -> dict:
 
 
 def _greedy_plan(planner: TinyPlanner, max_steps: int) -> list[str]:
-    names, prev = [], 9
+    names, prev = [], len(STRATEGIES)  # "no previous plan"
     with torch.no_grad():
         for r in range(max_steps):
             a = int(planner.module(planner._features([r], [prev])).argmax(-1))
@@ -178,11 +179,11 @@ def _print(r: dict) -> None:
 
 
 def parse(argv: list[str]) -> Config:
+    from algos.dataclass_cli import add_fields, config_from_args
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for f in dataclasses.fields(Config):
-        if f.name != "target":
-            p.add_argument(f"--{f.name}", type=type(f.default) if f.default is not None else str, default=f.default)
-    return Config(**vars(p.parse_args(argv)))
+    add_fields(p, Config, skip=("target",))
+    return config_from_args(Config, p.parse_args(argv))
 
 
 if __name__ == "__main__":

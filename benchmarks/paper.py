@@ -1,6 +1,6 @@
 """The paper's main comparison at a chosen scale: base vs +GRPO vs +rSIM vs +plug-in planner.
 
-One table (and ``paper.json``) over one problem set, every row an :func:`algos.evaluate.run`:
+One table (and ``paper.json``) over one problem set, every row an :func:`algos.evaluation.run`:
 
 =====================  ===========================================  ==========================
 row                    reasoner                                      planner
@@ -22,7 +22,6 @@ numbers)::
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -31,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from algos.evaluate import EvalConfig, run
+from algos.evaluation import EvalConfig, run
 
 TRAIN = {"grpo": ["train", "--preset", "demo", "--learner", "grpo"], "rsim": ["train", "--preset", "demo"]}
 
@@ -118,11 +117,10 @@ def _train_missing(cfg: PaperConfig) -> PaperConfig:
 
 def _reasoner_has_weights(spec: str) -> bool:
     """A run dir counts as a reasoner only if its learner trained the reasoner (planner_only does not)."""
-    from algos.evaluate import _checkpoint_dir
+    from agents.runs import find_checkpoint, weights_file
 
-    p = Path(spec)
-    ck = _checkpoint_dir(p) if p.is_dir() else None
-    return ck is None or (ck / "model.reasoner.safetensors").is_file()
+    ck = find_checkpoint(spec)
+    return ck is None or weights_file(ck, "reasoner").is_file()
 
 
 def main(cfg: PaperConfig) -> dict[str, Any]:
@@ -176,17 +174,9 @@ def markdown(results: Sequence[dict[str, Any]]) -> str:
 
 
 def parse(argv: Sequence[str]) -> PaperConfig:
-    d = PaperConfig()
-    p = argparse.ArgumentParser(prog="python -m benchmarks.paper", description=__doc__.split("\n\n")[0])
-    for f in dataclasses.fields(PaperConfig):
-        flag = "--" + f.name.replace("_", "-")
-        if f.type in ("bool", bool):
-            p.add_argument(flag, action="store_true")
-        else:
-            typ = int if isinstance(getattr(d, f.name), int) else str
-            p.add_argument(flag, type=typ, default=getattr(d, f.name))
-    a = p.parse_args(list(argv))
-    return PaperConfig(**{f.name: getattr(a, f.name) for f in dataclasses.fields(PaperConfig)})
+    from algos.dataclass_cli import parse_config
+
+    return parse_config(PaperConfig, argv, prog="python -m benchmarks.paper", description=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

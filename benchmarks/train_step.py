@@ -65,7 +65,6 @@ def run_ours(cfg: Config, skip_zero_std: bool) -> dict:
     from accelerate.utils import set_seed
 
     from agents.reasoner import Reasoner, ReasonerConfig
-    from algos.adapters import TrainableReasoner
     from algos.grpo import GRPOConfig
     from algos.grpo_baseline import GRPOBaseline
     from algos.trainer import OptimConfig, TrainConfig, Trainer, make_accelerator
@@ -79,7 +78,7 @@ def run_ours(cfg: Config, skip_zero_std: bool) -> dict:
     set_seed(cfg.seed)
     reasoner = Reasoner.from_spec(cfg.model, ReasonerConfig(
         max_step_tokens=cfg.completion_tokens, max_answer_tokens=cfg.completion_tokens, stop_at_delimiter=False))
-    trainer = Trainer(tcfg, GRPOBaseline(), {"reasoner": TrainableReasoner(reasoner)}, [_problem()], acc)
+    trainer = Trainer(tcfg, GRPOBaseline(), {"reasoner": reasoner}, [_problem()], acc)
     times, tokens, updated = [], [], []
     for _ in range(cfg.steps):
         m = trainer.train_step()

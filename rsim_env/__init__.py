@@ -18,10 +18,11 @@ __all__ = [
 
 from .env import AnyText, env, raw_env  # noqa: E402
 from .game import EnvConfig, Episode  # noqa: E402
+from .data import load_problems  # noqa: E402
 from .group import EnvGroup  # noqa: E402
 from .rewards import RewardWeights  # noqa: E402
 
-__all__ += ["AnyText", "env", "raw_env", "EnvConfig", "Episode", "EnvGroup", "RewardWeights"]
+__all__ += ["AnyText", "env", "raw_env", "EnvConfig", "Episode", "EnvGroup", "RewardWeights", "load_problems"]
 
 from . import rsim_v0  # noqa: E402
 from .registration import register_gymnasium  # noqa: E402

@@ -10,6 +10,7 @@ Use :func:`env` (wrapped, the PettingZoo convention) or :class:`raw_env`.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Sequence
 
 import gymnasium
@@ -36,9 +37,9 @@ class AnyText(spaces.Text):
         return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
 
 
-def env(**kwargs: Any) -> AECEnv:
+def env(*args: Any, **kwargs: Any) -> AECEnv:
     """The rSIM environment with PettingZoo's standard wrappers (see :class:`raw_env` for args)."""
-    e: AECEnv = raw_env(**kwargs)
+    e: AECEnv = raw_env(*args, **kwargs)
     e = wrappers.OrderEnforcingWrapper(e)
     return e
 
@@ -49,12 +50,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
     Args:
         problems: Problem source (any sequence of :class:`Problem`); default: the embedded
             reasoning-gym source (:func:`rsim_env.problems.default_source`).
-        max_steps: Rounds before truncation.
-        max_step_chars: Longest step kept (longer ones are cut and flagged in info).
-        max_question_chars: Longest question kept (cut and flagged likewise).
-        planner: False for the no-planner (plain chain-of-thought) mode.
-        weights: Reward component weights.
+        config: Limits, reward weights and answer-check settings (:class:`EnvConfig`).
         render_mode: ``None``, ``"ansi"`` (``render()`` returns text) or ``"human"`` (prints it).
+        **overrides: :class:`EnvConfig` fields (``max_steps=3``, ``planner=False``, ``weights=...``)
+            applied on top of ``config``.
     """
 
     metadata = {"name": "rsim_v0", "render_modes": ["ansi", "human"], "is_parallelizable": False}
@@ -62,17 +61,23 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
     def __init__(
         self,
         problems: Sequence[Problem] | None = None,
-        max_steps: int = 8,
-        max_step_chars: int = 2000,
-        max_question_chars: int = 4000,
-        planner: bool = True,
-        weights: RewardWeights | None = None,
+        config: EnvConfig | None = None,
         render_mode: str | None = None,
+        **overrides: Any,
     ) -> None:
         super().__init__()
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode={render_mode!r}; choose one of {self.metadata['render_modes']} or None.")
-        self.cfg = EnvConfig(max_steps, max_step_chars, max_question_chars, planner, weights or RewardWeights())
+        if config is not None and not isinstance(config, EnvConfig):
+            raise TypeError(f"config must be an rsim_env.EnvConfig, got {type(config).__name__}.")
+        fields = {f.name for f in dataclasses.fields(EnvConfig)}
+        unknown = sorted(set(overrides) - fields)
+        if unknown:
+            raise TypeError(f"raw_env got unknown arguments {unknown}; EnvConfig fields are {sorted(fields)}.")
+        if overrides.get("weights", 0) is None:
+            overrides["weights"] = RewardWeights()
+        self.cfg = dataclasses.replace(config or EnvConfig(), **overrides)
+        max_step_chars, planner = self.cfg.max_step_chars, self.cfg.planner
         self.problems = list(default_source() if problems is None else problems)
         if not self.problems or not all(isinstance(p, Problem) for p in self.problems):
             raise ValueError("problems must be a non-empty sequence of rsim_env.Problem (or None for the default).")
@@ -103,6 +108,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
         else:
             d["strategy"] = spaces.Discrete(NUM_STRATEGIES)
             d["injected"] = AnyText(max_length=bound, min_length=0)
+            d["no_planner"] = spaces.Discrete(2)  # 1 in no-planner mode: write the whole answer in one turn
         return spaces.Dict(d)
 
     def observation_space(self, agent: str) -> gymnasium.Space:
@@ -170,6 +176,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
             obs["prompt"] = render.chat_to_text(chat)
             obs["strategy"] = current
             obs["injected"] = render.injection(ep.round, ep.pending) if ep.pending is not None else ""
+            obs["no_planner"] = int(not self.cfg.planner)
         return obs
 
     def step(self, action: Any) -> None:

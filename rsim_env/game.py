@@ -26,7 +26,7 @@ from .strategies import NUM_STRATEGIES, TERMINATION, detect
 
 @dataclass(frozen=True)
 class EnvConfig:
-    """Limits and reward weights of an rSIM episode."""
+    """Limits, reward weights and answer-check settings of an rSIM episode (``rsim train --set env.*``)."""
 
     max_steps: int = 8
     """Rounds (plan + step) before the episode is truncated."""
@@ -38,6 +38,8 @@ class EnvConfig:
     """False = no-planner mode (GRPO baseline): the reasoner answers in one turn."""
     weights: RewardWeights = field(default_factory=RewardWeights)
     """Weights of the reward components."""
+    check: answers.CheckConfig = field(default_factory=answers.CheckConfig)
+    """Answer checking (``timeout_s`` of the sympy part, last-number fallback)."""
 
     def __post_init__(self) -> None:
         for name in ("max_steps", "max_step_chars", "max_question_chars"):
@@ -46,6 +48,8 @@ class EnvConfig:
                 raise ValueError(f"EnvConfig.{name}={value!r} must be an int >= 1.")
         if not isinstance(self.weights, RewardWeights):
             raise TypeError(f"EnvConfig.weights must be a RewardWeights, got {type(self.weights).__name__}.")
+        if not isinstance(self.check, answers.CheckConfig):
+            raise TypeError(f"EnvConfig.check must be a rsim_env.answers.CheckConfig, got {type(self.check).__name__}.")
 
 
 def is_int_action(action: Any) -> bool:
@@ -129,13 +133,12 @@ class Episode:
 
     def _compute_outcome(self) -> dict[str, Any]:
         response = "\n\n".join(self.steps)
-        result = answers.check(response, self.problem.answer, self.problem.answer_type)
+        result = answers.check(response, self.problem.answer, self.problem.answer_type, self.cfg.check)
         final = self.steps[-1] if self.steps else ""
         plans = self.strategies if self.cfg.planner else []
         detected = self.detected if self.cfg.planner else []
-        comps = rewards.components(result.correct, final, plans, detected)
-        if not self.cfg.planner:  # no plans: plan-based components are not defined, log them as 0
-            comps["follow"] = comps["terminal"] = comps["penalty"] = 0.0
+        facts = rewards.Facts(bool(result.correct), final, plans, detected)
+        comps = rewards.components(facts, planner=self.cfg.planner)  # plan-based ones are 0 without plans
         w = self.cfg.weights
         info = {
             "problem_id": self.problem.id,
@@ -156,8 +159,8 @@ class Episode:
         }
         return {
             "rewards": {
-                "planner": rewards.planner_reward(comps, w) if self.cfg.planner else 0.0,
-                "reasoner": rewards.reasoner_reward(comps, w),
+                "planner": rewards.reward("planner", comps, w) if self.cfg.planner else 0.0,
+                "reasoner": rewards.reward("reasoner", comps, w),
             },
             "info": info,
         }

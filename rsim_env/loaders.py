@@ -2,7 +2,9 @@
 
 Each loader reads a hub dataset by name through ``datasets.load_dataset`` (imported lazily, so
 ``rsim_env`` never needs it at import time) or a local file/dir (``.jsonl``, ``.json``,
-``.parquet``) laid out with the hub's exact columns. :func:`load_problems` dispatches by name.
+``.parquet``) laid out with the hub's exact columns. Callers use the one data factory,
+:func:`rsim_env.data.load_problems` (re-exported here), which finds these loaders by name in
+:data:`LOADERS`: a new hub dataset is one loader function plus its line in that table.
 """
 
 from __future__ import annotations
@@ -171,39 +173,10 @@ LOADERS: dict[str, Callable[..., list[Problem]]] = {
     "gsm8k": gsm8k, "math": math, "math500": math500, "aime2024": aime2024,
     "mmlu_pro": mmlu_pro, "theoremqa": theoremqa,
 }
-"""Loader per dataset name; :func:`load_problems` validates names against this table."""
+"""Loader per dataset name; :func:`rsim_env.data.load_problems` finds hub names here."""
 _ALIASES = {"openai/gsm8k": "gsm8k", "hendrycks_math": "math", "math-500": "math500",
             "huggingfaceh4/math-500": "math500", "maxwell-jia/aime_2024": "aime2024", "aime_2024": "aime2024",
             "tiger-lab/mmlu-pro": "mmlu_pro", "mmlu-pro": "mmlu_pro", "tiger-lab/theoremqa": "theoremqa"}
 
 
-def load_problems(name_or_path: str, split: str | None = None, limit: int | None = None,
-                  kind: str | None = None) -> list[Problem]:
-    """Load a dataset by name (``"gsm8k"``, ``"math500"``, ...) or a local file/dir.
-
-    Args:
-        name_or_path: A name in :data:`LOADERS` (or a hub id alias), or a path; a path needs
-            ``kind`` unless it is a generic ``.jsonl`` of ``question``/``answer`` rows.
-        split: Dataset split; each loader has its own default.
-        limit: Keep at most this many problems.
-        kind: Loader name for a local path in a hub layout.
-
-    Raises:
-        ValueError: Unknown name (the valid names are listed) or bad ``limit``.
-    """
-    if limit is not None and limit < 1:
-        raise ValueError(f"limit={limit}; pass a positive count or None for all problems.")
-    key = _ALIASES.get(name_or_path.lower(), name_or_path.lower())
-    kwargs = {"limit": limit} | ({"split": split} if split else {})
-    if kind is not None:
-        if kind not in LOADERS:
-            raise ValueError(f"kind={kind!r} is not a known loader; valid: {sorted(LOADERS)}.")
-        return LOADERS[kind](source=name_or_path, **kwargs)
-    if key in LOADERS:
-        return LOADERS[key](**kwargs)
-    if Path(name_or_path).suffix == ".jsonl" and Path(name_or_path).is_file():
-        from .problems import load_jsonl
-
-        return load_jsonl(name_or_path)[:limit]
-    raise ValueError(f"Unknown dataset {name_or_path!r}; valid names: {sorted(LOADERS)} "
-                     "(or a local .jsonl path, or a file/dir plus kind=<name>).")
+from .data import load_problems  # noqa: E402,F401  - re-exported: the one data factory

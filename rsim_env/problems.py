@@ -2,11 +2,12 @@
 
 A :class:`Problem` is one question with its ground-truth answer. A *problem source* is any
 object with ``__len__`` and ``__getitem__(i) -> Problem`` (a plain ``list`` of problems works);
-the environment picks ``source[seed % len(source)]`` on ``reset(seed=...)``.
+on ``reset(seed=...)`` the environment picks an index with a generator seeded by ``seed`` (same
+seed, same problem).
 
 The offline default source is procedural and comes from the PyPI package ``reasoning-gym``
 (no network, deterministic for a seed). Hub datasets (GSM8K, MATH, ...) live in
-:mod:`rsim_env.loaders`.
+:mod:`rsim_env.loaders`; :func:`rsim_env.data.load_problems` builds any source from one spec.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class Problem:
 
 
 def reasoning_gym_problems(
-    tasks: Sequence[str] = DEFAULT_TASKS, size: int = 1000, seed: int = 0
+    tasks: Sequence[str] = DEFAULT_TASKS, size: int = 1000, seed: int = 0, **options: Any
 ) -> list[Problem]:
     """Build the embedded default source from ``reasoning-gym`` (offline, deterministic).
 
@@ -75,6 +76,7 @@ def reasoning_gym_problems(
         tasks: reasoning-gym dataset names, interleaved round-robin (``gsm_symbolic``, ...).
         size: Total number of problems, split evenly across ``tasks``.
         seed: Generator seed; the same seed gives the same problems.
+        **options: Passed to every task's generator (``reasoning_gym.create_dataset``), e.g. ``min_terms=3``.
 
     Returns:
         ``size`` problems with ids ``"<task>/<index>"``.
@@ -90,7 +92,7 @@ def reasoning_gym_problems(
     per_task = [size // len(tasks) + (1 if i < size % len(tasks) else 0) for i in range(len(tasks))]
     columns = []
     for task, n in zip(tasks, per_task):
-        ds = reasoning_gym.create_dataset(task, size=n, seed=seed)
+        ds = reasoning_gym.create_dataset(task, size=n, seed=seed, **options)
         columns.append(
             [
                 Problem(

@@ -1,17 +1,23 @@
-"""Rule-based rewards from the paper, one small pure function per component.
+"""Rule-based rewards from the paper: one small pure function per component, and a table of them.
 
 Planner:  ``R_p = w_acc * R_acc + w_terminal * R_terminal + w_penalty * R_penalty``
 Reasoner: ``R   = w_acc * R_acc + w_format * R_format + w_follow * R_follow``
+
+:data:`COMPONENTS` is the single source of truth: each row names a component, the agents whose
+reward includes it, and whether it needs the planner's plans. Both sums, the no-planner zeroing
+and the logged components are computed from it. A new component is one function, one row, and
+its weight field in :class:`RewardWeights` — all in this file.
 
 Weights default to 1 (the paper). A weight of 0 keeps the component logged but out of the sum.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
-from dataclasses import asdict, dataclass
-from typing import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Sequence
 
 from .strategies import TERMINATION
 
@@ -66,28 +72,66 @@ class RewardWeights:
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
-            if not isinstance(value, (int, float)) or value != value:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ValueError(f"RewardWeights.{name}={value!r} must be a finite number (e.g. 1.0).")
+        missing = {c.name for c in COMPONENTS} - set(asdict(self))
+        if missing:  # internal invariant: every component has a weight
+            raise AssertionError(f"RewardWeights lacks weights for components {sorted(missing)}.")
 
 
-def components(
-    correct: bool, final_step: str, planned: Sequence[int], detected: Sequence[set[int]]
-) -> dict[str, float]:
-    """Every component for one finished episode, unweighted."""
-    return {
-        "acc": r_acc(correct),
-        "format": r_format(final_step),
-        "follow": r_follow(planned, detected),
-        "terminal": r_terminal(planned),
-        "penalty": r_penalty(planned),
-    }
+@dataclass(frozen=True)
+class Facts:
+    """What a finished episode offers the reward components."""
+
+    correct: bool
+    """Whether the extracted final answer equals the ground truth."""
+    final_step: str
+    """Text of the last step."""
+    planned: Sequence[int] = ()
+    """Planned strategy per step (empty without a planner)."""
+    detected: Sequence[set[int]] = field(default_factory=tuple)
+    """Detected strategies per step (empty without a planner)."""
+
+
+@dataclass(frozen=True)
+class Component:
+    """One row of :data:`COMPONENTS`."""
+
+    name: str
+    """Key in ``info["components"]`` and field of :class:`RewardWeights`."""
+    fn: Callable[[Facts], float]
+    """Unweighted value for one episode."""
+    agents: tuple[str, ...]
+    """Whose reward sums it ("planner", "reasoner")."""
+    needs_plans: bool = False
+    """Undefined without a planner: logged as 0 in no-planner mode."""
+
+
+COMPONENTS: tuple[Component, ...] = (
+    Component("acc", lambda f: r_acc(f.correct), ("planner", "reasoner")),
+    Component("format", lambda f: r_format(f.final_step), ("reasoner",)),
+    Component("follow", lambda f: r_follow(f.planned, f.detected), ("reasoner",), needs_plans=True),
+    Component("terminal", lambda f: r_terminal(f.planned), ("planner",), needs_plans=True),
+    Component("penalty", lambda f: r_penalty(f.planned), ("planner",), needs_plans=True),
+)
+"""Every reward component (see module docstring)."""
+
+
+def components(facts: Facts, planner: bool = True) -> dict[str, float]:
+    """Every component for one finished episode, unweighted (plan-based ones are 0 without a planner)."""
+    return {c.name: (c.fn(facts) if planner or not c.needs_plans else 0.0) for c in COMPONENTS}
+
+
+def reward(agent: str, c: dict[str, float], w: RewardWeights = RewardWeights()) -> float:
+    """Weighted sum of ``agent``'s components (rows of :data:`COMPONENTS` that list it)."""
+    return sum(getattr(w, comp.name) * c[comp.name] for comp in COMPONENTS if agent in comp.agents)
 
 
 def planner_reward(c: dict[str, float], w: RewardWeights = RewardWeights()) -> float:
     """``R_p = R_acc + R_terminal + R_penalty`` (weighted)."""
-    return w.acc * c["acc"] + w.terminal * c["terminal"] + w.penalty * c["penalty"]
+    return reward("planner", c, w)
 
 
 def reasoner_reward(c: dict[str, float], w: RewardWeights = RewardWeights()) -> float:
     """``R = R_acc + R_format + R_follow`` (weighted)."""
-    return w.acc * c["acc"] + w.format * c["format"] + w.follow * c["follow"]
+    return reward("reasoner", c, w)

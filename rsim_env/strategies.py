@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Strategy", "STRATEGIES", "NUM_STRATEGIES", "TERMINATION", "CONTINUATION", "detect", "by_name"]
+__all__ = ["Strategy", "STRATEGIES", "EXAMPLES", "NUM_STRATEGIES", "TERMINATION", "CONTINUATION", "detect", "by_name", "example"]
 
 
 @dataclass(frozen=True)
@@ -78,9 +78,30 @@ STRATEGIES: tuple[Strategy, ...] = tuple(
 )
 """The nine strategies, in the planner's action order (see module docstring)."""
 
+EXAMPLES: dict[str, str] = {
+    "self-reflection": "Wait, let me look back at the reasoning so far and reconsider whether it is right.",
+    "decomposition": "Let me break the problem down into smaller sub-problems and solve each part.",
+    "deliberative thinking": "Let me think carefully about this step before writing anything.",
+    "validation": "Let me check the last result by substituting it back.",
+    "summarization": "To recap what we know so far: the quantities in the question are given.",
+    "prioritization": "The most important thing to do next is to focus on the key quantity.",
+    "continuation": "Next, we continue with the computation.",
+    "sub-planning": "Plan: first compute the parts, then combine them, then check.",
+    "termination": "Therefore, the final answer is \\boxed{{{answer}}}.",
+}
+"""A step that shows each strategy (scripted agents and tests write these; ``{answer}`` is filled in)."""
+
 NUM_STRATEGIES = len(STRATEGIES)
-CONTINUATION = 6
-TERMINATION = 8
+
+
+def _index(name: str) -> int:
+    return next(s.index for s in STRATEGIES if s.name == name)
+
+
+CONTINUATION = _index("continuation")
+"""The default mode of writing (a step showing no other strategy counts as this)."""
+TERMINATION = _index("termination")
+"""Concluding strategy: the episode ends after the step that follows it."""
 
 _COMPILED = tuple(re.compile("|".join(f"(?:{p})" for p in s.patterns), re.IGNORECASE) for s in STRATEGIES)
 _MAX_SCAN = 20_000  # characters scanned per step: bounds detection cost on hostile, huge steps
@@ -118,3 +139,13 @@ def detect(text: str) -> set[int]:
     if not (found - {CONTINUATION}):
         found.add(CONTINUATION)
     return found
+
+
+def example(index: int, answer: str = "0") -> str:
+    """:data:`EXAMPLES` text of strategy ``index`` (the termination example boxes ``answer``)."""
+    return EXAMPLES[STRATEGIES[index].name].format(answer=answer)
+
+
+_missing = {s.name for s in STRATEGIES} - set(EXAMPLES)
+if _missing:  # a new row needs its example step too
+    raise AssertionError(f"rsim_env.strategies.EXAMPLES lacks {sorted(_missing)}.")

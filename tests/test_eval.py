@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from algos import analysis
-from algos.evaluate import DEFAULT_FIXED, EvalConfig, main, parse, split_modes
+from agents.reasoner import Reasoner
+from algos.evaluation import DEFAULT_FIXED, EvalConfig, main, parse, split_modes
 from rsim_env.strategies import NUM_STRATEGIES
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -166,12 +167,17 @@ def test_eval_tiny_lms_via_rsim_cli(tmp_path, tiny_planner_dir):
 
 
 def test_planner_tokens_with_and_without_cache():
-    from algos.evaluate import episode_tokens
+    from agents.loading import tiny_model
+    from agents.planner import Planner, PlannerConfig
+    from algos.evaluation import episode_tokens
 
     rec = {"positions": [9, 19, 29]}
-    assert episode_tokens(rec, {}, True, planner_cached=True)["planner_read"] == 30
-    assert episode_tokens(rec, {}, True, planner_cached=False)["planner_read"] == 10 + 20 + 30
-    t = episode_tokens({}, {"input_ids": list(range(12)), "gen_mask": [0] * 7 + [1] * 5}, False)
+    cached = Planner(*tiny_model("backbone"), config=PlannerConfig(use_cache=True))
+    uncached = Planner(*tiny_model("backbone"), config=PlannerConfig(use_cache=False))
+    assert episode_tokens(cached, rec, None, None)["planner_read"] == 30
+    assert episode_tokens(uncached, rec, None, None)["planner_read"] == 10 + 20 + 30
+    reasoner = Reasoner(*tiny_model("causal"))
+    t = episode_tokens(None, None, reasoner, {"input_ids": list(range(12)), "gen_mask": [0] * 7 + [1] * 5})
     assert (t["planner_read"], t["reasoner_read"], t["reasoner_written"]) == (0, 7, 5)
 
 

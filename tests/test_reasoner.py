@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from agents.loading import tiny_model, tiny_tokenizer, tiny_config
-from agents.reasoner import Reasoner, ReasonerConfig, collate
+from agents.reasoner import Reasoner, ReasonerConfig
 from agents.sampling import token_logprobs
 from rsim_env.render import STEP_DELIMITER, injection
 
@@ -133,12 +133,19 @@ def test_masks_cover_exactly_the_generated_tokens_and_logprobs_recompute():
         assert [t for t, m in zip(rec["input_ids"], rec["gen_mask"]) if not m] == expected
         assert all(lp == 0.0 for lp, m in zip(rec["logprobs"], rec["gen_mask"]) if not m)
         assert all(lp < 0.0 for lp, m in zip(rec["logprobs"], rec["gen_mask"]) if m)
-    batch = collate(records)
-    new = r.token_logprobs(records)
-    assert torch.isfinite(new).all()
-    torch.testing.assert_close(new * batch["gen_mask"], batch["old_logprobs"], atol=1e-4, rtol=0)
-    (new * batch["gen_mask"]).sum().backward()  # gradients reach the model
+    scored = r.score(records)  # the learner interface: generated positions only, gradients flow
+    assert torch.isfinite(scored.logp).all()
+    torch.testing.assert_close(scored.logp, recorded_logprobs(records, scored.logp) * scored.mask, atol=1e-4, rtol=0)
+    (scored.logp * scored.mask).sum().backward()  # gradients reach the model
     assert model.model.embed_tokens.weight.grad.abs().sum() > 0
+
+
+def recorded_logprobs(records, like):
+    """The log-probs recorded while sampling, right-padded like ``like``."""
+    out = torch.zeros_like(like)
+    for i, rec in enumerate(records):
+        out[i, : len(rec["logprobs"])] = torch.tensor(rec["logprobs"])
+    return out
 
 
 def test_seeded_sampling_is_reproducible():

@@ -7,7 +7,7 @@ import torch
 
 from agents.loading import tiny_model
 from agents.planner import Planner, PlannerConfig
-from agents.reasoner import Reasoner, ReasonerConfig, collate
+from agents.reasoner import Reasoner, ReasonerConfig
 from agents.scripted import FixedPlanner, RandomPlanner, TemplateReasoner
 from algos.rollout import rollout
 from rsim_env import Problem
@@ -44,10 +44,13 @@ def check_reasoner_records(reasoner: Reasoner, trajectories: list[dict]) -> None
         for (s, e), step in zip(rec["step_spans"], steps):  # the env got exactly the decoded tokens
             assert tok.decode(rec["input_ids"][s:e]).lstrip().split(STEP_DELIMITER)[0].strip() == step
     recs = [tr["reasoner"] for tr in trajectories]
-    batch = collate(recs)
     with torch.no_grad():
-        new = reasoner.token_logprobs(recs)
-    torch.testing.assert_close(new * batch["gen_mask"], batch["old_logprobs"], atol=1e-4, rtol=0)
+        scored = reasoner.score(recs)
+    old = torch.zeros_like(scored.logp)
+    for i, rec in enumerate(recs):
+        old[i, : len(rec["logprobs"])] = torch.tensor(rec["logprobs"])
+    assert scored.mask.sum() > 0
+    torch.testing.assert_close(scored.logp, old * scored.mask, atol=1e-4, rtol=0)
 
 
 def check_planner_records(planner: Planner, trajectories: list[dict]) -> None:

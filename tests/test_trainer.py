@@ -122,9 +122,12 @@ def test_groups_must_divide_by_processes(tmp_path):
     "over,msg",
     [({"train.steps": "x"}, "expected a int"), ({"learner": "ppo"}, "RunConfig.learner='ppo'"),
      ({"train.grpo.loss_type": "sum"}, "GRPOConfig.loss_type='sum'"), ({"nope": 1}, "unknown config key"),
-     ({"model.planner": "tiny", "model.reasoner": "default"}, "only work together"),
-     ({"train.mixed_precision": "fp8"}, "TrainConfig.mixed_precision='fp8'")],
-    ids=["type", "learner", "loss", "unknown", "tiny-pair", "precision"],
+     ({"data.source": "gsm9k"}, "unknown data spec 'gsm9k'"),
+     ({"train.mixed_precision": "fp8"}, "TrainConfig.mixed_precision='fp8'"),
+     ({"env.weights.follow": "inf"}, "RewardWeights.follow=inf"),
+     ({"env.check.timeout_s": "0"}, "CheckConfig.timeout_s=0"),
+     ({"reasoner.max_step_tokens": "0"}, "max_step_tokens")],
+    ids=["type", "learner", "loss", "unknown", "data-spec", "precision", "weight-inf", "timeout", "reasoner-cap"],
 )
 def test_config_errors(over, msg):
     with pytest.raises(ValueError, match=msg):
@@ -195,7 +198,8 @@ def test_cli_errors_name_the_field(argv, msg, capsys):
 @pytest.mark.parametrize("loss_type,local,other,want", [("dapo", 10, 30, 0.5), ("grpo", 2, 6, 0.5), ("dr_grpo", 4, 4, 1.0)],
                          ids=["dapo-tokens", "grpo-rows", "even"])
 def test_process_weight_makes_mean_of_processes_a_global_mean(loss_type, local, other, want):
-    from algos.trainer import Trainer
+    from algos.distributed import process_weight
+    from algos.grpo import AGGREGATIONS
 
     class FakeAcc:
         num_processes, device = 2, "cpu"
@@ -203,13 +207,12 @@ def test_process_weight_makes_mean_of_processes_a_global_mean(loss_type, local, 
         def reduce(self, t, op):
             return t + other
 
-    tr = Trainer.__new__(Trainer)
-    tr.acc = FakeAcc()
     mask = torch.ones(1, local) if loss_type == "dapo" else torch.ones(local, 3)
-    w = tr._process_weight(loss_type, mask, local, 1.0)
+    units = AGGREGATIONS[loss_type].count(mask, local)  # tokens for dapo, sequences otherwise
+    w = process_weight(FakeAcc(), units, 1.0)
     assert w == pytest.approx(want)
     # the all-reduced mean of the two weighted local means is the global mean
     a, b = 1.0, 3.0
     w_other = other * 2 / (local + other)
     assert (a * w + b * w_other) / 2 == pytest.approx((a * local + b * other) / (local + other))
-    assert tr._process_weight(loss_type, mask, local, 0.0) == 0.0  # a process with nothing to learn
+    assert process_weight(FakeAcc(), units, 0.0) == 0.0  # a process with nothing to learn

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .stackelberg import StepPlan
+from .learners import StepPlan
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,16 @@
-"""The trainer driving the real LLM agent classes (tiny random-init Llama models, byte tokenizer)."""
+"""``agent.score`` (the learner interface of the LLM agents) and the trainer driving them (tiny random-init
+Llama models, byte tokenizer)."""
 
 import torch
 
 from agents.loading import tiny_model
 from agents.planner import Planner
 from agents.reasoner import Reasoner, ReasonerConfig
-from algos.adapters import TrainablePlanner, TrainableReasoner
+from agents.sampling import token_logprobs
 from algos.grpo import GRPOConfig
 from algos.stackelberg import StackelbergConfig, StackelbergGRPO
 from algos.trainer import OptimConfig, TrainConfig, Trainer, make_accelerator
+from rsim_env.game import EnvConfig
 from rsim_env.group import EnvGroup
 from rsim_env.problems import Problem
 
@@ -18,8 +20,8 @@ PROBLEMS = [Problem(id=f"p{i}", question=f"What is {i} + 1?", answer=str(i + 1))
 def _agents(step_tokens=3):
     causal, tok = tiny_model("causal", seed=0)
     backbone, _ = tiny_model("backbone", seed=1)
-    reasoner = TrainableReasoner(Reasoner(causal, tok, ReasonerConfig(max_step_tokens=step_tokens)))
-    planner = TrainablePlanner(Planner(backbone, tok))
+    reasoner = Reasoner(causal, tok, ReasonerConfig(max_step_tokens=step_tokens))
+    planner = Planner(backbone, tok)
     return {"planner": planner, "reasoner": reasoner}
 
 
@@ -60,12 +62,13 @@ def test_planner_one_score_per_decision():
 
 
 def test_stackelberg_with_llm_agents_updates_both(tmp_path):
-    cfg = TrainConfig(steps=2, groups_per_step=2, env_max_steps=2, output_dir=str(tmp_path), progress=False,
+    cfg = TrainConfig(steps=2, groups_per_step=2, output_dir=str(tmp_path), progress=False,
                       grpo=GRPOConfig(group_size=2, max_length=8), planner_optim=OptimConfig(lr=1e-2),
                       reasoner_optim=OptimConfig(lr=1e-2))
     agents = _agents()
     before = {r: [p.detach().clone() for p in a.module.parameters()] for r, a in agents.items()}
-    tr = Trainer(cfg, StackelbergGRPO(StackelbergConfig(stage1_steps=1)), agents, PROBLEMS, make_accelerator(cfg))
+    tr = Trainer(cfg, StackelbergGRPO(StackelbergConfig(stage1_steps=1)), agents, PROBLEMS, make_accelerator(cfg),
+                 env=EnvConfig(max_steps=2))
     out = tr.train()
     assert out["steps"] == 2
     updated = {r for r, a in agents.items() if any(not torch.equal(b, p) for b, p in zip(before[r], a.module.parameters()))}
@@ -75,13 +78,14 @@ def test_stackelberg_with_llm_agents_updates_both(tmp_path):
     assert ran == {"planner", "reasoner"}
 
 
-def test_reasoner_score_matches_agents_token_logprobs():
-    """Our generated-positions-only scoring equals the agents' full-sequence recompute on gen tokens."""
+def test_reasoner_score_matches_full_sequence_logprobs():
+    """Scoring only the generated positions equals the full-sequence recompute on generated tokens."""
     agents = _agents(step_tokens=4)
     _, records = _rollout(agents, n_groups=2)
     recs = records["reasoner"]
     scored = agents["reasoner"].score(recs)
-    full = agents["reasoner"].inner.token_logprobs(recs)
+    r = agents["reasoner"]
+    full = token_logprobs(r.model, [x["input_ids"] for x in recs], r.record_temperature, r.suppressed_ids, r.pad_id)
     torch.testing.assert_close(scored.logp, full * scored.mask, atol=1e-5, rtol=1e-5)
     # and both match what was recorded while sampling
     rec_lp = torch.zeros_like(full)

@@ -1,6 +1,6 @@
 """Evaluation output: markdown table, JSON, episodes JSONL and matplotlib PNG plots (Agg backend).
 
-Input is the results dict of :func:`algos.evaluate.run`; nothing here computes a figure, it only
+Input is the results dict of :func:`algos.evaluation.run`; nothing here computes a figure, it only
 lays them out, so every number in a table or plot is also in ``results.json``.
 """
 

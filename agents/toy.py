@@ -1,7 +1,7 @@
-"""Tiny random-init trainable agents (no tokenizer, no weights to download).
+"""Toy random-init trainable agents (model spec ``"toy"``; no tokenizer, no weights to download).
 
 They implement the full agent interface (``reset``/``act``/``records``) plus what a learner needs
-(``module``, ``score``; see ``algos/policy.py``), so the training loop, checkpoints and the
+(``module``, ``score``; :class:`agents.base.Trainable`), so the training loop, checkpoints and the
 multi-process path are tested end to end in seconds, and ``benchmarks/learning_sanity`` can show
 that Stackelberg GRPO learns. They are not language models.
 
@@ -19,7 +19,7 @@ from torch import nn
 
 from rsim_env.strategies import NUM_STRATEGIES
 
-from .policy import Scored
+from .base import Scored
 
 VOCAB = (
     "wait", "break", "sub-problems", "carefully", "check", "verify", "so", "far", "focus", "next", "plan",
@@ -134,6 +134,10 @@ class TinyReasoner(_Sampler):
     def num_generated(self, record: dict[str, Any]) -> int:
         """Tokens this agent generated in one copy's episode."""
         return len(record["tokens"]) * self.step_tokens
+
+    def token_usage(self, record: dict[str, Any]) -> dict[str, int]:
+        """Words written (it reads no prompt)."""
+        return {"reasoner_written": sum(len(t) for t in record["tokens"])}
 
     def score(self, records: Sequence[dict[str, Any]]):
         k = self.step_tokens

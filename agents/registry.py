@@ -1,0 +1,245 @@
+"""One spec grammar for every agent: ``build_agent(spec, context) -> Built(agent, info)``.
+
+``rsim train``, ``rsim eval`` and the benchmarks all build their planner and reasoner here, so they
+accept the same specs:
+
+==========================  ==================================================================
+spec                        agent
+==========================  ==================================================================
+``default``                 the embedded SmolLM2-135M-Instruct (offline; :mod:`agents.loading`)
+hub id or local model dir   that model (``Qwen/Qwen2.5-0.5B-Instruct``, ``./my-model``)
+saved planner dir           a :meth:`Planner.save_pretrained` dir (has ``planner.json``)
+run or checkpoint dir       the agent trained by ``rsim train`` (its newest ``step_*``)
+``tiny``                    random-init tiny Llama + byte tokenizer (the real LLM agent classes)
+``toy``                     MLP toy agents (:mod:`agents.toy`; ``rsim train --preset tiny``)
+``template[:p]``            scripted reasoner, right with probability ``p`` (reasoner only)
+``untrained:SPEC``          SPEC's base model with fresh weights where training would have put
+                            them (a planner gets a new head; a run dir gives its base model)
+``module:factory``          your own agent: ``factory(context)`` returns an object following
+                            :class:`agents.base.Policy` (``Trainable`` to train it)
+==========================  ==================================================================
+
+Adding an agent kind (e.g. an API-served reasoner ``openai:MODEL@URL``) is one new module with a
+``build(rest: str, ctx: AgentContext) -> Built`` function plus one line in :data:`PREFIXES`::
+
+    PREFIXES["openai"] = lazy("agents.openai_reasoner", "build")
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, NamedTuple, Sequence
+
+from .runs import RunCheckpoint, find_checkpoint, weights_file
+
+__all__ = ["AgentContext", "Built", "Builder", "build_agent", "NAMES", "PREFIXES", "SPEC_HELP", "lazy"]
+
+ROLES = ("planner", "reasoner")
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    """Everything besides the spec that building an agent may need."""
+
+    role: str
+    """"planner" or "reasoner"."""
+    config: Any = None
+    """The role's :class:`PlannerConfig` / :class:`ReasonerConfig` (None = its defaults)."""
+    dtype: str = "float32"
+    """Weights dtype of loaded models ("float32" or "bfloat16")."""
+    device: Any = "cpu"
+    """torch device the agent runs on."""
+    seed: int = 0
+    """Seed of random-init models (tiny, toy) and scripted agents."""
+    max_rounds: int = 8
+    """Rounds per episode (the toy planner's round features)."""
+    problems: Sequence[Any] = field(default=(), compare=False)
+    """Problems being played (the template reasoner's answer oracle)."""
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"AgentContext.role={self.role!r} is invalid: use one of {ROLES}.")
+
+    @property
+    def greedy(self) -> bool:
+        """Whether the role's config asks for argmax decisions."""
+        return bool(getattr(self.config, "greedy", False))
+
+
+class Built(NamedTuple):
+    """An agent and a JSON-able description of what was loaded (reported by ``rsim eval``)."""
+
+    agent: Any
+    info: dict[str, Any]
+
+
+Builder = Callable[[str, AgentContext], Built]
+"""``builder(rest_of_spec, context) -> Built``."""
+
+
+def lazy(module: str, name: str) -> Builder:
+    """A builder imported on first use (keeps heavy imports out of ``import agents.registry``)."""
+    def build(rest: str, ctx: AgentContext) -> Built:
+        return getattr(importlib.import_module(module), name)(rest, ctx)
+    return build
+
+
+# ------------------------------------------------------------------------------------ builders
+
+def _torch_dtype(name: str) -> Any:
+    import torch
+
+    if name not in ("float32", "bfloat16"):
+        raise ValueError(f"dtype={name!r} is invalid: use 'float32' or 'bfloat16'.")
+    return getattr(torch, name)
+
+
+def _configs(ctx: AgentContext) -> Any:
+    if ctx.role == "planner":
+        from .planner import PlannerConfig
+
+        return ctx.config or PlannerConfig()
+    from .reasoner import ReasonerConfig
+
+    return ctx.config or ReasonerConfig()
+
+
+def _hf(spec: str, ctx: AgentContext) -> Built:
+    """"default", a hub id or a local model dir."""
+    from .loading import load_backbone, load_causal_lm
+
+    load = load_backbone if ctx.role == "planner" else load_causal_lm
+    model, tok = load(spec, dtype=_torch_dtype(ctx.dtype))
+    return Built(_wrap(model.to(ctx.device), tok, ctx), {"kind": "model", "spec": spec})
+
+
+def _wrap(model: Any, tok: Any, ctx: AgentContext) -> Any:
+    if ctx.role == "planner":
+        from .planner import Planner
+
+        return Planner(model, tok, config=_configs(ctx))
+    from .reasoner import Reasoner
+
+    return Reasoner(model, tok, config=_configs(ctx))
+
+
+def _tiny(rest: str, ctx: AgentContext) -> Built:
+    from .loading import tiny_model
+
+    model, tok = tiny_model("backbone" if ctx.role == "planner" else "causal", seed=ctx.seed)
+    return Built(_wrap(model.to(ctx.device), tok, ctx), {"kind": "tiny"})
+
+
+def _toy(rest: str, ctx: AgentContext) -> Built:
+    from .toy import TinyPlanner, TinyReasoner
+
+    agent = (TinyPlanner(max_rounds=ctx.max_rounds, device=ctx.device) if ctx.role == "planner"
+             else TinyReasoner(device=ctx.device))
+    agent.greedy = ctx.greedy
+    return Built(agent, {"kind": "toy"})
+
+
+def _template(rest: str, ctx: AgentContext) -> Built:
+    from .scripted import TemplateReasoner
+
+    if ctx.role != "reasoner":
+        raise ValueError("spec 'template' is a scripted reasoner; a planner needs another spec (see SPEC_HELP).")
+    try:
+        p = float(rest) if rest else 1.0
+    except ValueError as e:
+        raise ValueError(f"spec 'template:{rest}': expected a probability, e.g. template:0.5.") from e
+    oracle = {pr.question: pr.answer for pr in ctx.problems}
+    return Built(TemplateReasoner(oracle=oracle, p_correct=p, seed=ctx.seed), {"kind": "template", "p_correct": p})
+
+
+def _untrained(rest: str, ctx: AgentContext) -> Built:
+    if not rest:
+        raise ValueError("spec 'untrained:' needs a model spec after the colon, e.g. untrained:default.")
+    ck = find_checkpoint(rest) if Path(rest).is_dir() else None
+    base = RunCheckpoint(ck).base_spec(ctx.role) if ck is not None else rest
+    if (Path(base) / "planner.json").is_file():
+        base = str(Path(base) / "backbone")
+    agent, info = build_agent(base, ctx)
+    return Built(agent, {"kind": "untrained", "spec": rest, "loaded": info})
+
+
+def _directory(path: Path, ctx: AgentContext) -> Built:
+    """A saved planner, a trainer checkpoint / run dir, or a local model dir."""
+    if ctx.role == "planner" and (path / "planner.json").is_file():
+        from .planner import Planner
+
+        planner = Planner.from_pretrained(path, config=_configs(ctx), dtype=_torch_dtype(ctx.dtype))
+        return Built(planner.to(ctx.device), {"kind": "save_pretrained", "path": str(path)})
+    ck = find_checkpoint(path)
+    if ck is not None:
+        return _checkpoint(path, RunCheckpoint(ck), ctx)
+    if (path / "config.json").is_file():
+        return _hf(str(path), ctx)
+    raise ValueError(f"{ctx.role} spec {str(path)!r} is neither a saved planner (planner.json), a trainer checkpoint / "
+                     "run dir (state.json, checkpoints/step_*) nor a model dir (config.json); train one with "
+                     "`rsim train` or pass untrained:SPEC.")
+
+
+def _checkpoint(spec: Path, ck: RunCheckpoint, ctx: AgentContext) -> Built:
+    from safetensors.torch import load_model
+
+    weights = weights_file(ck.path, ctx.role)
+    base = ck.base_spec(ctx.role)
+    if not weights.is_file():
+        raise ValueError(f"{ctx.role} spec {str(spec)!r}: checkpoint {ck.path} has no trained {ctx.role} "
+                         f"({weights.name}); its learner ({ck.config.get('learner')}) did not train it. "
+                         f"Pass its base model {base!r} instead.")
+    agent, _ = build_agent(base, replace(ctx, max_rounds=ck.max_steps))
+    load_model(agent.module, str(weights), device=str(ctx.device))
+    return Built(agent, ck.info(ctx.role))
+
+
+_MODULE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
+
+
+def _plugin(spec: str, ctx: AgentContext) -> Built:
+    """``package.module:factory`` -> ``factory(ctx)``."""
+    module, _, name = spec.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"{ctx.role} spec {spec!r}: cannot import {name!r} from module {module!r} ({e}); "
+                         "a plug-in spec is 'package.module:factory' with the module on the Python path.") from e
+    agent = factory(ctx)
+    missing = [m for m in ("reset", "act", "records") if not hasattr(agent, m)]
+    if missing or getattr(agent, "role", ctx.role) != ctx.role:
+        raise TypeError(f"{ctx.role} spec {spec!r}: {name}() returned {type(agent).__name__}, which is not a "
+                        f"{ctx.role} agent (missing {missing}, role {getattr(agent, 'role', None)!r}); "
+                        "follow agents.base.Policy.")
+    return Built(agent, {"kind": "plugin", "spec": spec})
+
+
+NAMES: dict[str, Builder] = {"tiny": _tiny, "toy": _toy, "template": _template}
+"""Specs that are a bare name."""
+
+PREFIXES: dict[str, Builder] = {"template": _template, "untrained": _untrained}
+"""Specs ``PREFIX:REST``; add a line here (with :func:`lazy`) for a new kind of agent."""
+
+SPEC_HELP = ("default | HUB_ID | MODEL_DIR | SAVED_PLANNER_DIR | RUN_OR_CHECKPOINT_DIR | tiny | toy | "
+             "template[:p] (reasoner) | untrained:SPEC | package.module:factory")
+"""One-line summary of the grammar, for ``--help``."""
+
+
+def build_agent(spec: str, ctx: AgentContext) -> Built:
+    """Build the agent named by ``spec`` for ``ctx.role`` (see module docstring)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"{ctx.role} spec must be a non-empty string ({SPEC_HELP}), got {spec!r}.")
+    spec = spec.strip()
+    if spec in NAMES:
+        return NAMES[spec]("", ctx)
+    head, sep, rest = spec.partition(":")
+    if sep and head in PREFIXES:
+        return PREFIXES[head](rest, ctx)
+    if Path(spec).is_dir():
+        return _directory(Path(spec), ctx)
+    if sep and _MODULE.match(head) and rest.isidentifier():
+        return _plugin(spec, ctx)
+    return _hf(spec, ctx)

@@ -1,0 +1,75 @@
+"""Where a training run keeps each agent: the checkpoint layout ``rsim train`` writes.
+
+A run dir holds ``checkpoints/step_XXXXXXXX/``; a complete checkpoint has ``state.json`` (written
+last), ``config.json`` (the resolved run config) and ``model.<role>.safetensors`` for every agent
+that was trained. :mod:`algos.checkpoint` writes this layout and :mod:`agents.registry` reads the
+agents back out of it, so both use the names defined here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PREFIX", "weights_file", "list_checkpoints", "latest", "find_checkpoint", "RunCheckpoint"]
+
+PREFIX = "step_"
+"""Checkpoint directory names: ``step_`` + the zero-padded optimizer step."""
+
+
+def weights_file(checkpoint: str | Path, role: str) -> Path:
+    """Path of ``role``'s weights in a checkpoint dir."""
+    return Path(checkpoint) / f"model.{role}.safetensors"
+
+
+def list_checkpoints(root: str | Path) -> list[Path]:
+    """Complete checkpoints under ``root``, oldest first."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.name.startswith(PREFIX) and (p / "state.json").is_file())
+
+
+def latest(root: str | Path) -> Path | None:
+    """Newest complete checkpoint under ``root`` (or ``None``)."""
+    found = list_checkpoints(root)
+    return found[-1] if found else None
+
+
+def find_checkpoint(path: str | Path) -> Path | None:
+    """A complete checkpoint at ``path`` (a ``step_*`` dir), or the newest under a run / checkpoints dir."""
+    path = Path(path)
+    if not path.is_dir():
+        return None
+    if (path / "state.json").is_file():
+        return path
+    return latest(path / "checkpoints") or latest(path)
+
+
+class RunCheckpoint:
+    """Read-only view of one checkpoint: its run config, step and per-agent weights."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.config: dict[str, Any] = json.loads((path / "config.json").read_text())
+        self.state: dict[str, Any] = json.loads((path / "state.json").read_text())
+
+    def base_spec(self, role: str) -> str:
+        """The model spec the run built ``role`` from (``config.model.<role>``)."""
+        return str(self.config["model"][role])
+
+    @property
+    def max_steps(self) -> int:
+        """Rounds per episode the run trained with."""
+        env = self.config.get("env") or {}
+        return int(env.get("max_steps") or self.config.get("train", {}).get("env_max_steps", 8))
+
+    def info(self, role: str) -> dict[str, Any]:
+        """What ``rsim eval`` reports about an agent loaded from this checkpoint."""
+        other = "reasoner" if role == "planner" else "planner"
+        out = {"kind": "checkpoint", "checkpoint": str(self.path), "base": self.base_spec(role),
+               "learner": self.config.get("learner"), "step": self.state.get("step")}
+        if role == "planner":
+            out |= {"trained_with_reasoner": self.config["model"].get(other), "train_data": self.config.get("data")}
+        return out

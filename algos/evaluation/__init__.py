@@ -1,0 +1,42 @@
+"""``rsim eval``: accuracy, strategy use and token cost of a reasoner under planner modes.
+
+Any reasoner works (``--reasoner``: any agent spec of :mod:`agents.registry`, the same specs as
+``rsim train``), so a planner trained with one reasoner is evaluated with another without
+training: the paper's plug-in result. ``--out DIR`` writes ``results.json`` (every figure and the
+exact configuration), ``episodes.jsonl`` (every step's text), ``table.md`` and PNG plots.
+
+Package layout: :mod:`.config` (EvalConfig, mode grammar), :mod:`.run` (agents, episodes,
+figures), :mod:`.report` (table, JSON, plots).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Sequence
+
+from .config import DEFAULT_FIXED, EvalConfig, fixed_name, parse_sequence, split_modes
+from .run import build_reasoner, episode_tokens, evaluate_mode, load_eval_problems, load_planner, run
+
+__all__ = ["EvalConfig", "DEFAULT_FIXED", "fixed_name", "parse_sequence", "split_modes", "load_eval_problems",
+           "build_reasoner", "load_planner", "episode_tokens", "evaluate_mode", "run", "parse", "main"]
+
+
+def parse(argv: Sequence[str]) -> EvalConfig:
+    """``rsim eval`` flags (generated from :class:`EvalConfig`) -> config; errors exit with usage."""
+    from agents.registry import SPEC_HELP as AGENT_SPECS
+    from rsim_env.data import SPEC_HELP as DATA_SPECS
+
+    from ..dataclass_cli import parse_config
+    from .config import __doc__ as modes_doc
+
+    epilog = (f"agent specs (--reasoner / --planner; the same as rsim train's model.reasoner / model.planner):\n"
+              f"  {AGENT_SPECS}\ndata specs (--source; the same as rsim train's data.source):\n  {DATA_SPECS}\n\n"
+              + modes_doc.split("\n\n", 1)[1])
+    return parse_config(EvalConfig, argv, prog="rsim eval", description=__doc__.split("\n\n")[0], epilog=epilog)
+
+
+def main(cfg: EvalConfig | Sequence[str] | None = None) -> dict[str, Any]:
+    """``main(EvalConfig)``, ``main(["--limit", "10", ...])`` or console (``sys.argv``) -> results dict."""
+    if not isinstance(cfg, EvalConfig):
+        cfg = parse(sys.argv[1:] if cfg is None else cfg)
+    return run(cfg)

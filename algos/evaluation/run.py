@@ -1,0 +1,205 @@
+"""Play every planner mode over the problems and assemble the results dict of ``rsim eval``.
+
+Evaluation is batched: ``batch`` problems x ``k`` samples are one :class:`rsim_env.EnvGroup`
+played by :func:`algos.rollout.rollout` (one batched call per agent per round). With ``k == 1``
+the reasoner decodes greedily (pass@1 with a fixed seed); with ``k > 1`` it samples at
+``temperature`` and pass@k is reported too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from agents.registry import AgentContext, Built, build_agent
+from rsim_env.data import load_problems
+from rsim_env.game import EnvConfig
+from rsim_env.group import EnvGroup
+from rsim_env.problems import Problem
+
+from .. import analysis
+from . import report
+from .config import EvalConfig, parse_sequence
+
+__all__ = ["load_eval_problems", "build_reasoner", "load_planner", "episode_tokens", "evaluate_mode", "run"]
+
+
+def load_eval_problems(cfg: EvalConfig) -> list[Problem]:
+    """The first ``cfg.limit`` problems of ``cfg.source`` (:func:`rsim_env.data.load_problems`)."""
+    return load_problems(cfg.source, limit=cfg.limit, seed=cfg.data_seed, split=cfg.split or None)
+
+
+def build_reasoner(spec: str, cfg: EvalConfig, problems: Sequence[Problem]) -> Built:
+    """Reasoner for ``spec`` (greedy when ``k == 1``) plus a description of what was loaded."""
+    from agents.reasoner import ReasonerConfig
+
+    rc = ReasonerConfig(max_step_tokens=cfg.max_step_tokens, max_answer_tokens=cfg.answer_tokens,
+                        greedy=cfg.k == 1, temperature=cfg.temperature, seed=cfg.seed)
+    return build_agent(spec, AgentContext("reasoner", config=rc, seed=cfg.seed, max_rounds=cfg.max_steps,
+                                          problems=problems))
+
+
+def load_planner(spec: str, cfg: EvalConfig) -> Built:
+    """Greedy planner for ``spec`` plus what was loaded."""
+    from agents.planner import PlannerConfig
+
+    return build_agent(spec, AgentContext("planner", config=PlannerConfig(greedy=True, seed=cfg.seed), seed=cfg.seed,
+                                          max_rounds=cfg.max_steps))
+
+
+def episode_tokens(planner: Any, planner_rec: Any, reasoner: Any, reasoner_rec: Any) -> dict[str, Any]:
+    """Token counts of one episode from the agents' own ``token_usage`` (``None`` where an agent gives none).
+
+    ``planner`` is None in mode ``none`` (the planner then costs 0 tokens).
+    """
+    out: dict[str, Any] = dict.fromkeys(analysis.TOKEN_KEYS)
+    if planner is None:
+        out["planner_read"] = out["planner_context"] = 0
+    for agent, rec in ((planner, planner_rec), (reasoner, reasoner_rec)):
+        usage = getattr(agent, "token_usage", None)
+        if usage is not None and rec:
+            out.update(usage(rec))
+    return out
+
+
+def _row(mode: str, problem: Problem, traj: dict[str, Any], sample: int, planner: Any, reasoner: Any) -> dict[str, Any]:
+    info = traj["info"]
+    return {
+        "mode": mode, "problem_id": problem.id, "sample": sample, "answer": problem.answer,
+        "extracted": info["extracted"], "correct": bool(info["correct"]), "reason": info["reason"],
+        "format": float(info["components"].get("format", 0.0)), "rounds": info["num_rounds"],
+        "terminated": bool(info["terminated"]), "truncated": bool(info["truncated"]),
+        "injected": list(info["strategies"]) if planner is not None else [],
+        "detected": [list(d) for d in info["detected"]], "steps": list(info["steps"]),
+        "tokens": episode_tokens(planner, traj.get("planner"), reasoner, traj.get("reasoner")),
+    }
+
+
+def make_planner(mode: str, cfg: EvalConfig, trained: Any) -> Any:
+    from agents.scripted import FixedPlanner, RandomPlanner
+
+    if mode == "none":
+        return None
+    if mode == "random":
+        return RandomPlanner(seed=cfg.seed)
+    if mode.startswith("fixed:"):
+        return FixedPlanner(parse_sequence(mode[len("fixed:"):]))
+    return trained
+
+
+def _reseed(agent: Any, seed: int) -> None:
+    """Restart an agent's sampling generator, so each mode's results do not depend on mode order."""
+    if getattr(agent, "generator", None) is not None and hasattr(agent, "reset"):
+        try:
+            agent.reset(0, seed=seed)
+        except TypeError:
+            pass
+
+
+def evaluate_mode(mode: str, problems: Sequence[Problem], reasoner: Any, planner: Any, cfg: EvalConfig,
+                  bar: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Play every problem ``cfg.k`` times under ``mode``; return episode rows and timing stats."""
+    import torch
+
+    from ..rollout import rollout
+
+    torch.manual_seed(cfg.seed)
+    for agent in (reasoner, planner):
+        _reseed(agent, cfg.seed)
+    env = EnvConfig(max_steps=cfg.max_steps, planner=mode != "none")
+    rows: list[dict[str, Any]] = []
+    stats = {"wall_s": 0.0, "planner_s": 0.0, "reasoner_s": 0.0, "planner_calls": 0, "reasoner_calls": 0}
+    for b in range(0, len(problems), cfg.batch):
+        chunk = list(problems[b: b + cfg.batch])
+        group = EnvGroup(chunk, group_size=cfg.k, config=env)
+        t0 = time.perf_counter()
+        result = rollout(group, reasoner, planner, seed=cfg.seed + b * cfg.k)
+        stats["wall_s"] += time.perf_counter() - t0
+        for agent in ("planner", "reasoner"):
+            stats[f"{agent}_s"] += result.stats["seconds"][agent]
+            stats[f"{agent}_calls"] += result.stats["calls"][agent]
+        for traj in result.trajectories:
+            sample = traj["copy"] - traj["problem_index"] * cfg.k  # copy ids run over all problems of the group
+            rows.append(_row(mode, chunk[traj["problem_index"]], traj, sample, planner, reasoner))
+        if bar is not None:
+            bar.update(len(chunk))
+    return rows, stats
+
+
+def _figures(modes: list[str], problems: list[Problem], reasoner: Any, trained: Any, cfg: EvalConfig
+             ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    bar = None
+    if cfg.progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(modes) * len(problems), desc="rsim eval", unit="problem", file=sys.stderr)
+    all_rows: list[dict[str, Any]] = []
+    figures: dict[str, Any] = {}
+    for mode in modes:
+        if bar is not None:
+            bar.set_postfix_str(mode)
+        rows, stats = evaluate_mode(mode, problems, reasoner, make_planner(mode, cfg, trained), cfg, bar)
+        all_rows += rows
+        figures[mode] = {**analysis.mode_figures(rows, cfg.k), "strategies": analysis.strategy_histograms(rows),
+                         "accuracy_by_strategy_count": analysis.accuracy_by_strategy_count(rows),
+                         "timing": stats}
+    if bar is not None:
+        bar.close()
+    base = None
+    if "none" in figures:
+        base = analysis.token_cost([r for r in all_rows if r["mode"] == "none"], figures["none"]["timing"]["wall_s"])
+    for mode in modes:
+        rows = [r for r in all_rows if r["mode"] == mode]
+        figures[mode]["token_cost"] = analysis.token_cost(rows, figures[mode]["timing"]["wall_s"],
+                                                         None if mode == "none" else base)
+    return all_rows, figures
+
+
+def run(cfg: EvalConfig) -> dict[str, Any]:
+    """Evaluate every mode of ``cfg``; return the full results dict (also written under ``cfg.out``)."""
+    modes = cfg.resolved_modes()
+    t_start = time.perf_counter()
+    problems = load_eval_problems(cfg)
+    if not problems:
+        raise ValueError(f"source {cfg.source!r} gave no problems.")
+    t_load = time.perf_counter()
+    reasoner, reasoner_info = build_reasoner(cfg.reasoner, cfg, problems)
+    trained, planner_info = (load_planner(cfg.planner, cfg) if "trained" in modes else (None, None))
+    if planner_info is not None:
+        base = planner_info.get("trained_with_reasoner")
+        planner_info["plugin"] = base is not None and base != cfg.reasoner
+    load_s = time.perf_counter() - t_load
+    all_rows, figures = _figures(modes, problems, reasoner, trained, cfg)
+    results = {
+        "config": dataclasses.asdict(cfg) | {"modes_resolved": modes},
+        "reasoner": reasoner_info, "planner": planner_info,
+        "data": {"source": cfg.source, "problems": len(problems), "first_ids": [p.id for p in problems[:5]],
+                 "data_seed": cfg.data_seed},
+        "modes": figures,
+        "strategy_vs_accuracy": analysis.accuracy_by_strategy_count(all_rows),
+        "per_problem": [{k: v for k, v in r.items() if k != "steps"} for r in all_rows],
+        "timing": {"load_s": load_s, "total_s": time.perf_counter() - t_start},
+        "environment": {"python": platform.python_version(), "platform": platform.platform(), **_versions()},
+    }
+    table = report.markdown_table(results)
+    results["table_md"] = table
+    print(table)
+    if cfg.out:
+        results["files"] = report.write_all(results, all_rows, Path(cfg.out), plots=cfg.plots)
+    return results
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {}
+    for pkg in ("torch", "transformers", "rsim"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = "unknown"
+    return out

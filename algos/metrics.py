@@ -1,0 +1,110 @@
+"""What the training loop logs: TRL-style scalars, the strategy histogram, sample rollouts, the config.
+
+:class:`TrainLog` owns everything that goes to TensorBoard (through ``accelerate``) and to
+``samples.jsonl``; the trainer hands it each step's results and per-agent update metrics.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from accelerate import Accelerator
+from accelerate.utils import gather_object
+
+from rsim_env.strategies import NUM_STRATEGIES, STRATEGIES
+
+from .grpo import zero_std_groups
+from .learners import StepPlan
+
+__all__ = ["TrainLog", "flat_hparams"]
+
+
+class TrainLog:
+    """Metrics of one run (main process writes; every process joins the reductions)."""
+
+    def __init__(self, acc: Accelerator, out: Path, group_size: int, run_config: dict[str, Any],
+                 sample_rollouts: int) -> None:
+        self.acc, self.out, self.G, self.sample_rollouts = acc, out, group_size, sample_rollouts
+        self.num_tokens = 0
+        if acc.is_main_process:
+            acc.init_trackers("tensorboard", config=flat_hparams(run_config))
+            tb = acc.get_tracker("tensorboard", unwrap=True)
+            tb.add_text("config", "```\n" + json.dumps(run_config, indent=1) + "\n```", 0)
+
+    def _gather(self, values: list[float]) -> torch.Tensor:
+        return self.acc.gather(torch.tensor(values, dtype=torch.float32, device=self.acc.device)).cpu()
+
+    def _mean(self, values: list[float]) -> float:
+        return self._gather(values).mean().item()
+
+    def step_metrics(self, plan: StepPlan, roles: list[str], results: list[dict], reasoner: Any,
+                     reasoner_records: list, per_agent: dict[str, dict[str, float]]) -> dict[str, float]:
+        """Scalars of one optimizer step (TRL names: ``reward``, ``reward_std``, ``frac_reward_zero_std``...)."""
+        m: dict[str, float] = {"stage": float(plan.stage), "lambda": plan.lam}
+        for role in roles:
+            R = self._gather([r["rewards"][role] for r in results])
+            m[f"{role}/reward"] = R.mean().item()
+            m[f"{role}/reward_std"] = R.view(-1, self.G).std(1).mean().item()
+            m[f"{role}/frac_reward_zero_std"] = zero_std_groups(R, self.G).float().mean().item()
+        for comp in results[0]["info"]["components"]:
+            m[f"rewards/{comp}/mean"] = self._mean([r["info"]["components"][comp] for r in results])
+        m["accuracy"] = self._mean([float(r["info"]["correct"]) for r in results])
+        m["completions/mean_rounds"] = self._mean([r["info"]["num_rounds"] for r in results])
+        m["completions/mean_chars"] = self._mean([r["info"]["chars"]["steps"] for r in results])
+        counter = getattr(reasoner, "num_generated", None)
+        if counter is not None:
+            lengths = self._gather([counter(rec) for rec in reasoner_records])
+            m["completions/mean_length"] = lengths.mean().item()
+            self.num_tokens += int(lengths.sum().item())
+            m["num_tokens"] = float(self.num_tokens)
+        if "planner" in roles:
+            m.update(self._strategy_shares(results))
+        for role, am in per_agent.items():
+            for k, v in am.items():
+                m[f"{role}/{k}"] = self.acc.reduce(torch.tensor(v, device=self.acc.device), "mean").item()
+        return m
+
+    def _strategy_shares(self, results: list[dict]) -> dict[str, float]:
+        counts = np.zeros(NUM_STRATEGIES)
+        for r in results:
+            for s in r["info"]["strategies"]:
+                counts[s] += 1
+        counts = self.acc.reduce(torch.tensor(counts, device=self.acc.device), "sum").cpu().numpy()
+        return {f"strategies/{s.name}": float(counts[s.index] / max(1, counts.sum())) for s in STRATEGIES}
+
+    def write(self, step: int, metrics: dict[str, float], results: list[dict]) -> None:
+        """Log ``metrics``, the strategy histogram and the first sample rollouts."""
+        self.acc.log(metrics, step=step)
+        strategies = [s for r in results for s in r["info"]["strategies"]]
+        all_strategies = gather_object(strategies) if self.acc.num_processes > 1 else strategies
+        if not self.acc.is_main_process:
+            return
+        tb = self.acc.get_tracker("tensorboard", unwrap=True)
+        if all_strategies:
+            tb.add_histogram("planner/strategy_hist", np.array(all_strategies), step,
+                             bins=np.arange(NUM_STRATEGIES + 1) - 0.5)
+        with open(self.out / "samples.jsonl", "a") as f:
+            for r in results[: self.sample_rollouts]:
+                info = r["info"]
+                f.write(json.dumps({"step": step, "problem_id": info["problem_id"], "answer": info["answer"],
+                                    "extracted": info["extracted"], "correct": info["correct"],
+                                    "strategies": info["strategies"], "steps": info["steps"],
+                                    "rewards": r["rewards"], "components": info["components"]}) + "\n")
+
+
+def flat_hparams(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested config dict as TensorBoard hparams (dotted keys; lists as JSON)."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flat_hparams(v, key + "."))
+        elif isinstance(v, (int, float, str, bool)):
+            out[key] = v
+        else:
+            out[key] = json.dumps(v, default=str)
+    return out

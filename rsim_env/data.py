@@ -1,0 +1,193 @@
+"""One data factory: ``load_problems(spec) -> list[Problem]`` for training, evaluation and benchmarks.
+
+=========================================  =========================================================
+spec                                       problems
+=========================================  =========================================================
+``default``  (alias ``reasoning_gym``)     embedded procedural mix (reasoning-gym; offline, seeded)
+``rg:TASK[+TASK...][?key=value&...]``      reasoning-gym tasks, interleaved; options go to every
+                                           task's generator (``rg:basic_arithmetic?min_terms=3``)
+``tiny``                                   one-digit sums (toy runs and tests; offline, seeded)
+a hub set by name                          ``gsm8k``, ``math``, ``math500``, ``aime2024``,
+                                           ``mmlu_pro``, ``theoremqa`` (:data:`rsim_env.loaders.LOADERS`)
+a local ``.jsonl`` / ``.json`` / ``.parquet``  rows with ``question`` and ``answer`` (``kind=NAME`` reads
+                                           a file in a hub set's own column layout)
+=========================================  =========================================================
+
+From Python, ``spec`` may also be a ``datasets.Dataset`` (or any iterable of row dicts) with
+``question``/``answer`` columns, or a list of :class:`Problem` (returned as is, cut to ``limit``).
+
+Adding a hub dataset is one loader function plus its line in :data:`rsim_env.loaders.LOADERS`;
+adding another kind of source is one line in :data:`SOURCES` or :data:`PREFIXES` here.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any, Callable, Iterable, NamedTuple
+
+from .problems import Problem, default_source, load_jsonl, reasoning_gym_problems
+
+__all__ = ["DataArgs", "load_problems", "check_spec", "SOURCES", "PREFIXES", "SPEC_HELP"]
+
+LOCAL_EXT = (".jsonl", ".json", ".parquet")
+PROCEDURAL_SIZE = 1000
+"""Problems a procedural source generates when no ``limit`` is given."""
+
+
+class DataArgs(NamedTuple):
+    """Options every source receives (each uses what applies to it)."""
+
+    limit: int | None = None
+    seed: int = 0
+    split: str | None = None
+    kind: str | None = None
+
+
+def _default(rest: str, a: DataArgs) -> list[Problem]:
+    return default_source(size=a.limit or PROCEDURAL_SIZE, seed=a.seed)
+
+
+def _tiny(rest: str, a: DataArgs) -> list[Problem]:
+    rng = random.Random(a.seed)
+    out = []
+    for i in range(a.limit or PROCEDURAL_SIZE):
+        x = rng.randint(0, 9)
+        y = rng.randint(0, 9 - x)
+        out.append(Problem(id=f"tiny/{i}", question=f"What is {x} + {y}?", answer=str(x + y), source="tiny"))
+    return out
+
+
+def _option(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
+
+
+def _rg(rest: str, a: DataArgs) -> list[Problem]:
+    tasks_text, _, query = rest.partition("?")
+    tasks = tuple(t for t in tasks_text.split("+") if t)
+    if not tasks:
+        raise ValueError(f"data spec 'rg:{rest}' names no task; use e.g. rg:gsm_symbolic or rg:basic_arithmetic+leg_counting.")
+    options = {}
+    for item in filter(None, query.split("&")):
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise ValueError(f"data spec 'rg:{rest}': option {item!r} is not key=value (e.g. ?min_terms=3).")
+        options[key] = _option(value)
+    return reasoning_gym_problems(tasks, size=a.limit or PROCEDURAL_SIZE, seed=a.seed, **options)
+
+
+def _hub(name: str) -> Callable[[str, DataArgs], list[Problem]]:
+    def load(rest: str, a: DataArgs) -> list[Problem]:
+        from .loaders import LOADERS
+
+        return LOADERS[name](limit=a.limit, **({"split": a.split} if a.split else {}))
+    return load
+
+
+SOURCES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {
+    "default": _default, "reasoning_gym": _default, "tiny": _tiny,
+}
+"""Specs that are a bare name (hub sets are added from :data:`rsim_env.loaders.LOADERS`)."""
+
+PREFIXES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {"rg": _rg}
+"""Specs ``PREFIX:REST``."""
+
+SPEC_HELP = ("default | rg:TASK[+TASK][?key=value&...] | tiny | gsm8k | math | math500 | aime2024 | mmlu_pro | "
+             "theoremqa | FILE.jsonl/.json/.parquet (question, answer columns)")
+"""One-line summary of the grammar, for ``--help``."""
+
+
+def _named(spec: str) -> Callable[[str, DataArgs], list[Problem]] | None:
+    from .loaders import _ALIASES, LOADERS
+
+    key = _ALIASES.get(spec.lower(), spec.lower())
+    if spec in SOURCES:
+        return SOURCES[spec]
+    return _hub(key) if key in LOADERS else None
+
+
+def _is_path(spec: str) -> bool:
+    return Path(spec).suffix in LOCAL_EXT or Path(spec).exists()
+
+
+def check_spec(spec: Any) -> None:
+    """Raise ``ValueError`` if ``spec`` names no source, without loading anything."""
+    if not isinstance(spec, str):
+        return  # Python objects are checked when loaded
+    head, sep, _ = spec.partition(":")
+    if _named(spec) or (sep and head in PREFIXES) or _is_path(spec):
+        return
+    from .loaders import LOADERS
+
+    raise ValueError(f"unknown data spec {spec!r}; valid names and forms: {SPEC_HELP} (hub sets: {sorted(LOADERS)}).")
+
+
+def _rows_to_problems(rows: Iterable[dict[str, Any]], source: str, limit: int | None) -> list[Problem]:
+    out = []
+    for i, row in enumerate(rows):
+        if limit is not None and len(out) >= limit:
+            break
+        row = dict(row)
+        missing = [k for k in ("question", "answer") if k not in row]
+        if missing:
+            raise ValueError(f"{source} row {i} lacks {missing} (has {sorted(row)}); each row needs 'question' and "
+                             "'answer' (or pass kind=<hub set name> for a file in a hub set's layout).")
+        out.append(Problem(id=str(row.get("id", f"{source}/{i}")), question=str(row["question"]),
+                           answer=str(row["answer"]), answer_type=row.get("answer_type") or "auto",
+                           source=str(row.get("source") or source), choices=tuple(row.get("choices") or ()),
+                           metadata=dict(row.get("metadata") or {})))
+    return out
+
+
+def _local(path: str, a: DataArgs) -> list[Problem]:
+    from .loaders import LOADERS, _read_local
+
+    if a.kind is not None:
+        if a.kind not in LOADERS:
+            raise ValueError(f"kind={a.kind!r} is not a known loader; valid: {sorted(LOADERS)}.")
+        return LOADERS[a.kind](source=path, limit=a.limit, **({"split": a.split} if a.split else {}))
+    p = Path(path)
+    if p.suffix == ".jsonl" and p.is_file():
+        return load_jsonl(p)[: a.limit]
+    if not p.exists():
+        raise FileNotFoundError(f"No data file at {path}; pass an existing file or a source name ({SPEC_HELP}).")
+    return _rows_to_problems(_read_local(p), p.stem, a.limit)
+
+
+def load_problems(spec: Any = "default", limit: int | None = None, *, seed: int = 0, split: str | None = None,
+                  kind: str | None = None) -> list[Problem]:
+    """The problems named by ``spec`` (see module docstring).
+
+    Args:
+        spec: A source spec string, a ``datasets.Dataset`` / iterable of row dicts, or a list of Problem.
+        limit: Keep at most this many (procedural sources generate exactly this many; default 1000).
+        seed: Generator seed of procedural sources.
+        split: Dataset split of hub sets (each loader has its own default).
+        kind: Read a local file laid out like this hub set (a name in ``rsim_env.loaders.LOADERS``).
+
+    Raises:
+        ValueError: Unknown spec (the valid forms are listed), bad ``limit`` or a malformed row.
+        FileNotFoundError: A local file that does not exist.
+    """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit={limit!r}; pass a positive count or None for all problems.")
+    a = DataArgs(limit, seed, split, kind)
+    if not isinstance(spec, str):
+        items = list(spec)
+        if all(isinstance(p, Problem) for p in items):
+            return items[:limit]
+        name = getattr(getattr(spec, "info", None), "dataset_name", None) or "dataset"
+        return _rows_to_problems(items, name, limit)
+    if kind is None:
+        named = _named(spec)
+        if named is not None:
+            return named("", a)
+        head, sep, rest = spec.partition(":")
+        if sep and head in PREFIXES:
+            return PREFIXES[head](rest, a)
+    check_spec(spec)
+    return _local(spec, a)

@@ -32,7 +32,7 @@ from typing import Any, Sequence
 
 from rsim_env.render import NO_PLANNER_SYSTEM, STEP_DELIMITER, reasoner_messages_from_observation
 
-__all__ = ["OpenAIConfig", "OpenAIReasoner", "APIError", "parse_spec"]
+__all__ = ["OpenAIConfig", "OpenAIReasoner", "APIError", "parse_spec", "build"]
 
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 """Larger responses are refused (a server reply is untrusted input)."""
@@ -94,14 +94,64 @@ class OpenAIConfig:
                 raise ValueError(f"OpenAIConfig.{name}={v!r}: use a non-negative number (timeout > 0).")
 
 
+_INT_FIELDS = ("max_concurrency", "max_retries", "max_step_tokens", "max_answer_tokens", "seed")
+_FLOAT_FIELDS = ("backoff_s", "timeout_s", "temperature", "price_prompt_per_1m", "price_completion_per_1m")
+
+
+def _spec_options(text: str, spec: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in filter(None, text.split("&")):
+        key, eq, value = item.partition("=")
+        if not eq or key not in (*_INT_FIELDS, *_FLOAT_FIELDS, "api_key_env"):
+            raise ValueError(f"reasoner spec {spec!r}: option {item!r} is not KEY=VALUE with KEY one of "
+                             f"{sorted((*_INT_FIELDS, *_FLOAT_FIELDS, 'api_key_env'))}.")
+        try:
+            out[key] = int(value) if key in _INT_FIELDS else float(value) if key in _FLOAT_FIELDS else value
+        except ValueError as e:
+            raise ValueError(f"reasoner spec {spec!r}: option {key}={value!r} is not a number.") from e
+    return out
+
+
 def parse_spec(spec: str, **overrides: Any) -> OpenAIConfig:
-    """``"openai:MODEL@URL"`` -> :class:`OpenAIConfig` (``MODEL`` may contain ``/`` and ``:``)."""
+    """``"openai:MODEL@URL[#key=value&...]"`` -> :class:`OpenAIConfig` (``MODEL`` may contain ``/`` and ``:``).
+
+    Options after ``#`` set :class:`OpenAIConfig` fields, e.g. ``#max_concurrency=16&timeout_s=30``;
+    keyword ``overrides`` win over both.
+    """
     body = spec[len("openai:"):] if spec.startswith("openai:") else spec
+    body, _, options = body.partition("#")
+    overrides = {**_spec_options(options, spec), **overrides}
     model, sep, url = body.rpartition("@")
     if not sep or not model or not url.startswith(("http://", "https://")):
         raise ValueError(f"reasoner spec {spec!r}: expected openai:MODEL@URL, e.g. "
                          "openai:Qwen/Qwen2.5-7B-Instruct@http://127.0.0.1:8000/v1")
     return OpenAIConfig(base_url=url, model=model, **overrides)
+
+
+def build(rest: str, ctx: Any) -> Any:
+    """Agent-registry builder for ``openai:MODEL@URL[#options]`` (see :mod:`agents.registry`).
+
+    Decoding settings come from the role's config when it has them (``rsim eval``'s
+    ``--max-step-tokens``, greedy for k = 1, ``--temperature``); options in the spec win.
+    """
+    from .registry import Built
+
+    if ctx.role != "reasoner":
+        raise ValueError("spec 'openai:MODEL@URL' is a reasoner; a planner needs another spec.")
+    c = ctx.config
+    derived: dict[str, Any] = {"seed": ctx.seed}
+    if c is not None:
+        derived["max_step_tokens"] = int(getattr(c, "max_step_tokens", 256))
+        if getattr(c, "max_answer_tokens", 0):
+            derived["max_answer_tokens"] = int(c.max_answer_tokens)
+        derived["temperature"] = 0.0 if getattr(c, "greedy", False) else float(getattr(c, "temperature", 0.0))
+    spec = "openai:" + rest
+    explicit = _spec_options(rest.partition("#")[2], spec)
+    cfg = parse_spec(spec, **{k: v for k, v in derived.items() if k not in explicit})
+    reasoner = OpenAIReasoner(cfg)
+    return Built(reasoner, {"kind": "openai", "model": cfg.model, "base_url": cfg.base_url,
+                            "max_concurrency": cfg.max_concurrency, "temperature": cfg.temperature,
+                            "max_step_tokens": cfg.max_step_tokens})
 
 
 class OpenAIReasoner:
@@ -145,6 +195,15 @@ class OpenAIReasoner:
 
     def records(self) -> list[dict[str, Any]]:
         return [dict(r) for r in self._records]
+
+    def token_usage(self, record: dict[str, Any]) -> dict[str, int]:
+        """Tokens one episode cost, as the server counted them (``rsim eval``'s token columns).
+
+        ``reasoner_read`` sums every request's prompt: a chat API re-reads the whole conversation
+        each turn (a local :class:`agents.reasoner.Reasoner` keeps its KV cache instead).
+        """
+        return {"reasoner_read": int(record.get("prompt_tokens", 0)),
+                "reasoner_written": int(record.get("completion_tokens", 0))}
 
     def usage(self) -> dict[str, Any]:
         """Totals since construction: requests, retries, prompt/completion tokens and cost."""

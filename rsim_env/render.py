@@ -151,8 +151,8 @@ def reasoner_messages(
 def reasoner_messages_from_observation(obs: dict) -> list[dict[str, str]]:
     """:func:`reasoner_messages` for a reasoner observation of :mod:`rsim_env.env`.
 
-    No-planner mode (``env(planner=False)``) is recognised by its prompt, which this module builds.
+    No-planner mode (``env(planner=False)``) is the observation's ``no_planner`` flag.
     """
-    if obs.get("prompt") == chat_to_text(no_planner_chat(obs["question"])):
+    if obs.get("no_planner"):
         return reasoner_messages(obs["question"], [], [], None)
     return reasoner_messages(obs["question"], obs["steps"], obs["strategies"], int(obs["strategy"]))

@@ -1,5 +1,7 @@
 """The OpenAI-compatible reasoner against a real local chat-completions server (never the internet)."""
 
+import json
+
 import pytest
 
 from agents.openai_reasoner import APIError, OpenAIConfig, OpenAIReasoner, parse_spec
@@ -122,3 +124,24 @@ def _obs():
     e.reset(seed=0)
     e.step(3)
     return e.observe("reasoner")
+
+
+def test_registry_spec_and_rsim_eval_end_to_end(server, tmp_path):
+    from agents.registry import AgentContext, build_agent
+    from algos.evaluation import main as evaluate
+
+    agent, info = build_agent(f"openai:test-model@{server.url}#max_concurrency=3&timeout_s=5",
+                              AgentContext("reasoner", seed=1))
+    assert isinstance(agent, OpenAIReasoner) and (agent.cfg.max_concurrency, agent.cfg.timeout_s) == (3, 5.0)
+    assert info["kind"] == "openai" and info["model"] == "test-model"
+    with pytest.raises(ValueError, match="is a reasoner"):
+        build_agent(f"openai:m@{server.url}", AgentContext("planner"))
+    out = evaluate(["--reasoner", f"openai:test-model@{server.url}", "--source", "tiny", "--limit", "4",
+                    "--modes", "none,fixed:3,8,random", "--max-step-tokens", "40", "--no-plots",
+                    "--out", str(tmp_path / "eval")])
+    assert out["modes"]["none"]["accuracy"] == 1.0 and out["modes"]["fixed:3,8"]["accuracy"] == 1.0
+    steps = [q for q in server.requests if q["messages"][0]["content"] != NO_PLANNER_SYSTEM]
+    assert steps and all(q["max_tokens"] == 40 and q["temperature"] == 0.0 for q in steps)
+    row = next(r for r in map(json.loads, (tmp_path / "eval" / "episodes.jsonl").read_text().splitlines())
+               if r["mode"] == "fixed:3,8")
+    assert row["tokens"]["reasoner_read"] > 0 and row["tokens"]["reasoner_written"] > 0

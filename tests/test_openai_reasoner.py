@@ -145,3 +145,13 @@ def test_registry_spec_and_rsim_eval_end_to_end(server, tmp_path):
     row = next(r for r in map(json.loads, (tmp_path / "eval" / "episodes.jsonl").read_text().splitlines())
                if r["mode"] == "fixed:3,8")
     assert row["tokens"]["reasoner_read"] > 0 and row["tokens"]["reasoner_written"] > 0
+
+
+def test_frozen_served_reasoner_in_planner_only_training(server, tmp_path):
+    from algos.cli import main as cli
+
+    out = cli(["train", "--preset", "tiny", "--learner", "planner_only", "--set",
+               f"model.reasoner=openai:test-model@{server.url}", "--out", str(tmp_path / "po"), "--steps", "3"])
+    assert out["steps"] == 3 and len(server.requests) > 0
+    assert set(out["params"]) == {"planner"}  # only the planner trains; the served reasoner is frozen
+    assert any(h.get("planner/grad_norm", 0) > 0 for h in out["history"])

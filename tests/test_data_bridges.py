@@ -52,3 +52,15 @@ def test_eval_reads_a_parquet_file_with_a_mapping(tmp_path, capsys):
     out = evaluate(["--reasoner", "template:1.0", "--source", f"{tmp_path / 'd.parquet'}?question=problem&answer=solution",
                     "--modes", "fixed:8", "--limit", "2", "--no-plots"])
     assert out["modes"]["fixed:8"]["accuracy"] == 1.0 and out["modes"]["fixed:8"]["samples"] == 2
+
+
+def test_train_reads_a_parquet_file_with_a_mapping(tmp_path):
+    from algos.cli import main as cli
+
+    rows = [{"problem": f"What is {i} + 1?", "solution": str(i + 1)} for i in range(8)]
+    datasets.Dataset.from_list(rows).to_parquet(str(tmp_path / "d.parquet"))
+    out = cli(["train", "--preset", "tiny", "--set", f"data.source={tmp_path / 'd.parquet'}?question=problem&answer=solution",
+               "--out", str(tmp_path / "run"), "--steps", "1"])
+    assert out["steps"] == 1
+    sample = (tmp_path / "run" / "samples.jsonl").read_text().splitlines()[0]
+    assert '"problem_id": "d/' in sample

@@ -44,8 +44,10 @@ class PlannerEnv(gymnasium.Env):
     """The planner's decision problem as a Gymnasium env (reasoner inside).
 
     Args:
-        reasoner: Any reasoner policy (``role == "reasoner"``, ``reset(n)``, ``act(ids, obs)``);
-            ``None``: a :class:`TemplateReasoner` with the problems' answers as oracle.
+        reasoner: Any reasoner policy (``role == "reasoner"``, ``reset(n)``, ``act(ids, obs)``), or
+            an agent spec string (:mod:`agents.registry`: ``"openai:MODEL@URL"``, ``"default"``,
+            ``"template:0.5"``, ...); ``None``: a :class:`TemplateReasoner` with the problems'
+            answers as oracle.
         problems: Problem source; default: the embedded reasoning-gym source.
         p_correct: Probability that the default reasoner's final answer is right.
         render_mode: ``None`` or ``"ansi"``.
@@ -61,6 +63,10 @@ class PlannerEnv(gymnasium.Env):
         problems = list(default_source() if problems is None else problems)
         if reasoner is None:
             reasoner = TemplateReasoner(oracle={p.question: p.answer for p in problems}, p_correct=p_correct)
+        elif isinstance(reasoner, str):
+            from .registry import AgentContext, build_agent
+
+            reasoner = build_agent(reasoner, AgentContext("reasoner", problems=problems)).agent
         if getattr(reasoner, "role", None) != "reasoner" or not callable(getattr(reasoner, "act", None)):
             raise TypeError(f"reasoner={reasoner!r} is not a reasoner policy; pass an object with role='reasoner', "
                             "reset(n) and act(copy_ids, observations) (see agents/base.py), or None.")

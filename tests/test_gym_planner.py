@@ -107,3 +107,11 @@ def test_stable_baselines3_ppo_smoke():
     assert any(not (b == a).all() for b, a in zip(before, model.policy.parameters()))
     action, _ = model.predict(e.reset(seed=0)[0], deterministic=True)
     assert 0 <= int(action) < 9
+
+
+def test_reasoner_from_a_registry_spec():
+    e = gymnasium.make("rsim/Planner-v0", reasoner="template:1.0", problems=PROBLEMS, max_steps=3)
+    assert isinstance(e.unwrapped.reasoner, TemplateReasoner)
+    e.reset(seed=0)
+    *_, info = e.step(TERMINATION)
+    assert info["correct"] is True

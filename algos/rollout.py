@@ -13,8 +13,8 @@ Each trajectory (one per copy) is a dict::
     problem_index   problem of that group the copy played
     rewards         {"planner": float, "reasoner": float}
     info            the env's final info (reward components, correct, strategies, detected, ...)
-    planner         planner.records()[copy_id]   (ids, positions, actions, logprobs, action_masks)
-    reasoner        reasoner.records()[copy_id]  (input_ids, gen_mask, logprobs, step_spans, ...)
+    planner         planner.records()[copy_id]   (e.g. agents.planner.PlannerRecord; None without a planner)
+    reasoner        reasoner.records()[copy_id]  (e.g. agents.reasoner.ReasonerRecord)
 """
 
 from __future__ import annotations
@@ -82,26 +82,30 @@ def rollout(
         for agent in ("planner", "reasoner"):  # the planner moves first in every round
             if agent not in due:
                 continue
-            policy = policies[agent]
-            if policy is None:
-                raise ValueError("an environment asked for the planner but rollout() got planner=None; pass a "
-                                 "planner or build the groups with planner=False")
-            items = due[agent]
-            copy_ids = [off + c for _, off, ids, _ in items for c in ids]
-            observations = [o for *_, obs in items for o in obs]
-            t0 = time.perf_counter()
-            actions = list(policy.act(copy_ids, observations))
-            stats["seconds"][agent] += time.perf_counter() - t0
-            stats["calls"][agent] += 1
-            if len(actions) != len(copy_ids):
-                raise ValueError(f"{agent}.act returned {len(actions)} actions for {len(copy_ids)} observations")
-            i = 0
-            for g, _, ids, _ in items:
-                g.step(actions[i : i + len(ids)])
-                i += len(ids)
+            _act(agent, policies[agent], due[agent], stats)
         rounds += "reasoner" in due
     stats.update(rounds=rounds, copies=total, wall_s=time.perf_counter() - start)
     return Rollout(_collect(groups, offsets, policies), stats)
+
+
+def _act(agent: str, policy: Policy | None, items: list[tuple[EnvGroup, int, list[int], list[dict]]],
+         stats: dict[str, Any]) -> None:
+    """One batched ``act`` of ``policy`` over every group waiting for ``agent``; step the groups."""
+    if policy is None:
+        raise ValueError("an environment asked for the planner but rollout() got planner=None; pass a "
+                         "planner or build the groups with planner=False")
+    copy_ids = [off + c for _, off, ids, _ in items for c in ids]
+    observations = [o for *_, obs in items for o in obs]
+    t0 = time.perf_counter()
+    actions = list(policy.act(copy_ids, observations))
+    stats["seconds"][agent] += time.perf_counter() - t0
+    stats["calls"][agent] += 1
+    if len(actions) != len(copy_ids):
+        raise ValueError(f"{agent}.act returned {len(actions)} actions for {len(copy_ids)} observations")
+    i = 0
+    for g, _, ids, _ in items:
+        g.step(actions[i : i + len(ids)])
+        i += len(ids)
 
 
 def _collect(groups: list[EnvGroup], offsets: list[int], policies: dict[str, Policy | None]) -> list[dict[str, Any]]:
@@ -113,6 +117,6 @@ def _collect(groups: list[EnvGroup], offsets: list[int], policies: dict[str, Pol
             out.append({
                 "copy_id": cid, "group": gi, "copy": res["copy_id"], "problem_index": res["problem_index"],
                 "rewards": res["rewards"], "info": res["info"],
-                **{role: (recs[cid] if cid < len(recs) else {}) for role, recs in records.items()},
+                **{role: (recs[cid] if cid < len(recs) else None) for role, recs in records.items()},
             })
     return out

@@ -30,6 +30,8 @@ from pathlib import Path
 import psutil
 import torch
 
+from rsim_env.strategies import STRATEGIES, TERMINATION
+
 from agents.loading import load_causal_lm
 from agents.planner import Planner, PlannerConfig
 from agents.reasoner import Reasoner, ReasonerConfig
@@ -98,7 +100,10 @@ class PeakRSS:
 
 
 def plans(cfg: BenchConfig) -> list[list[int]]:
-    return [[(c + t) % 8 if t < cfg.rounds - 1 else 8 for t in range(cfg.rounds)] for c in range(cfg.batch)]
+    """Per copy: a cycle through the non-terminating strategies, then termination at the last round."""
+    others = [s.index for s in STRATEGIES if s.index != TERMINATION]
+    return [[others[(c + t) % len(others)] if t < cfg.rounds - 1 else TERMINATION for t in range(cfg.rounds)]
+            for c in range(cfg.batch)]
 
 
 def run_cached(model, tok, cfg: BenchConfig) -> int:
@@ -110,7 +115,7 @@ def run_cached(model, tok, cfg: BenchConfig) -> int:
         obs = [{"question": QUESTIONS[c % len(QUESTIONS)], "round": t, "strategy": strat[c][t],
                 "injected": injection(t, strat[c][t]), "prompt": ""} for c in range(cfg.batch)]
         reasoner.act(list(range(cfg.batch)), obs)
-    return sum(sum(r["gen_mask"]) for r in reasoner.records())
+    return sum(sum(r.gen_mask) for r in reasoner.records())
 
 
 def run_naive(model, tok, cfg: BenchConfig) -> int:
@@ -151,7 +156,7 @@ def run_full_rollout(cfg: BenchConfig, model, tok) -> dict:
     groups = max(1, cfg.batch // 4)
     group = EnvGroup(problems[:groups], cfg.batch // groups, max_steps=cfg.rounds)
     out = rollout(group, reasoner, planner, seed=0)
-    tokens = sum(sum(tr["reasoner"]["gen_mask"]) for tr in out.trajectories)
+    tokens = sum(sum(tr["reasoner"].gen_mask) for tr in out.trajectories)
     return {"tokens": tokens, "rounds": out.stats["rounds"], "planner_s": out.stats["seconds"]["planner"],
             "reasoner_s": out.stats["seconds"]["reasoner"]}
 

@@ -11,7 +11,7 @@ TORCH ?= torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo test test-fast bench clean sandbox-tools
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ install: $(VENV)/.installed
 demo: install
 	$(VENV)/bin/rsim train --preset demo
 
-test: install
+test: install sandbox-tools
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -44,12 +44,21 @@ bench: install
 clean:
 	rm -rf $(VENV) build *.egg-info
 
+# bubblewrap for the code sandbox (rsim_env.code); without it the sandbox falls back to resource
+# limits only, with a warning. Debian/Ubuntu as root; elsewhere install bubblewrap yourself.
+# Best effort: `make test` runs the hostile-code suite under bubblewrap where this works, and
+# under the rlimits fallback (bubblewrap cases skipped) where it does not.
+sandbox-tools:
+	-command -v bwrap >/dev/null || (command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+	  apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || \
+	  echo "bubblewrap not installed: the code sandbox will use resource limits only"
+
 # ------------------------------------------------------------------------------------------------
 # Install checks (CI runs these after `make test`): the pip route a user takes, outside the checkout.
 #   check-wheel     build the wheel; a fresh venv with it (torch: the CPU wheel, from pip's cache);
 #                   pip check; rsim --version; rsim train --preset tiny; the README's Python blocks
 #                   run against the *installed* package (RSIM_TEST_INSTALLED=1)
-#   check-env-only  a fresh venv with the wheel (--no-deps) plus only the env's five dependencies
+#   check-env-only  a fresh venv with the wheel (--no-deps) plus only the env's own dependencies
 #                   (no torch anywhere); the env tests
 CHECK_DIR ?= /tmp/rsim-install-check
 ENV_TESTS := tests/test_env_pettingzoo.py tests/test_env_episodes.py tests/test_group.py tests/test_rewards.py \

@@ -113,6 +113,18 @@ def max_reasoner_chars(max_question_chars: int, max_steps: int, max_step_chars: 
     return overhead + max_question_chars + max_steps * (longest + max_step_chars + len(STEP_DELIMITER))
 
 
+CODE_INSTRUCTION = (
+    "Write a Python function `{entry_point}` that solves the task below, using only the standard library. "
+    "In your final step, give the complete program (imports and the whole function) in one ```python "
+    "code block; nothing after the code block is run."
+)
+
+
+def code_question(task: str, entry_point: str) -> str:
+    """Question text of a code problem: the instruction about the final program, then the task."""
+    return CODE_INSTRUCTION.format(entry_point=entry_point) + "\n\n" + task.strip("\n")
+
+
 # -- Chat-API form (OpenAI-compatible servers) ------------------------------------------------
 # A chat-completions server cannot continue an open assistant message, so here every strategy is
 # its own user turn and every step its own assistant turn: the reply to the last user turn is the

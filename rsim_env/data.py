@@ -152,7 +152,7 @@ def check_spec(spec: Any) -> None:
     raise ValueError(f"unknown data spec {spec!r}; valid names and forms: {spec_help()}.")
 
 
-FIELDS = ("question", "answer", "answer_type", "id", "choices", "source", "metadata")
+FIELDS = ("question", "answer", "answer_type", "id", "choices", "source", "metadata", "kind", "tests", "entry_point")
 """Problem fields a ``columns`` mapping may rename."""
 
 
@@ -224,7 +224,7 @@ def load_problems(spec: Any = "default", limit: int | None = None, *, seed: int 
         split: Dataset split of hub sets (each loader has its own default).
         kind: Read a local file laid out like this hub set (a name in ``rsim_env.loaders.LOADERS``).
         columns: For a ``datasets.Dataset``, row dicts or a local file: ``{field: column}`` for columns
-            named otherwise (fields: question, answer, answer_type, id, choices, source, metadata).
+            named otherwise (fields: :data:`FIELDS`).
 
     Raises:
         ValueError: Unknown spec (the valid forms are listed), bad ``limit`` or a malformed row.

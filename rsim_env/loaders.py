@@ -17,7 +17,22 @@ from typing import Any, Callable, Iterable
 from .answers.extract import boxed_spans
 from .problems import Problem, iter_jsonl
 
-_LOCAL_EXT = (".jsonl", ".json", ".parquet")
+_LOCAL_EXT = (".jsonl", ".json", ".parquet", ".arrow")
+
+
+def _read_arrow(path: Path) -> list[dict[str, Any]]:
+    """Rows of an Arrow IPC file (``.arrow``: the file format, or the stream format ``datasets`` writes)."""
+    try:
+        import pyarrow as pa
+    except ImportError as e:
+        raise ImportError(f"reading {path} needs pyarrow: pip install pyarrow (it comes with 'rsim[train]').") from e
+    with pa.memory_map(str(path)) as src:
+        try:
+            table = pa.ipc.open_file(src).read_all()
+        except pa.ArrowInvalid:
+            src.seek(0)
+            table = pa.ipc.open_stream(src).read_all()
+    return table.to_pylist()
 
 
 def _read_local(path: Path) -> list[dict[str, Any]]:
@@ -38,6 +53,8 @@ def _read_local(path: Path) -> list[dict[str, Any]]:
             import pandas as pd  # lazy: only for parquet files
 
             rows += pd.read_parquet(f).to_dict("records")
+        elif f.suffix == ".arrow":
+            rows += _read_arrow(f)
         else:
             raise ValueError(f"Unsupported file type {f.suffix!r} for {f}; use one of {_LOCAL_EXT}.")
     return rows

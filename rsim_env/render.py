@@ -274,3 +274,37 @@ def code_question(task: str, entry_point: str) -> str:
 
 
 assert len(INSTRUCTIONS) == len(LEADS) == len(STRATEGIES) and LEADS[TERMINATION].endswith("\\boxed{")
+
+
+# -- Chat-API form (OpenAI-compatible servers) ------------------------------------------------
+# A chat-completions server cannot continue an open assistant message, so a served reasoner speaks
+# the ``chat`` protocol (every strategy its own user turn, every step its own assistant turn) minus
+# its open, empty last assistant message: the server's reply to the last user turn is the next step.
+
+CHAT_API_PROTOCOL = "chat"
+"""The turn protocol of :func:`reasoner_messages` (it has no lead-ins, which a chat API cannot continue)."""
+
+
+def reasoner_messages(
+    question: str, steps: Sequence[str], strategies: Sequence[int], current: int | None
+) -> list[dict[str, str]]:
+    """Chat messages for a chat-completions reasoner; ``current=None`` means no planner (one answer).
+
+    Layout (:data:`CHAT_API_PROTOCOL`): system, the question with the first instruction (user), then
+    per finished round the step (assistant) and the next instruction (user). The reply is the next step.
+    """
+    if current is None:
+        return no_planner_chat(question)
+    msgs = reasoner_chat(question, steps, strategies, current, proto=CHAT_API_PROTOCOL)
+    assert msgs[-1] == {"role": "assistant", "content": ""}, "the chat protocol opens no assistant text"
+    return msgs[:-1]
+
+
+def reasoner_messages_from_observation(obs: dict) -> list[dict[str, str]]:
+    """:func:`reasoner_messages` for a reasoner observation of :mod:`rsim_env.env`.
+
+    No-planner mode (``env(planner=False)``) is the observation's ``no_planner`` flag.
+    """
+    if obs.get("no_planner"):
+        return reasoner_messages(obs["question"], [], [], None)
+    return reasoner_messages(obs["question"], obs["steps"], obs["strategies"], int(obs["strategy"]))

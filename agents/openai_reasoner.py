@@ -1,0 +1,304 @@
+"""A reasoner served by any OpenAI-compatible chat-completions API (vLLM, SGLang, llama.cpp, TGI, hosted).
+
+Each turn sends the chat built by :func:`rsim_env.render.reasoner_messages` (every strategy its own
+user turn, every step its own assistant turn: the API cannot continue an open assistant message)
+and returns the reply as the step. The batch of live copies is sent concurrently (at most
+``max_concurrency`` requests in flight); 429 / 5xx / connection errors and timeouts are retried
+with exponential backoff (honouring ``Retry-After``); other errors raise at once with the server's
+message. Tokens (as the server reports them) and an optional price are counted per run
+(:meth:`OpenAIReasoner.usage`). The key is read from the environment variable named by
+``api_key_env``, never from a config file. Only the standard library is used (no torch, no SDK)::
+
+    from agents.openai_reasoner import OpenAIReasoner, OpenAIConfig
+    reasoner = OpenAIReasoner(OpenAIConfig(base_url="http://127.0.0.1:8000/v1", model="Qwen/Qwen2.5-7B-Instruct"))
+    out = algos.rollout.rollout(groups, reasoner, planner)      # any Policy-driven loop works
+    reasoner.usage()   # {"requests": ..., "prompt_tokens": ..., "completion_tokens": ..., "cost": ...}
+
+Spec form (for registries / the CLI): ``openai:MODEL@URL``, see :func:`parse_spec`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from rsim_env.render import NO_PLANNER_SYSTEM, STEP_DELIMITER, reasoner_messages_from_observation
+
+__all__ = ["OpenAIConfig", "OpenAIReasoner", "APIError", "parse_spec", "build"]
+
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+"""Larger responses are refused (a server reply is untrusted input)."""
+RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+class APIError(RuntimeError):
+    """The server refused a request (not retried) or retries ran out."""
+
+
+@dataclass(frozen=True)
+class OpenAIConfig:
+    """Connection and decoding settings of :class:`OpenAIReasoner`."""
+
+    base_url: str
+    """API root including the version, e.g. "http://127.0.0.1:8000/v1" (…/chat/completions is appended)."""
+    model: str
+    """Model name the server knows."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the API key; unset or empty = no Authorization header (local servers)."""
+    max_concurrency: int = 8
+    """Requests in flight at once."""
+    max_retries: int = 4
+    """Retries of a request after a 429 / 5xx / connection error / timeout."""
+    backoff_s: float = 0.5
+    """First retry delay; doubles each retry (with jitter), capped at 30 s; Retry-After wins if longer."""
+    timeout_s: float = 60.0
+    """Per-request timeout (connect + read)."""
+    max_step_tokens: int = 256
+    """``max_tokens`` of one step."""
+    max_answer_tokens: int = 1024
+    """``max_tokens`` of the single answer in no-planner mode."""
+    temperature: float = 0.0
+    """Sampling temperature (0 = greedy on most servers)."""
+    stop_at_delimiter: bool = True
+    """Send ``stop=["\\n\\n"]`` so a reply is one step (not in no-planner mode)."""
+    price_prompt_per_1m: float = 0.0
+    """Price per million prompt tokens (for the cost count; 0 = not counted)."""
+    price_completion_per_1m: float = 0.0
+    """Price per million completion tokens."""
+    seed: int | None = None
+    """Seed sent to the server (if it supports one) and of the backoff jitter."""
+
+    def __post_init__(self) -> None:
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"OpenAIConfig.base_url={self.base_url!r}: use an http(s) URL such as "
+                             "http://127.0.0.1:8000/v1.")
+        if not self.model:
+            raise ValueError("OpenAIConfig.model is empty; pass the model name the server serves.")
+        for name in ("max_concurrency", "max_step_tokens", "max_answer_tokens"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"OpenAIConfig.{name}={v!r}: use an int >= 1.")
+        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0:
+            raise ValueError(f"OpenAIConfig.max_retries={self.max_retries!r}: use an int >= 0.")
+        for name in ("backoff_s", "timeout_s", "temperature", "price_prompt_per_1m", "price_completion_per_1m"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or v < 0 or (name == "timeout_s" and v == 0):
+                raise ValueError(f"OpenAIConfig.{name}={v!r}: use a non-negative number (timeout > 0).")
+
+
+_INT_FIELDS = ("max_concurrency", "max_retries", "max_step_tokens", "max_answer_tokens", "seed")
+_FLOAT_FIELDS = ("backoff_s", "timeout_s", "temperature", "price_prompt_per_1m", "price_completion_per_1m")
+
+
+def _spec_options(text: str, spec: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in filter(None, text.split("&")):
+        key, eq, value = item.partition("=")
+        if not eq or key not in (*_INT_FIELDS, *_FLOAT_FIELDS, "api_key_env"):
+            raise ValueError(f"reasoner spec {spec!r}: option {item!r} is not KEY=VALUE with KEY one of "
+                             f"{sorted((*_INT_FIELDS, *_FLOAT_FIELDS, 'api_key_env'))}.")
+        try:
+            out[key] = int(value) if key in _INT_FIELDS else float(value) if key in _FLOAT_FIELDS else value
+        except ValueError as e:
+            raise ValueError(f"reasoner spec {spec!r}: option {key}={value!r} is not a number.") from e
+    return out
+
+
+def parse_spec(spec: str, **overrides: Any) -> OpenAIConfig:
+    """``"openai:MODEL@URL[#key=value&...]"`` -> :class:`OpenAIConfig` (``MODEL`` may contain ``/`` and ``:``).
+
+    Options after ``#`` set :class:`OpenAIConfig` fields, e.g. ``#max_concurrency=16&timeout_s=30``;
+    keyword ``overrides`` win over both.
+    """
+    body = spec[len("openai:"):] if spec.startswith("openai:") else spec
+    body, _, options = body.partition("#")
+    overrides = {**_spec_options(options, spec), **overrides}
+    model, sep, url = body.rpartition("@")
+    if not sep or not model or not url.startswith(("http://", "https://")):
+        raise ValueError(f"reasoner spec {spec!r}: expected openai:MODEL@URL, e.g. "
+                         "openai:Qwen/Qwen2.5-7B-Instruct@http://127.0.0.1:8000/v1")
+    return OpenAIConfig(base_url=url, model=model, **overrides)
+
+
+def build(rest: str, ctx: Any) -> Any:
+    """Agent-registry builder for ``openai:MODEL@URL[#options]`` (see :mod:`agents.registry`).
+
+    Decoding settings come from the role's config when it has them (``rsim eval``'s
+    ``--max-step-tokens``, greedy for k = 1, ``--temperature``); options in the spec win.
+    """
+    from .registry import Built
+
+    if ctx.role != "reasoner":
+        raise ValueError("spec 'openai:MODEL@URL' is a reasoner; a planner needs another spec.")
+    c = ctx.config
+    derived: dict[str, Any] = {"seed": ctx.seed}
+    if c is not None:
+        derived["max_step_tokens"] = int(getattr(c, "max_step_tokens", 256))
+        if getattr(c, "max_answer_tokens", 0):
+            derived["max_answer_tokens"] = int(c.max_answer_tokens)
+        derived["temperature"] = 0.0 if getattr(c, "greedy", False) else float(getattr(c, "temperature", 0.0))
+    spec = "openai:" + rest
+    explicit = _spec_options(rest.partition("#")[2], spec)
+    cfg = parse_spec(spec, **{k: v for k, v in derived.items() if k not in explicit})
+    reasoner = OpenAIReasoner(cfg)
+    return Built(reasoner, {"kind": "openai", "model": cfg.model, "base_url": cfg.base_url,
+                            "max_concurrency": cfg.max_concurrency, "temperature": cfg.temperature,
+                            "max_step_tokens": cfg.max_step_tokens})
+
+
+class OpenAIReasoner:
+    """:class:`agents.base.Policy` (role ``"reasoner"``) backed by a chat-completions server."""
+
+    role = "reasoner"
+
+    def __init__(self, config: OpenAIConfig) -> None:
+        self.cfg = config
+        self.url = config.base_url.rstrip("/") + "/chat/completions"
+        self._lock = threading.Lock()
+        self._rng = random.Random(config.seed)
+        self._totals = {"requests": 0, "retries": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        self._records: list[dict[str, Any]] = []
+
+    @classmethod
+    def from_spec(cls, spec: str, **overrides: Any) -> "OpenAIReasoner":
+        """Build from ``"openai:MODEL@URL"`` (see :func:`parse_spec`)."""
+        return cls(parse_spec(spec, **overrides))
+
+    # -- Policy -----------------------------------------------------------------------------
+    def reset(self, num_copies: int) -> None:
+        self._records = [{"requests": 0, "prompt_tokens": 0, "completion_tokens": 0} for _ in range(num_copies)]
+
+    def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[str]:
+        jobs = [reasoner_messages_from_observation(o) for o in observations]
+        singles = [_is_single_turn(m) for m in jobs]
+        with ThreadPoolExecutor(max_workers=min(self.cfg.max_concurrency, max(1, len(jobs)))) as pool:
+            replies = list(pool.map(self.complete, jobs))
+        out = []
+        for c, single, (text, usage) in zip(copy_ids, singles, replies):
+            if c < len(self._records):
+                rec = self._records[c]
+                rec["requests"] += 1
+                rec["prompt_tokens"] += usage["prompt_tokens"]
+                rec["completion_tokens"] += usage["completion_tokens"]
+            # A server that ignores ``stop`` may write several steps; keep the first (planner mode only).
+            step = text.strip().split(STEP_DELIMITER)[0] if self.cfg.stop_at_delimiter and not single else text
+            out.append(step.strip())
+        return out
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self._records]
+
+    def token_usage(self, record: dict[str, Any]) -> dict[str, int]:
+        """Tokens one episode cost, as the server counted them (``rsim eval``'s token columns).
+
+        ``reasoner_read`` sums every request's prompt: a chat API re-reads the whole conversation
+        each turn (a local :class:`agents.reasoner.Reasoner` keeps its KV cache instead).
+        """
+        return {"reasoner_read": int(record.get("prompt_tokens", 0)),
+                "reasoner_written": int(record.get("completion_tokens", 0))}
+
+    def usage(self) -> dict[str, Any]:
+        """Totals since construction: requests, retries, prompt/completion tokens and cost."""
+        with self._lock:
+            t = dict(self._totals)
+        t["cost"] = (t["prompt_tokens"] * self.cfg.price_prompt_per_1m
+                     + t["completion_tokens"] * self.cfg.price_completion_per_1m) / 1e6
+        return t
+
+    # -- HTTP ---------------------------------------------------------------------------------
+    def complete(self, messages: list[dict[str, str]]) -> tuple[str, dict[str, int]]:
+        """One chat completion (with retries); returns ``(text, {"prompt_tokens", "completion_tokens"})``."""
+        single = _is_single_turn(messages)
+        body: dict[str, Any] = {"model": self.cfg.model, "messages": messages, "temperature": self.cfg.temperature,
+                                "max_tokens": self.cfg.max_answer_tokens if single else self.cfg.max_step_tokens}
+        if self.cfg.stop_at_delimiter and not single:
+            body["stop"] = [STEP_DELIMITER]
+        if self.cfg.seed is not None:
+            body["seed"] = self.cfg.seed
+        data = json.dumps(body).encode()
+        for attempt in range(self.cfg.max_retries + 1):
+            try:
+                reply = self._post(data)
+            except _Retryable as e:
+                if attempt == self.cfg.max_retries:
+                    raise APIError(f"{self.url}: gave up after {attempt + 1} attempts; last error: {e}. Check that "
+                                   "the server is up and not overloaded, or raise max_retries / timeout_s.") from e
+                with self._lock:
+                    self._totals["retries"] += 1
+                time.sleep(self._delay(attempt, e.retry_after))
+                continue
+            return self._parse(reply)
+        raise AssertionError("unreachable")
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        with self._lock:
+            jitter = 0.5 + self._rng.random()
+        d = min(30.0, self.cfg.backoff_s * (2 ** attempt) * jitter)
+        return max(d, min(60.0, retry_after)) if retry_after is not None else d
+
+    def _post(self, data: bytes) -> dict[str, Any]:
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self.cfg.api_key_env, "")
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+        with self._lock:
+            self._totals["requests"] += 1
+        try:
+            with urllib.request.urlopen(req, timeout=self.cfg.timeout_s) as resp:
+                raw = resp.read(MAX_RESPONSE_BYTES + 1)
+        except urllib.error.HTTPError as e:
+            detail = e.read(2000).decode("utf-8", "replace")
+            if e.code in RETRY_STATUS:
+                raise _Retryable(f"HTTP {e.code}: {detail[:200]}", _retry_after(e.headers.get("Retry-After"))) from e
+            hint = {401: f"check the key in ${self.cfg.api_key_env}", 403: f"check the key in ${self.cfg.api_key_env}",
+                    404: "check base_url (it usually ends in /v1) and the model name"}.get(e.code, "see the message")
+            raise APIError(f"{self.url} answered HTTP {e.code} ({hint}): {detail[:500]}") from e
+        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
+            raise _Retryable(f"{type(e).__name__}: {e}", None) from e
+        if len(raw) > MAX_RESPONSE_BYTES:
+            raise APIError(f"{self.url}: response larger than {MAX_RESPONSE_BYTES} bytes; refusing it.")
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise APIError(f"{self.url}: response is not JSON ({e.msg}): {raw[:200]!r}") from e
+
+    def _parse(self, reply: dict[str, Any]) -> tuple[str, dict[str, int]]:
+        try:
+            content = reply["choices"][0]["message"].get("content") or ""
+        except (KeyError, IndexError, TypeError, AttributeError) as e:
+            raise APIError(f"{self.url}: reply has no choices[0].message: {str(reply)[:300]}") from e
+        if not isinstance(content, str):
+            raise APIError(f"{self.url}: message content is {type(content).__name__}, expected a string.")
+        u = reply.get("usage") or {}
+        usage = {k: int(u.get(k) or 0) for k in ("prompt_tokens", "completion_tokens")}
+        with self._lock:
+            for k, v in usage.items():
+                self._totals[k] += v
+        return content, usage
+
+
+def _is_single_turn(messages: list[dict[str, str]]) -> bool:
+    """No-planner mode: the chat is the no-planner system prompt + the question; one whole answer."""
+    return messages[0]["content"] == NO_PLANNER_SYSTEM
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, retry_after: float | None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None

@@ -1,0 +1,100 @@
+"""A real (local, stdlib) HTTP server speaking the OpenAI chat-completions protocol, for tests.
+
+Scripted replies: the last user message decides (a termination instruction — it asks for the
+boxed final answer — gets the boxed sum of the "What is A + B?" question, anything else a validation-flavoured step followed by a second
+paragraph, which ``stop=["\\n\\n"]`` cuts off as a real server does). Faults are injected per
+request from ``server.faults`` (an HTTP status, or ``("slow", seconds)``), consumed in order.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def scripted_reply(messages: list[dict[str, str]]) -> str:
+    last = messages[-1]["content"]
+    question = next(m["content"] for m in messages if m["role"] == "user").split("\n\n")[0]
+    nums = [int(x) for x in re.findall(r"-?\d+", question)]
+    if "\\boxed" in last or messages[0]["content"].startswith("You are a careful math tutor. Solve the problem step by step"):
+        return f"Adding them gives {sum(nums)}. So the final answer is \\boxed{{{sum(nums)}}}."
+    return "Let me check the numbers: substitute them back.\n\nThen we add them up."
+
+
+class ChatServer:
+    """Start with ``ChatServer()``; ``.url`` is the API root (``http://127.0.0.1:PORT/v1``)."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.faults: list[Any] = []
+        self.delay_s = 0.0
+        self.in_flight = self.max_in_flight = 0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output quiet
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server._lock:
+                    server.requests.append(body)
+                    server.headers.append(dict(self.headers))
+                    fault = server.faults.pop(0) if server.faults else None
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    self._answer(body, fault)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer(self, body, fault):
+                if self.path != "/v1/chat/completions":
+                    return self._send(404, {"error": {"message": f"no route {self.path}"}})
+                if isinstance(fault, int):
+                    headers = {"Retry-After": "0"} if fault == 429 else {}
+                    return self._send(fault, {"error": {"message": f"injected {fault}"}}, headers)
+                if isinstance(fault, tuple) and fault[0] == "slow":
+                    time.sleep(fault[1])
+                if fault == "garbage":
+                    return self._send(200, None, raw=b"<html>not json</html>")
+                time.sleep(server.delay_s)
+                text = scripted_reply(body["messages"])
+                for stop in body.get("stop") or []:
+                    text = text.split(stop)[0]
+                prompt_tokens = sum(len(m["content"].split()) for m in body["messages"])
+                self._send(200, {"id": "x", "object": "chat.completion", "model": body["model"],
+                                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                              "finish_reason": "stop"}],
+                                 "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
+                                           "total_tokens": prompt_tokens + len(text.split())}})
+
+            def _send(self, status, obj, headers=None, raw=None):
+                data = raw if raw is not None else json.dumps(obj).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -1,0 +1,117 @@
+"""The single-agent Gymnasium planner view: registration, check_env, text features, SB3 smoke run."""
+
+import warnings
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import rsim_env  # noqa: F401  (registers rsim/Planner-v0)
+from agents.gym_planner import PlannerEnv, TextFeatures, hashed_bag_of_words
+from agents.scripted import TemplateReasoner
+from rsim_env.problems import Problem
+from rsim_env.strategies import TERMINATION
+
+PROBLEMS = [Problem(id=f"p{i}", question=f"What is {i} + 1?", answer=str(i + 1)) for i in range(5)]
+
+
+def test_registered_on_import_with_a_scripted_default():
+    e = gymnasium.make("rsim/Planner-v0")
+    assert isinstance(e.unwrapped, PlannerEnv) and isinstance(e.unwrapped.reasoner, TemplateReasoner)
+    assert e.action_space == gymnasium.spaces.Discrete(9)
+
+
+@pytest.mark.parametrize("featurised", [False, True], ids=["dict", "text_features"])
+def test_check_env(featurised):
+    e = gymnasium.make("rsim/Planner-v0", max_steps=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # render_fps: the env only renders text
+        check_env(TextFeatures(e) if featurised else e.unwrapped, skip_render_check=True)
+
+
+def test_one_step_is_one_plan_and_one_reasoner_step():
+    e = gymnasium.make("rsim/Planner-v0", problems=PROBLEMS, p_correct=1.0, max_steps=4)
+    obs, _ = e.reset(seed=3)
+    obs, r, term, trunc, info = e.step(1)
+    assert (r, term, trunc) == (0.0, False, False) and obs["round"] == 1 and obs["strategies"] == (1,)
+    assert "sub-problems" in info["step"]  # the scripted reasoner wrote the decomposition step
+    obs, r, term, trunc, info = e.step(TERMINATION)
+    assert term and not trunc and info["correct"] is True
+    # R_acc 1 + R_terminal 1 + R_penalty -(1/2) (two different strategies)
+    c = info["components"]
+    assert r == pytest.approx(1.5) == pytest.approx(c["acc"] + c["terminal"] + c["penalty"])
+    with pytest.raises(RuntimeError, match="reset"):
+        e.step(1)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(TypeError, match="not a reasoner policy"):
+        PlannerEnv(reasoner=object(), problems=PROBLEMS)
+    e = PlannerEnv(problems=PROBLEMS)
+    e.reset(seed=0)
+    with pytest.raises(ValueError, match="strategy index"):
+        e.step(9)
+
+
+def test_any_reasoner_policy_is_used():
+    class Echo:
+        role = "reasoner"
+
+        def reset(self, n):
+            self.seen = []
+
+        def act(self, ids, obs):
+            self.seen.append(obs[0]["strategy"])
+            return ["The answer is \\boxed{2}"]
+
+    r = Echo()
+    e = PlannerEnv(reasoner=r, problems=PROBLEMS[1:2], max_steps=3)
+    e.reset(seed=0)
+    e.step(3); e.step(TERMINATION)
+    assert r.seen == [3, TERMINATION]
+
+
+def test_hashed_bag_of_words_is_stable_and_normalised():
+    a, b = hashed_bag_of_words("add 2 and 3", 64), hashed_bag_of_words("add 2 and 3", 64)
+    assert np.array_equal(a, b) and np.linalg.norm(a) == pytest.approx(1.0)
+    assert not np.array_equal(a, hashed_bag_of_words("subtract 2 from 3", 64))
+    assert not hashed_bag_of_words("", 8).any()
+
+
+def test_text_features_with_a_user_encoder():
+    calls = []
+
+    def encoder(text):
+        calls.append(text)
+        return np.array([len(text) / 1000.0, text.count("Step")], dtype=np.float32)
+
+    e = TextFeatures(gymnasium.make("rsim/Planner-v0", problems=PROBLEMS, max_steps=3), encoder=encoder)
+    obs, _ = e.reset(seed=0)
+    assert obs.shape == (2 + 9 + 1,) and e.observation_space.contains(obs)
+    obs, *_ = e.step(4)
+    assert obs[1] == 1.0 and obs[2 + 4] == 1.0 and obs[-1] == pytest.approx(1 / 3)
+    with pytest.raises(ValueError, match="1-D"):
+        TextFeatures(gymnasium.make("rsim/Planner-v0"), encoder=lambda t: np.zeros((2, 2)))
+
+
+def test_stable_baselines3_ppo_smoke():
+    sb3 = pytest.importorskip("stable_baselines3", reason="Stable-Baselines3 is optional (extra 'rl')")
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    e = TextFeatures(gymnasium.make("rsim/Planner-v0", problems=PROBLEMS, max_steps=3), dim=32)
+    sb3_check_env(e, warn=False)
+    model = sb3.PPO("MlpPolicy", e, n_steps=32, batch_size=16, n_epochs=1, seed=0, device="cpu")
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(64)
+    assert any(not (b == a).all() for b, a in zip(before, model.policy.parameters()))
+    action, _ = model.predict(e.reset(seed=0)[0], deterministic=True)
+    assert 0 <= int(action) < 9
+
+
+def test_reasoner_from_a_registry_spec():
+    e = gymnasium.make("rsim/Planner-v0", reasoner="template:1.0", problems=PROBLEMS, max_steps=3)
+    assert isinstance(e.unwrapped.reasoner, TemplateReasoner)
+    e.reset(seed=0)
+    *_, info = e.step(TERMINATION)
+    assert info["correct"] is True

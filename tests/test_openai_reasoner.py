@@ -1,0 +1,159 @@
+"""The OpenAI-compatible reasoner against a real local chat-completions server (never the internet)."""
+
+import json
+
+import pytest
+
+from agents.openai_reasoner import APIError, OpenAIConfig, OpenAIReasoner, parse_spec
+from agents.scripted import FixedPlanner
+from algos.rollout import rollout
+from rsim_env import EnvGroup
+from rsim_env.problems import Problem
+from rsim_env.render import CHAT_API_PROTOCOL, INSTRUCTIONS, NO_PLANNER_SYSTEM, PROTOCOLS, reasoner_messages
+from tests.chat_server import ChatServer
+
+PROBLEMS = [Problem(id=f"p{i}", question=f"What is {i} + {2 * i}?", answer=str(3 * i)) for i in range(1, 3)]
+
+
+@pytest.fixture
+def server():
+    s = ChatServer()
+    yield s
+    s.close()
+
+
+def make(server, **kw):
+    kw.setdefault("backoff_s", 0.01)
+    return OpenAIReasoner(OpenAIConfig(base_url=server.url, model="test-model", **kw))
+
+
+def test_messages_put_each_strategy_in_its_own_user_turn():
+    msgs = reasoner_messages("What is 1 + 2?", ["Split it.", "Check it."], [1, 3], 8)
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert msgs[0]["content"] == PROTOCOLS[CHAT_API_PROTOCOL].system
+    assert msgs[1]["content"] == "What is 1 + 2?\n\n" + INSTRUCTIONS[1] and msgs[2]["content"] == "Split it."
+    assert msgs[3]["content"] == INSTRUCTIONS[3] and msgs[-1]["content"] == INSTRUCTIONS[8]
+    assert reasoner_messages("Q", [], [], None)[0]["content"] == NO_PLANNER_SYSTEM
+
+
+def test_rollout_with_env_groups(server):
+    r = make(server, price_prompt_per_1m=2.0, price_completion_per_1m=8.0)
+    groups = EnvGroup(PROBLEMS, group_size=3, max_steps=4)
+    out = rollout(groups, r, FixedPlanner([3, 8]), seed=0)
+    assert len(out.trajectories) == 6 and all(t["info"]["correct"] for t in out.trajectories)
+    first = out.trajectories[0]["info"]
+    assert first["steps"][0] == "Let me check the numbers: substitute them back."  # stop cut the 2nd paragraph
+    assert first["detected"][0] == [3] and first["components"]["follow"] == 1.0
+    # the second request of a copy carries the first step as an assistant turn, then the new instruction
+    second = [q for q in server.requests if len(q["messages"]) == 4][0]
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "user"]
+    assert second["stop"] == ["\n\n"] and second["max_tokens"] == 256 and second["model"] == "test-model"
+    u = r.usage()
+    assert u["requests"] == 12 and u["retries"] == 0
+    assert u["prompt_tokens"] == sum(rec["prompt_tokens"] for rec in r.records()) > 0
+    assert u["cost"] == pytest.approx((u["prompt_tokens"] * 2 + u["completion_tokens"] * 8) / 1e6)
+    assert all(rec["requests"] == 2 for rec in r.records())
+
+
+def test_no_planner_mode_is_one_whole_answer(server):
+    r = make(server, max_answer_tokens=300)
+    out = rollout(EnvGroup(PROBLEMS[:1], group_size=2, planner=False), r, None, seed=0)
+    assert all(t["info"]["correct"] for t in out.trajectories)
+    assert all(q["max_tokens"] == 300 and "stop" not in q for q in server.requests)
+
+
+@pytest.mark.parametrize("faults", [[429], [500, 503], [("slow", 1.0)]], ids=["429", "500_503", "timeout"])
+def test_transient_errors_are_retried(server, faults):
+    server.faults = list(faults)
+    r = make(server, timeout_s=0.3)
+    text = r.act([0], [_obs()])[0]
+    assert text.startswith("Let me check")
+    assert r.usage()["retries"] == len(faults) and r.usage()["requests"] == len(faults) + 1
+
+
+def test_retries_run_out_with_a_clear_error(server):
+    server.faults = [500, 500, 500]
+    with pytest.raises(APIError, match="gave up after 3 attempts.*HTTP 500"):
+        make(server, max_retries=2).act([0], [_obs()])
+
+
+def test_client_errors_are_not_retried(server, monkeypatch):
+    monkeypatch.setenv("RSIM_TEST_KEY", "sk-test")
+    server.faults = [401]
+    with pytest.raises(APIError, match=r"HTTP 401 \(check the key in \$RSIM_TEST_KEY\)"):
+        make(server, api_key_env="RSIM_TEST_KEY").act([0], [_obs()])
+    assert len(server.requests) == 1 and server.headers[0]["Authorization"] == "Bearer sk-test"
+    server.faults = ["garbage"]
+    with pytest.raises(APIError, match="not JSON"):
+        make(server).act([0], [_obs()])
+    bad = OpenAIReasoner(OpenAIConfig(base_url=server.url.replace("/v1", "/v2"), model="m"))
+    with pytest.raises(APIError, match="HTTP 404.*base_url"):
+        bad.act([0], [_obs()])
+
+
+def test_no_key_no_auth_header(server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    make(server).act([0], [_obs()])
+    assert "Authorization" not in server.headers[0]
+
+
+def test_concurrency_limit(server):
+    server.delay_s = 0.15
+    r = make(server, max_concurrency=2)
+    r.reset(6)
+    r.act(list(range(6)), [_obs()] * 6)
+    assert server.max_in_flight == 2
+
+
+def test_spec_and_config_errors():
+    cfg = parse_spec("openai:Qwen/Qwen2.5-7B-Instruct@http://127.0.0.1:8000/v1", max_concurrency=3)
+    assert (cfg.model, cfg.base_url, cfg.max_concurrency) == ("Qwen/Qwen2.5-7B-Instruct", "http://127.0.0.1:8000/v1", 3)
+    assert parse_spec("openai:org/m:q4@https://h/v1").model == "org/m:q4"
+    with pytest.raises(ValueError, match="openai:MODEL@URL"):
+        parse_spec("openai:just-a-model")
+    with pytest.raises(ValueError, match="max_concurrency"):
+        OpenAIConfig(base_url="http://x/v1", model="m", max_concurrency=0)
+    with pytest.raises(ValueError, match="http"):
+        OpenAIConfig(base_url="127.0.0.1:8000", model="m")
+
+
+def _obs():
+    import rsim_env
+
+    e = rsim_env.env(problems=PROBLEMS, max_steps=3)
+    e.reset(seed=0)
+    e.step(3)
+    return e.observe("reasoner")
+
+
+def test_registry_spec_and_rsim_eval_end_to_end(server, tmp_path):
+    pytest.importorskip("torch", reason="rsim eval is part of the 'train' extra (this file also runs env-only)")
+    from agents.registry import AgentContext, build_agent
+    from algos.evaluation import main as evaluate
+
+    agent, info = build_agent(f"openai:test-model@{server.url}#max_concurrency=3&timeout_s=5",
+                              AgentContext("reasoner", seed=1))
+    assert isinstance(agent, OpenAIReasoner) and (agent.cfg.max_concurrency, agent.cfg.timeout_s) == (3, 5.0)
+    assert info["kind"] == "openai" and info["model"] == "test-model"
+    with pytest.raises(ValueError, match="is a reasoner"):
+        build_agent(f"openai:m@{server.url}", AgentContext("planner"))
+    out = evaluate(["--reasoner", f"openai:test-model@{server.url}", "--source", "tiny", "--limit", "4",
+                    "--modes", "none,fixed:3,8,random", "--max-step-tokens", "40", "--no-plots",
+                    "--out", str(tmp_path / "eval")])
+    assert out["modes"]["none"]["accuracy"] == 1.0 and out["modes"]["fixed:3,8"]["accuracy"] == 1.0
+    steps = [q for q in server.requests if q["messages"][0]["content"] != NO_PLANNER_SYSTEM]
+    assert steps and all(q["max_tokens"] == 40 and q["temperature"] == 0.0 for q in steps)
+    row = next(r for r in map(json.loads, (tmp_path / "eval" / "episodes.jsonl").read_text().splitlines())
+               if r["mode"] == "fixed:3,8")
+    assert row["tokens"]["reasoner_read"] > 0 and row["tokens"]["reasoner_written"] > 0
+
+
+def test_frozen_served_reasoner_in_planner_only_training(server, tmp_path):
+    pytest.importorskip("torch", reason="training is part of the 'train' extra (this file also runs env-only)")
+    from algos.cli import main as cli
+
+    out = cli(["train", "--preset", "tiny", "--learner", "planner_only", "--set",
+               f"model.reasoner=openai:test-model@{server.url}", "--out", str(tmp_path / "po"), "--steps", "3"])
+    assert out["steps"] == 3 and len(server.requests) > 0
+    assert set(out["params"]) == {"planner"}  # only the planner trains; the served reasoner is frozen
+    assert any(h.get("planner/grad_norm", 0) > 0 for h in out["history"])

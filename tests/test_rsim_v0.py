@@ -1,0 +1,121 @@
+"""``rsim_env.rsim_v0``: PettingZoo's module layout, its test suites, and the parallel view's turn field.
+
+Which of PettingZoo's tests apply (checked by running them, pettingzoo 1.27):
+
+* ``api_test``, ``seed_test``, ``render_test`` on ``env`` and ``raw_env``;
+  ``parallel_api_test`` and ``parallel_seed_test`` on ``parallel_env``: all run below.
+* ``max_cycles_test`` does not apply to a turn-based game, for two reasons shown by
+  :func:`test_why_max_cycles_test_does_not_apply`: it counts one *parallel step* as one cycle,
+  but in the turn-based parallel view a cycle (a plan and a step) is two steps; and it needs every
+  episode to last exactly ``max_cycles`` cycles under random actions, while a random planner ends
+  the episode early by choosing ``termination`` (1 in 9 per round). It passed 1 of 20 runs.
+  What it means to check — ``max_cycles`` bounds the cycles of both views — is tested by
+  :func:`test_max_cycles_bounds_both_views`.
+* ``bombardment_test`` is stale in pettingzoo 1.27: it takes ``env.step(action)``'s return value as
+  the next observation, but AEC ``step`` returns ``None`` since the 1.22 API, so it fails on
+  PettingZoo's own ``generated_agents_env_v0`` too (checked).
+* ``state_test`` needs ``state()`` (the env has none: each agent sees the whole state already),
+  ``test_save_obs`` is for image observations, ``manual_control_test`` for keyboard control.
+"""
+
+import pytest
+from pettingzoo.test import (api_test, max_cycles_test, parallel_api_test, parallel_seed_test,
+                             render_test, seed_test)
+
+from rsim_env import rsim_v0
+from rsim_env.strategies import TERMINATION
+
+
+@pytest.mark.parametrize("make", [rsim_v0.env, rsim_v0.raw_env], ids=["env", "raw_env"])
+def test_api(make):
+    api_test(make(max_steps=4), num_cycles=1000)
+
+
+@pytest.mark.parametrize("make", [rsim_v0.env, rsim_v0.raw_env], ids=["env", "raw_env"])
+def test_seed_and_render(make, capsys):
+    seed_test(make)
+    render_test(lambda render_mode=None: make(render_mode=render_mode))
+
+
+def test_parallel_api_and_seed():
+    parallel_api_test(rsim_v0.parallel_env(max_steps=4), num_cycles=1000)
+    parallel_seed_test(rsim_v0.parallel_env)
+
+
+def test_module_names_and_metadata():
+    for name in ("env", "raw_env", "parallel_env"):
+        assert callable(getattr(rsim_v0, name))
+    assert rsim_v0.raw_env.metadata["name"] == "rsim_v0"
+    assert rsim_v0.parallel_env().metadata["name"] == "rsim_v0"
+
+
+def _play_parallel(par, seed, plan):
+    """Drive the parallel view reading only the ``turn`` field; return the acting agent per step."""
+    obs, infos = par.reset(seed=seed)
+    order = []
+    while par.agents:
+        acting = [a for a in par.agents if obs[a]["turn"] == 1]
+        assert len(acting) == 1, obs
+        a = acting[0]
+        assert infos[a]["active_agent"] == a
+        assert par.observation_space(a).contains(obs[a])
+        order.append(a)
+        action = plan(len(order)) if a == "planner" else "Next, we continue with the computation."
+        obs, _, _, _, infos = par.step({a: action})
+    return order
+
+
+def test_parallel_turn_field_names_the_acting_agent():
+    par = rsim_v0.parallel_env(max_steps=3)
+    order = _play_parallel(par, 0, lambda i: 6)
+    assert order == ["planner", "reasoner"] * 3
+    # The waiting planner's action_mask is all zeros, the acting one's is not (PettingZoo's pattern).
+    obs, _ = par.reset(seed=1)
+    assert obs["planner"]["action_mask"].sum() > 0 and obs["reasoner"]["turn"] == 0
+    obs, *_ = par.step({"planner": 1})
+    assert obs["planner"]["turn"] == 0 and obs["planner"]["action_mask"].sum() == 0
+    assert obs["reasoner"]["turn"] == 1 and obs["reasoner"]["strategy"] == 1
+
+
+def test_parallel_step_without_the_acting_agent_says_whose_turn_it_is():
+    par = rsim_v0.parallel_env(max_steps=2)
+    par.reset(seed=0)
+    with pytest.raises(ValueError, match="'planner''s turn"):
+        par.step({"reasoner": "text"})
+
+
+def test_max_cycles_is_an_alias_of_max_steps():
+    assert rsim_v0.env(max_cycles=5).unwrapped.cfg.max_steps == 5
+    with pytest.raises(ValueError, match="disagree"):
+        rsim_v0.env(max_cycles=5, max_steps=4)
+
+
+@pytest.mark.parametrize("cycles", [1, 4])
+def test_max_cycles_bounds_both_views(cycles):
+    # Never terminating: the AEC view gives each agent max_cycles live turns (+1 dead step), and the
+    # turn-based parallel view takes 2 steps per cycle.
+    e = rsim_v0.env(max_cycles=cycles)
+    e.reset(seed=0)
+    counts = {"planner": 0, "reasoner": 0}
+    for a in e.agent_iter():
+        counts[a] += 1
+        _, _, term, trunc, _ = e.last()
+        e.step(None if term or trunc else (6 if a == "planner" else "Next, we continue."))
+    assert counts == {"planner": cycles + 1, "reasoner": cycles + 1}
+    assert len(_play_parallel(rsim_v0.parallel_env(max_cycles=cycles), 0, lambda i: 6)) == 2 * cycles
+
+
+def test_why_max_cycles_test_does_not_apply():
+    # Reason 1: a turn-based parallel view spends two steps per cycle.
+    assert len(_play_parallel(rsim_v0.parallel_env(max_cycles=4), 0, lambda i: 6)) == 8
+    # Reason 2: the planner may end the episode early, so episode length is not max_cycles.
+    assert len(_play_parallel(rsim_v0.parallel_env(max_cycles=4), 0, lambda i: TERMINATION)) == 2
+    # Hence the stock test fails on almost every run (it passed 1 of 20; unseeded random actions, so
+    # this asserts a clear majority rather than all 5).
+    failures = 0
+    for _ in range(5):
+        try:
+            max_cycles_test(rsim_v0)
+        except AssertionError:
+            failures += 1
+    assert failures >= 3

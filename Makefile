@@ -11,7 +11,7 @@ TORCH ?= torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-fast bench clean sandbox-tools
+.PHONY: install demo test test-fast bench clean sandbox-tools browser-tools
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ install: $(VENV)/.installed
 demo: install
 	$(VENV)/bin/rsim train --preset demo
 
-test: install sandbox-tools
+test: install sandbox-tools browser-tools
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -52,6 +52,13 @@ sandbox-tools:
 	-command -v bwrap >/dev/null || (command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
 	  apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || \
 	  echo "bubblewrap not installed: the code sandbox will use resource limits only"
+
+# Headless Chromium for the rollout viewer's browser test (tests/test_viewer*.py); best effort like
+# sandbox-tools: without it that test skips with its reason.
+browser-tools:
+	-command -v chromium >/dev/null || (command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+	  apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || \
+	  echo "chromium not installed: the rollout viewer's browser test will be skipped"
 
 # ------------------------------------------------------------------------------------------------
 # Install checks (CI runs these after `make test`): the pip route a user takes, outside the checkout.

@@ -13,6 +13,7 @@ context (:meth:`Planner.trajectory_logprobs`), gathering hidden states at the re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -20,6 +21,8 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
+
+import copy
 
 import numpy as np
 import torch
@@ -89,7 +92,40 @@ class Planner(torch.nn.Module):
         self.generator = None
         if self.config.seed is not None:
             self.generator = torch.Generator(self.device).manual_seed(self.config.seed)
+        self.lora = None  # AdapterSlot when the backbone is a LoRA adapter on a shared frozen base
+        self._reference = False
         self.reset(0)
+
+    def attach_lora(self, slot: Any) -> "Planner":
+        """Run on ``slot``'s adapter of a shared frozen base (:mod:`agents.lora`); train adapter + head.
+
+        The KL reference (:meth:`reference`) is the base with the adapter disabled and the head as it
+        is now (its initial weights), a frozen copy of ``Linear(hidden, 9)`` only.
+        """
+        from .lora import Trained
+
+        self.lora = slot
+        params = {f"backbone.{n.removeprefix('model.')}": p for n, p in slot.parameters().items()}
+        params |= {f"head.{n}": p for n, p in self.head.named_parameters()}
+        object.__setattr__(self, "_trained", Trained(params))  # not a submodule: no double registration
+        object.__setattr__(self, "_ref_head", copy.deepcopy(self.head).requires_grad_(False))
+        return self
+
+    def _scope(self) -> contextlib.AbstractContextManager:
+        if self.lora is None:
+            return contextlib.nullcontext()
+        return self.lora.disabled() if self._reference else self.lora.active()
+
+    @contextlib.contextmanager
+    def reference(self):
+        """Context: score as the KL reference (LoRA only: base without adapter, initial head)."""
+        if self.lora is None:
+            raise ValueError("Planner.reference() needs a LoRA planner; a fully fine-tuned one keeps a frozen copy")
+        self._reference = True
+        try:
+            yield self
+        finally:
+            self._reference = False
 
     @property
     def device(self) -> torch.device:
@@ -116,11 +152,13 @@ class Planner(torch.nn.Module):
         """
         ids, mask = right_pad(sequences, self.pad_id, self.device)
         n = ids.shape[0]
-        hidden = self.backbone(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
+        with self._scope():
+            hidden = self.backbone(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
         t_max = max(len(p) for p in positions)
         rows = torch.tensor([r for r, p in enumerate(positions) for _ in p], device=self.device)
         cols = torch.tensor([i for p in positions for i in p], device=self.device)
-        gathered = self.head(hidden[rows, cols].float())
+        head = self._ref_head if self._reference else self.head
+        gathered = head(hidden[rows, cols].float())
         out = gathered.new_zeros(n, t_max, gathered.shape[-1])
         slot = torch.tensor([j for p in positions for j in range(len(p))], device=self.device)
         out[rows, slot] = gathered
@@ -153,8 +191,9 @@ class Planner(torch.nn.Module):
 
     @property
     def module(self) -> torch.nn.Module:
-        """The parameters a learner optimises: the whole planner (backbone + head)."""
-        return self
+        """The parameters a learner optimises: the whole planner (backbone + head), or with LoRA
+        only the adapter + head (:class:`agents.lora.Trained`)."""
+        return self if self.lora is None else self._trained
 
     def score(self, records: Sequence[dict[str, Any]]) -> Scored:
         """:meth:`trajectory_logprobs` as :class:`agents.base.Scored` (one advantage per decision)."""
@@ -235,7 +274,8 @@ class Planner(torch.nn.Module):
             traj = self._trajs[c]
             feeds.append(traj.ids[traj.fed:])
             traj.fed = len(traj.ids)
-        hidden = self._kv.feed(feeds)
+        with self._scope():
+            hidden = self._kv.feed(feeds)
         order = {c: r for r, c in enumerate(self._kv.rows)}
         return self.head(hidden[[order[c] for c in copy_ids]])
 
@@ -255,6 +295,9 @@ class Planner(torch.nn.Module):
         Written to a temporary sibling directory and renamed into place, so a crash never leaves a
         half-saved planner at ``path``.
         """
+        if self.lora is not None:
+            raise ValueError("This planner is a LoRA adapter on a shared base; write a standalone planner with "
+                             "`rsim export RUN_DIR --out DIR` (merges the adapter into the backbone).")
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))

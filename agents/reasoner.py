@@ -25,6 +25,7 @@ non-zero only where ``gen_mask`` is 1 — never on prompt or injected tokens.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -114,7 +115,35 @@ class Reasoner:
         self.generator = None
         if self.config.seed is not None:
             self.generator = torch.Generator(self.device).manual_seed(self.config.seed)
+        self.lora = None  # AdapterSlot when the model is a LoRA adapter on a shared frozen base
+        self._trained = None
+        self._reference = False
         self.reset(0)
+
+    # ------------------------------------------------------------------------------ LoRA (agents.lora)
+
+    def attach_lora(self, slot: Any) -> "Reasoner":
+        """Run on ``slot``'s adapter of a shared frozen base; only the adapter trains."""
+        from .lora import Trained
+
+        self.lora, self._trained = slot, Trained(slot.parameters())
+        return self
+
+    def _scope(self) -> contextlib.AbstractContextManager:
+        if self.lora is None:
+            return contextlib.nullcontext()
+        return self.lora.disabled() if self._reference else self.lora.active()
+
+    @contextlib.contextmanager
+    def reference(self):
+        """Context: score as the KL reference (LoRA only: the base with the adapter disabled)."""
+        if self.lora is None:
+            raise ValueError("Reasoner.reference() needs a LoRA reasoner; a fully fine-tuned one keeps a frozen copy")
+        self._reference = True
+        try:
+            yield self
+        finally:
+            self._reference = False
 
     @classmethod
     def from_spec(cls, spec: str = "default", config: ReasonerConfig | None = None,
@@ -154,7 +183,7 @@ class Reasoner:
         bad = [c for c in copy_ids if not 0 <= c < self.num_copies]
         if bad:
             raise ValueError(f"copy ids {bad} outside range({self.num_copies}); call reset(num_copies) first")
-        with torch.inference_mode():
+        with torch.inference_mode(), self._scope():
             if self._kv is None:
                 self._kv = KVBatch(self.model, self.num_copies, self.pad_id, self.config.cache,
                                    self.config.cache_capacity)
@@ -180,8 +209,9 @@ class Reasoner:
 
     @property
     def module(self) -> torch.nn.Module:
-        """The parameters a learner optimises (:class:`agents.base.Trainable`)."""
-        return self.model
+        """The parameters a learner optimises (:class:`agents.base.Trainable`): the model, or with
+        LoRA only its adapter (:class:`agents.lora.Trained`)."""
+        return self.model if self.lora is None else self._trained
 
     def score(self, records: Sequence[dict[str, Any]]) -> Scored:
         """Log-probs of the generated tokens of ``records`` with gradients, in one forward over the batch.
@@ -190,9 +220,10 @@ class Reasoner:
         (``temperature``, ``suppressed_ids``; see :mod:`agents.sampling`).
         """
         first = records[0]
-        logp, mask, entropy = generated_logprobs(
-            self.model, [r["input_ids"] for r in records], [r["gen_mask"] for r in records],
-            float(first["temperature"]), first.get("suppressed_ids") or (), int(first.get("pad_id", self.pad_id)))
+        with self._scope():
+            logp, mask, entropy = generated_logprobs(
+                self.model, [r["input_ids"] for r in records], [r["gen_mask"] for r in records],
+                float(first["temperature"]), first.get("suppressed_ids") or (), int(first.get("pad_id", self.pad_id)))
         return Scored(logp, mask, entropy)
 
     def num_generated(self, record: dict[str, Any]) -> int:

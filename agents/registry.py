@@ -58,6 +58,10 @@ class AgentContext:
     """Rounds per episode (the toy planner's round features)."""
     problems: Sequence[Any] = field(default=(), compare=False)
     """Problems being played (the template reasoner's answer oracle)."""
+    lora: Any = None
+    """The role's :class:`agents.lora.LoraSpec`; enabled = a LoRA adapter on a frozen base (None = off)."""
+    shared: dict = field(default_factory=dict, compare=False)
+    """Bases loaded so far, by (spec, dtype, device): pass one dict to both roles to share one base."""
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -107,13 +111,34 @@ def _configs(ctx: AgentContext) -> Any:
     return ctx.config or ReasonerConfig()
 
 
+def _lora_on(ctx: AgentContext) -> bool:
+    return bool(getattr(ctx.lora, "enabled", False))
+
+
 def _hf(spec: str, ctx: AgentContext) -> Built:
     """"default", a hub id or a local model dir."""
     from .loading import load_backbone, load_causal_lm
 
+    if _lora_on(ctx):
+        return _with_lora(spec, ctx, lambda: load_causal_lm(spec, dtype=_torch_dtype(ctx.dtype)))
     load = load_backbone if ctx.role == "planner" else load_causal_lm
     model, tok = load(spec, dtype=_torch_dtype(ctx.dtype))
     return Built(_wrap(model.to(ctx.device), tok, ctx), {"kind": "model", "spec": spec})
+
+
+def _with_lora(spec: str, ctx: AgentContext, load: Callable[[], Any]) -> Built:
+    """The role's agent as a LoRA adapter on the base ``spec``, loaded once per ``ctx.shared``."""
+    from .lora import SharedBase
+
+    key = (spec, ctx.dtype, str(ctx.device))
+    if key not in ctx.shared:
+        model, tok = load()
+        ctx.shared[key] = (SharedBase(model.to(ctx.device), spec), tok)
+    base, tok = ctx.shared[key]
+    slot = base.add(ctx.role, ctx.lora)
+    model = base.model.get_decoder() if ctx.role == "planner" else base.model
+    agent = _wrap(model, tok, ctx).attach_lora(slot)
+    return Built(agent, {"kind": "model", "spec": spec, "lora": True, "shared_base": len(base.adapters) > 1})
 
 
 def _wrap(model: Any, tok: Any, ctx: AgentContext) -> Any:
@@ -129,6 +154,8 @@ def _wrap(model: Any, tok: Any, ctx: AgentContext) -> Any:
 def _tiny(rest: str, ctx: AgentContext) -> Built:
     from .loading import tiny_model
 
+    if _lora_on(ctx):
+        return _with_lora("tiny", ctx, lambda: tiny_model("causal", seed=ctx.seed))
     model, tok = tiny_model("backbone" if ctx.role == "planner" else "causal", seed=ctx.seed)
     return Built(_wrap(model.to(ctx.device), tok, ctx), {"kind": "tiny"})
 
@@ -192,7 +219,9 @@ def _checkpoint(spec: Path, ck: RunCheckpoint, ctx: AgentContext) -> Built:
         raise ValueError(f"{ctx.role} spec {str(spec)!r}: checkpoint {ck.path} has no trained {ctx.role} "
                          f"({weights.name}); its learner ({ck.config.get('learner')}) did not train it. "
                          f"Pass its base model {base!r} instead.")
-    agent, _ = build_agent(base, replace(ctx, max_rounds=ck.max_steps))
+    agent, _ = build_agent(base, replace(ctx, max_rounds=ck.max_steps, lora=ck.lora(ctx.role)))
+    if getattr(agent, "lora", None) is not None:
+        ck.check_base(ctx.role, agent.lora.base.digest)
     load_model(agent.module, str(weights), device=str(ctx.device))
     return Built(agent, ck.info(ctx.role))
 
@@ -228,11 +257,17 @@ SPEC_HELP = ("default | HUB_ID | MODEL_DIR | SAVED_PLANNER_DIR | RUN_OR_CHECKPOI
 """One-line summary of the grammar, for ``--help``."""
 
 
+_NO_LORA = ("toy", "template")
+
+
 def build_agent(spec: str, ctx: AgentContext) -> Built:
     """Build the agent named by ``spec`` for ``ctx.role`` (see module docstring)."""
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"{ctx.role} spec must be a non-empty string ({SPEC_HELP}), got {spec!r}.")
     spec = spec.strip()
+    if _lora_on(ctx) and spec.partition(":")[0] in _NO_LORA:
+        raise ValueError(f"{ctx.role} spec {spec!r} is not a transformer model, so it cannot take a LoRA adapter; "
+                         f"set model.{ctx.role}_lora.enabled=false or use a model spec (default, tiny, a hub id).")
     if spec in NAMES:
         return NAMES[spec]("", ctx)
     head, sep, rest = spec.partition(":")

@@ -35,9 +35,11 @@ def build_agents(cfg: RunConfig, learner: Any, device: Any, problems: Sequence[A
     from agents.registry import AgentContext, build_agent
 
     roles = ("planner", "reasoner") if learner.env_planner else ("reasoner",)
+    shared: dict = {}  # LoRA agents on the same base spec share one frozen copy of it
     return {role: build_agent(getattr(cfg.model, role), AgentContext(
         role=role, config=getattr(cfg, role), dtype=cfg.model.dtype, device=device, seed=cfg.train.seed,
-        max_rounds=cfg.env.max_steps, problems=problems)).agent for role in roles}
+        max_rounds=cfg.env.max_steps, problems=problems, lora=getattr(cfg.model, f"{role}_lora"),
+        shared=shared)).agent for role in roles}
 
 
 def train(cfg: RunConfig) -> dict[str, Any]:

@@ -19,8 +19,10 @@ scored at all (a large saving early in training when most groups are all-wrong).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
+import json
 import math
 import time
 from dataclasses import asdict, dataclass, field, is_dataclass
@@ -32,6 +34,7 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import gather_object
 
+from agents.runs import check_base
 from rsim_env.game import EnvConfig
 from rsim_env.group import EnvGroup
 from rsim_env.problems import Problem
@@ -174,6 +177,8 @@ class Trainer:
         self.ref_agents = {}
         if cfg.grpo.kl_coef > 0:
             for r in learner.trained:
+                if getattr(agents[r], "lora", None) is not None:
+                    continue  # the reference is the shared base with the adapter off (agent.reference())
                 self.ref_agents[r] = copy.deepcopy(agents[r])
                 self.ref_agents[r].module.requires_grad_(False)
         self.run_config = run_config if run_config is not None else {
@@ -245,8 +250,8 @@ class Trainer:
         before = [p.detach().clone() for p in params] if self.cfg.log_update_norm else None
         ref_logp = None
         if g.kl_coef > 0:
-            with torch.no_grad(), self.acc.autocast():
-                ref_logp = self.ref_agents[role].score(recs).logp.float()
+            with torch.no_grad(), self.acc.autocast(), self._reference(role) as ref:
+                ref_logp = ref.score(recs).logp.float()
         loss_fn = getattr(self.learner, "loss", None) or grpo_loss
         old, sums, scale = None, {}, None
         for _ in range(g.num_iterations):
@@ -270,6 +275,17 @@ class Trainer:
         if before is not None:
             sums["update_norm"] = math.sqrt(sum(float((p.detach() - b).pow(2).sum()) for p, b in zip(params, before)))
         return sums
+
+    def _reference(self, role: str) -> Any:
+        """Context yielding the KL reference of ``role``: its frozen copy, or a LoRA agent in reference mode."""
+        if role in self.ref_agents:
+            return contextlib.nullcontext(self.ref_agents[role])
+        return self.agents[role].reference()
+
+    def base_identity(self) -> dict[str, Any]:
+        """Spec + content hash of the frozen base under each trained LoRA agent (saved; checked on resume)."""
+        return {r: self.agents[r].lora.base.identity() for r in self.learner.trained
+                if getattr(self.agents[r], "lora", None) is not None}
 
     # ------------------------------------------------------------------ the loop
     def train_step(self) -> dict[str, float]:
@@ -320,7 +336,8 @@ class Trainer:
         path = None
         if self.acc.is_main_process:
             state = {"data_position": self.data_position, "num_tokens": self.num_tokens,
-                     "learner": self.learner.name, "num_processes": self.acc.num_processes}
+                     "learner": self.learner.name, "num_processes": self.acc.num_processes,
+                     "base": self.base_identity()}
             path = ckpt.save_checkpoint(self.out / "checkpoints", self.step,
                                         {r: self.agents[r].module for r in self.learner.trained},
                                         self.optimizers, state, self.run_config, rng=rng,
@@ -329,7 +346,16 @@ class Trainer:
         return path
 
     def resume(self, path: str | Path) -> dict[str, Any]:
-        """Load a checkpoint (dir, or a run dir = its newest) and continue from its step."""
+        """Load a checkpoint (dir, or a run dir = its newest) and continue from its step.
+
+        A LoRA checkpoint holds only adapters (+ head); it is refused unless the base loaded now has
+        the content hash it was trained on.
+        """
+        found = ckpt.find_checkpoint(path)
+        if found is not None:
+            saved = json.loads((found / "state.json").read_text())
+            for role, ident in self.base_identity().items():
+                check_base(saved, role, ident["sha256"], str(found))
         state = ckpt.load_checkpoint(path, {r: self.agents[r].module for r in self.learner.trained},
                                      self.optimizers, rank=self.acc.process_index)
         if state.get("num_processes", 1) != self.acc.num_processes:

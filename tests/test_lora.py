@@ -1,0 +1,154 @@
+"""LoRA adapters on one shared frozen base (tiny random-init models, seconds)."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from agents.lora import LoraSpec, base_digest
+from agents.loading import tiny_model
+from agents.registry import AgentContext, build_agent
+from algos.cli import main
+from algos.config import resolve
+from rsim_env.group import EnvGroup
+from rsim_env.problems import Problem
+
+LORA = LoraSpec(enabled=True, rank=4, alpha=8.0)
+SMALL = {"reasoner.max_step_tokens": 6, "reasoner.max_answer_tokens": 12}
+
+
+def _pair(seed=0):
+    shared: dict = {}
+    from agents.planner import PlannerConfig
+    from agents.reasoner import ReasonerConfig
+
+    torch.manual_seed(seed)
+    p = build_agent("tiny", AgentContext("planner", PlannerConfig(seed=1), lora=LORA, shared=shared)).agent
+    r = build_agent("tiny", AgentContext("reasoner", ReasonerConfig(max_step_tokens=6, seed=2), lora=LORA,
+                                         shared=shared)).agent
+    return p, r
+
+
+def _rollout(p, r, n=4):
+    from algos.rollout import rollout
+
+    group = EnvGroup([Problem("t/0", "What is 2+3?", "5")], n)
+    with torch.no_grad():
+        out = rollout(group, r, p, seed=3)
+    return [t["planner"] for t in out.trajectories], [t["reasoner"] for t in out.trajectories]
+
+
+def _base_state(base):
+    return {k: v.clone() for k, v in base.model.state_dict().items() if "lora_" not in k}
+
+
+def test_one_shared_base_two_adapters():
+    p, r = _pair()
+    assert p.lora.base is r.lora.base and p.backbone is r.model.get_decoder()
+    base = p.lora.base
+    n_base = sum(t.numel() for k, t in base.model.state_dict().items() if "lora_" not in k)
+    plain, _ = tiny_model("causal")
+    assert n_base == sum(t.numel() for t in plain.state_dict().values())  # one copy, not two
+    p_names = {n for n, _ in p.module.named_parameters()}
+    r_names = {n for n, _ in r.module.named_parameters()}
+    assert p_names and r_names and not p_names & r_names
+    assert all("lora_" in n or n.startswith("head") for n in p_names)
+    assert all("lora_" in n and "__reasoner__" in n for n in r_names)
+    assert {"head__weight", "head__bias"} <= p_names
+
+
+def test_training_changes_only_adapter_and_head_and_base_stays_bit_identical():
+    p, r = _pair()
+    base = p.lora.base
+    frozen = _base_state(base)
+    digest = base.digest
+    before = {role: {n: t.detach().clone() for n, t in a.module.named_parameters()} for role, a in
+              (("planner", p), ("reasoner", r))}
+    p_recs, r_recs = _rollout(p, r)
+    for agent, recs in ((p, p_recs), (r, r_recs)):
+        opt = torch.optim.AdamW([q for q in agent.module.parameters() if q.requires_grad], lr=1e-2)
+        for _ in range(2):
+            s = agent.score(recs)
+            adv = torch.linspace(-1, 1, s.logp.shape[0])[:, None]
+            loss = -(s.logp * s.mask * adv).sum()
+            opt.zero_grad(); loss.backward(); opt.step()
+    for role, agent in (("planner", p), ("reasoner", r)):
+        after = dict(agent.module.named_parameters())
+        assert any(not torch.equal(after[n], before[role][n]) for n in after), f"{role} adapter did not move"
+    after_base = _base_state(base)
+    assert after_base.keys() == frozen.keys()
+    assert all(torch.equal(after_base[k], frozen[k]) for k in frozen), "shared base weights changed"
+    assert base_digest(base.model) == digest
+
+
+def _perturb(module):
+    with torch.no_grad():
+        for q in module.parameters():
+            q.add_(torch.randn_like(q) * 0.5)
+
+
+def test_kl_reference_is_base_with_adapter_disabled():
+    p, r = _pair()
+    p_recs, r_recs = _rollout(p, r)
+    head0 = {k: v.clone() for k, v in p.head.state_dict().items()}
+    _perturb(p.module); _perturb(r.module)  # adapters (and the planner head) now differ from init
+    plain_lm, tok = tiny_model("causal")  # the same base, never wrapped by peft
+    from agents.planner import Planner
+    from agents.reasoner import Reasoner, ReasonerConfig
+
+    with torch.no_grad(), r.reference():
+        ref = r.score(r_recs).logp
+    want = Reasoner(plain_lm, tok, ReasonerConfig()).score(r_recs).logp.detach()
+    assert torch.allclose(ref, want, atol=1e-5)
+    with torch.no_grad():
+        assert not torch.allclose(r.score(r_recs).logp, want, atol=1e-3)  # the adapter is on outside reference()
+    plain_planner = Planner(plain_lm.get_decoder(), tok)
+    plain_planner.head.load_state_dict(head0)
+    with torch.no_grad(), p.reference():
+        ref_p = p.score(p_recs).logp
+    assert torch.allclose(ref_p, plain_planner.score(p_recs).logp.detach(), atol=1e-5)
+
+
+def _cfg(tmp_path, **over):
+    base = {"train.output_dir": str(tmp_path), "train.progress": False, "model.planner": "tiny",
+            "model.reasoner": "tiny", "model.planner_lora.enabled": True, "model.reasoner_lora.enabled": True,
+            "model.planner_lora.rank": 4, "model.reasoner_lora.rank": 4, "train.steps": 2, "env.max_steps": 3,
+            "train.planner_optim.lr": 1e-2, "train.reasoner_optim.lr": 1e-2, "train.grpo.kl_coef": 0.05, **SMALL}
+    base.update(over)
+    return resolve("tiny", base)
+
+
+def _flat(module):
+    return torch.cat([q.detach().flatten() for q in module.parameters()]).clone()
+
+
+def test_trainer_with_lora_checkpoints_megabytes_and_resumes_exactly(tmp_path):
+    straight = main(_cfg(tmp_path / "a", **{"train.steps": 4}))
+    main(_cfg(tmp_path / "b", **{"train.steps": 2}))
+    resumed = main(_cfg(tmp_path / "b", **{"train.steps": 4, "resume": str(tmp_path / "b")}))
+    for role in ("planner", "reasoner"):
+        assert torch.equal(_flat(straight["params"][role]), _flat(resumed["params"][role])), role
+    assert straight["history"][-1]["planner/reward"] == resumed["history"][-1]["planner/reward"]
+    ck = Path(straight["checkpoint"])
+    state = json.loads((ck / "state.json").read_text())
+    assert set(state["base"]) == {"planner", "reasoner"} and state["base"]["planner"]["spec"] == "tiny"
+    from safetensors.torch import load_file
+
+    names = set(load_file(str(ck / "model.reasoner.safetensors")))
+    assert names and all("lora_" in n for n in names)  # only the adapter, no base weights
+    names = set(load_file(str(ck / "model.planner.safetensors")))
+    assert all("lora_" in n or n.startswith("head") for n in names)
+
+
+def test_resume_refuses_a_different_base(tmp_path):
+    main(_cfg(tmp_path, **{"train.steps": 1}))
+    with pytest.raises(ValueError, match="trained on base 'tiny'"):
+        main(_cfg(tmp_path, **{"train.steps": 2, "train.seed": 5, "resume": str(tmp_path)}))
+
+
+def test_lora_config_errors():
+    with pytest.raises(ValueError, match="rank"):
+        LoraSpec(rank=0)
+    with pytest.raises(ValueError, match="cannot take a LoRA adapter"):
+        build_agent("toy", AgentContext("planner", lora=LORA))

@@ -1,4 +1,5 @@
-"""``rsim`` command line: ``rsim train [--preset demo|paper|tiny] [--set key=value ...] [--resume DIR]``.
+"""``rsim`` command line: ``rsim train [--preset demo|paper|tiny] [--set key=value ...] [--resume DIR]``,
+``rsim eval ...`` (:mod:`algos.evaluation`) and ``rsim export RUN_DIR --out DIR`` (:mod:`algos.export`).
 
 Multi-GPU / multi-process: ``accelerate launch [--num_processes N] -m algos.cli train ...`` runs the
 same code. ``main(cfg)`` is the programmatic entry (tests call it with a :class:`RunConfig`).
@@ -75,6 +76,7 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
     p = argparse.ArgumentParser(prog="rsim", description="rSIM: planner + reasoner LLMs, Stackelberg GRPO.")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("eval", add_help=False, help="evaluate planner modes (see `rsim eval --help`; algos/evaluation/)")
+    sub.add_parser("export", add_help=False, help="merged standalone models from a run (see `rsim export --help`)")
     t = sub.add_parser("train", help="train a learner (see --preset)", epilog=SPEC_EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("--preset", choices=sorted(PRESETS), help="start from a preset (demo: CPU minutes; paper: GPUs)")
@@ -113,6 +115,11 @@ def main(cfg: RunConfig | Sequence[str] | None = None) -> dict[str, Any] | None:
     Console (``rsim ...``, no argument): parses ``sys.argv`` and returns None (exit status 0).
     """
     console = cfg is None
+    if not isinstance(cfg, RunConfig) and (sys.argv[1:] if cfg is None else list(cfg))[:1] == ["export"]:
+        from .export import main as export  # `rsim export RUN_DIR --out DIR`: merged standalone models
+
+        out = export((sys.argv[1:] if cfg is None else list(cfg))[1:])
+        return None if console else out
     if not isinstance(cfg, RunConfig) and (sys.argv[1:] if cfg is None else list(cfg))[:1] == ["eval"]:
         from .evaluation import main as evaluate  # `rsim eval ...`: all of it lives in algos/evaluation/
 

@@ -94,11 +94,14 @@ class KVBatch:
         num_rows: Conversations in the batch (row ``i`` starts as conversation ``i``).
         pad_id: Token id used for holes (never attended to).
         kind / capacity: See :func:`make_cache`.
+        share_prefill: On the first feed, encode identical rows once and copy their KV to every
+            twin (the G copies of a GRPO group share their prompt's prefill).
     """
 
     def __init__(self, model: PreTrainedModel, num_rows: int, pad_id: int, kind: str = "prealloc",
-                 capacity: int = 512):
+                 capacity: int = 512, share_prefill: bool = True):
         self.model = model
+        self.share_prefill = share_prefill
         self.pad_id = pad_id
         self.device = next(model.parameters()).device
         self.cache = make_cache(model, kind, capacity)
@@ -108,6 +111,18 @@ class KVBatch:
         self.columns = 0
         output_embeddings = getattr(model, "get_output_embeddings", None)  # None on test fakes: treat as an LM
         self.is_lm = output_embeddings is None or output_embeddings() is not None
+
+    def _shared_first_feed(self, new_tokens: Sequence[Sequence[int]], unique: list[list[int]]) -> torch.Tensor:
+        """First feed with repeated rows: encode each distinct row once, then copy its KV to its twins."""
+        rows = self.rows
+        where = {tuple(u): i for i, u in enumerate(unique)}
+        source = torch.tensor([where[tuple(t)] for t in new_tokens], device=self.device)
+        self.rows, self.positions = list(range(len(unique))), self.positions[: len(unique)]
+        self._mask = self._mask[: len(unique)]
+        out = self.feed(unique)  # columns == 0 and all distinct: a plain batched prefill
+        self.rows, self.positions, self._mask = rows, self.positions[source], self._mask[source]
+        self.cache.batch_select_indices(source)
+        return out[source]
 
     def keep(self, conversations: Sequence[int]) -> None:
         """Drop every row whose conversation is not in ``conversations`` (they never come back)."""
@@ -144,6 +159,10 @@ class KVBatch:
             if toks:
                 ids[r, width - len(toks):] = torch.as_tensor(list(toks), dtype=torch.long)
                 real[r, width - len(toks):] = True
+        if self.columns == 0 and self.share_prefill:
+            unique = {tuple(t): None for t in new_tokens}
+            if len(unique) < n:  # identical first feeds (the G copies of one prompt): prefill once
+                return self._shared_first_feed(new_tokens, [list(u) for u in unique])
         ids, real = ids.to(self.device), real.to(self.device)
         # positions: real tokens continue the row's count; holes reuse a harmless in-range value
         offsets = (real.long().cumsum(1) - 1).clamp(min=0)

@@ -55,6 +55,8 @@ class PlannerConfig:
     use_cache: bool = True
     """Keep a KV cache across rounds in :meth:`Planner.act` (feed only new segments) instead of
     re-encoding every context; decisions are the same either way."""
+    share_prefill: bool = True
+    """With the cache: encode each distinct question header once and copy its KV to every copy."""
 
     def __post_init__(self):
         if not self.temperature > 0:
@@ -267,7 +269,8 @@ class Planner(torch.nn.Module):
         from .kv import KVBatch
 
         if self._kv is None:
-            self._kv = KVBatch(self.backbone, self.num_copies, self.pad_id, "prealloc", 512)
+            self._kv = KVBatch(self.backbone, self.num_copies, self.pad_id, "prealloc", 512,
+                               share_prefill=self.config.share_prefill)
         self._kv.keep(copy_ids)
         feeds = []
         for c in self._kv.rows:

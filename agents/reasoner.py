@@ -65,6 +65,9 @@ class ReasonerConfig:
     """Token cap of the single turn in no-planner mode (``env(planner=False)``, GRPO baseline)."""
     seed: int | None = None
     """Seed of the sampling generator (None: torch's global RNG)."""
+    share_prefill: bool = True
+    """Encode each distinct prompt once and copy its KV cache to every copy that shares it (the G
+    copies of a group); tokens are the same as with separate prefills."""
 
     def __post_init__(self):
         if self.max_answer_tokens < 1:
@@ -186,11 +189,11 @@ class Reasoner:
         with torch.inference_mode(), self._scope():
             if self._kv is None:
                 self._kv = KVBatch(self.model, self.num_copies, self.pad_id, self.config.cache,
-                                   self.config.cache_capacity)
+                                   self.config.cache_capacity, share_prefill=self.config.share_prefill)
             self._kv.keep(copy_ids)
             by_copy = dict(zip(copy_ids, observations))
             feeds = [self._start_turn(c, by_copy[c]) for c in self._kv.rows]
-            texts = self._decode_turn(feeds)
+            texts = self._decode_turn(*self._prefill_prompts(feeds))
         return [texts[c] for c in copy_ids]
 
     def records(self) -> list[dict[str, Any]]:
@@ -260,7 +263,16 @@ class Reasoner:
         tokens, token_lp = sample(lp, self.config.greedy, self.config.top_p, self.generator)
         return tokens.tolist(), token_lp.tolist()
 
-    def _decode_turn(self, feeds: list[list[int]]) -> dict[int, str]:
+    def _prefill_prompts(self, feeds: list[list[int]]) -> tuple[list[list[int]], torch.Tensor | None]:
+        """Round 0 with prefill sharing: feed the prompts alone first (KVBatch encodes each distinct
+        prompt once), leaving the per-copy injections; returns the rest and the prompts' logits."""
+        if self._kv.columns or not self.config.share_prefill:
+            return feeds, None
+        lens = [self._convs[c].prompt_len for c in self._kv.rows]
+        logits = self._kv.feed([f[:n] for f, n in zip(feeds, lens)])
+        return [f[n:] for f, n in zip(feeds, lens)], logits
+
+    def _decode_turn(self, feeds: list[list[int]], logits: torch.Tensor | None = None) -> dict[int, str]:
         kv, cfg = self._kv, self.config
         rows = list(kv.rows)
         convs = [self._convs[c] for c in rows]
@@ -268,7 +280,9 @@ class Reasoner:
         step_tokens: list[list[int]] = [[] for _ in rows]
         active = [True] * len(rows)
         caps = [cfg.max_answer_tokens if c.single_turn else cfg.max_step_tokens for c in convs]
-        logits = kv.feed(feeds)
+        if any(feeds):
+            fed = kv.feed(feeds)
+            logits = fed if logits is None else torch.where(torch.tensor([bool(f) for f in feeds], device=fed.device)[:, None], fed, logits)
         for count in range(1, max(caps) + 1):
             tokens, lps = self._pick(logits)
             for r, conv in enumerate(convs):

@@ -169,3 +169,20 @@ def test_cached_act_matches_reencoding_act():
     for a, b in zip(cached, plain):
         assert a["actions"] == b["actions"] and a["input_ids"] == b["input_ids"]
         assert a["logprobs"] == pytest.approx(b["logprobs"], abs=1e-5)
+
+
+def test_shared_header_prefill_matches_separate_prefills():
+    """Copies of one question share the header's prefill; decisions and log-probs are unchanged."""
+    def run(share):
+        planner = make_planner(share_prefill=share)
+        planner.reset(4)
+        plans: dict[int, list[int]] = {c: [] for c in range(4)}
+        for r in range(3):
+            acts = planner.act(list(range(4)), [obs(QUESTIONS[c // 2], STEPS[:r], plans[c]) for c in range(4)])
+            for c, a in enumerate(acts):
+                plans[c].append(a)
+        return planner.records()
+
+    for a, b in zip(run(True), run(False)):
+        assert a["actions"] == b["actions"] and a["input_ids"] == b["input_ids"]
+        assert a["logprobs"] == pytest.approx(b["logprobs"], abs=1e-5)

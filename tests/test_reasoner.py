@@ -56,7 +56,8 @@ class ScriptedLM(torch.nn.Module):
 def test_stop_at_delimiter_cap_and_leading_whitespace():
     scripts = ["First part.\n\nignored", "abcdefghijklmnopqrstuvwxyz", "\n\nLead.\n\n"]
     model = ScriptedLM(scripts)
-    r = Reasoner(model, model.tok, ReasonerConfig(max_step_tokens=16, greedy=True))
+    # the fake advances its script on every forward, so it needs round 0 in one forward (no prompt prefill)
+    r = Reasoner(model, model.tok, ReasonerConfig(max_step_tokens=16, greedy=True, share_prefill=False))
     r.reset(3)
     texts = r.act([0, 1, 2], [obs(q, 0, 1) for q in QUESTIONS])
     assert texts == ["First part.", "abcdefghijklmnop", "Lead."]
@@ -104,6 +105,26 @@ def test_cache_continuation_matches_reencoding_under_greedy(cache, stop):
         r.act(live, [obs(QUESTIONS[c], rnd, plans[c][rnd]) for c in live])
     for rec in r.records():
         reencode_greedy_check(model, rec)
+
+
+@pytest.mark.parametrize("cache", ["prealloc", "dynamic"])
+def test_prefix_sharing_gives_the_same_tokens_as_separate_prefills(cache):
+    """G copies of two questions: one prefill per distinct prompt, KV copied to the twins."""
+    model, tok = tiny_model(seed=5)
+    questions = [QUESTIONS[0]] * 3 + [QUESTIONS[1]] * 3
+    plans = [[1, 3, 8], [0, 8], [5, 6, 7], [2, 2, 8], [1, 4, 8], [3, 8]]
+    out = {}
+    for share in (True, False):
+        r = Reasoner(model, tok, ReasonerConfig(max_step_tokens=6, greedy=True, cache=cache, share_prefill=share))
+        r.reset(6)
+        for rnd in range(3):
+            live = [c for c in range(6) if rnd < len(plans[c])]
+            r.act(live, [obs(questions[c], rnd, plans[c][rnd]) for c in live])
+        out[share] = r.records()
+    assert [x["input_ids"] for x in out[True]] == [x["input_ids"] for x in out[False]]
+    for a, b in zip(out[True], out[False]):
+        assert a["gen_mask"] == b["gen_mask"]
+        assert a["logprobs"] == pytest.approx(b["logprobs"], abs=1e-4)
 
 
 def test_masks_cover_exactly_the_generated_tokens_and_logprobs_recompute():

@@ -211,7 +211,7 @@ def run_rollouts(cfg: BenchConfig, model, tok, results: dict) -> None:
     backbone = model.get_decoder()  # the planner reads the same weights (as with LoRA on one base)
     ids = {}
     for share, key in ((True, "d_rollout_shared_prefill"), (False, "d_rollout_separate_prefill")):
-        full, seconds, peak = timed(lambda: run_full_rollout(cfg, model, tok, backbone, share))
+        full, seconds, peak = timed(lambda share=share: run_full_rollout(cfg, model, tok, backbone, share))
         ids[share] = full.pop("_ids")
         results[key] = {**full, "seconds": seconds, "tokens_per_s": full["tokens"] / seconds, "peak_rss_mib": peak}
         print(f"[bench] {key}: {full['tokens']} tokens in {seconds:.1f} s", flush=True)
@@ -229,7 +229,7 @@ def run_variants(cfg: BenchConfig, model, tok, results: dict) -> None:
         variant = frozen_variant(model, name)
         run_cached(variant, tok, BenchConfig(**{**asdict(cfg), "rounds": 1}))  # warm-up (compile builds here)
         kept: list = []
-        _, seconds, peak = timed(lambda: run_cached(variant, tok, cfg, keep=kept))
+        _, seconds, peak = timed(lambda v=variant, k=kept: run_cached(v, tok, cfg, keep=k))
         tokens = sum(sum(r["gen_mask"]) for r in kept)
         first = [dict(r, gen_mask=r["gen_mask"][: len(ref["gen_mask"])], input_ids=r["input_ids"][: len(ref["input_ids"])])
                  for r, ref in zip(kept, reference)]

@@ -57,7 +57,9 @@ def test_stop_at_delimiter_cap_and_leading_whitespace():
     scripts = ["First part.\n\nignored", "abcdefghijklmnopqrstuvwxyz", "\n\nLead.\n\n"]
     model = ScriptedLM(scripts)
     # the fake advances its script on every forward, so it needs round 0 in one forward (no prompt prefill)
-    r = Reasoner(model, model.tok, ReasonerConfig(max_step_tokens=16, greedy=True, share_prefill=False))
+    # (and maps batch rows to scripts, so no row compaction either: the dynamic cache never compacts)
+    r = Reasoner(model, model.tok, ReasonerConfig(max_step_tokens=16, greedy=True, share_prefill=False,
+                                                  cache="dynamic"))
     r.reset(3)
     texts = r.act([0, 1, 2], [obs(q, 0, 1) for q in QUESTIONS])
     assert texts == ["First part.", "abcdefghijklmnop", "Lead."]
@@ -204,3 +206,28 @@ def test_misuse_raises():
     r.act([0], [obs("q", 0, 2)])  # copy 1 did not appear: it is finished for good
     with pytest.raises(ValueError, match="dropped"):
         r.act([0, 1], [obs("q", 1, 2), obs("q", 1, 2)])
+
+
+@pytest.mark.parametrize("kind", ["prealloc", "dynamic"])
+def test_rows_fed_nothing_leave_the_forward_and_logits_stay_exact(kind):
+    """Finished rows are skipped (prealloc: live rows swapped to the front); every live row's logits
+    equal a from-scratch forward over its own tokens, through swaps, drops and cache growth."""
+    from agents.kv import KVBatch
+
+    model, _ = tiny_model(seed=7)
+    gen = torch.Generator().manual_seed(0)
+    seqs = [[5, 9, 11], [7, 7, 7, 7, 1], [3], [8, 2]]
+    kv = KVBatch(model, 4, pad_id=0, kind=kind, capacity=4, share_prefill=False)
+    with torch.no_grad():
+        out = kv.feed(seqs)
+        for step in range(12):
+            if step == 6:
+                kv.keep([0, 2, 3])  # conversation 1 ends
+                seqs = [seqs[0], seqs[2], seqs[3]]
+            live = [r for r in range(len(seqs)) if torch.rand(1, generator=gen).item() < 0.6] or [0]
+            new = [[int(torch.randint(1, 250, (1,), generator=gen))] if r in live else [] for r in range(len(seqs))]
+            out = kv.feed(new)
+            for r in live:
+                seqs[r] = seqs[r] + new[r]
+                want = model(input_ids=torch.tensor([seqs[r]])).logits[0, -1]
+                assert torch.allclose(out[r], want, atol=1e-4), (step, r)

@@ -168,7 +168,14 @@ def run_trl(cfg: Config, lora: bool) -> dict:
         def on_step_end(self, *a, **k):
             self.times.append(time.perf_counter() - self.t0)
 
-    path = resolve(cfg.model)
+    if cfg.model == "tiny":  # smoke runs: the random-init tiny model, written where from_pretrained finds it
+        from agents.loading import tiny_model
+
+        m, t = tiny_model("causal", seed=cfg.seed)
+        path = tempfile.mkdtemp(prefix="rsim-tiny-")
+        m.save_pretrained(path); t.save_pretrained(path)
+    else:
+        path = resolve(cfg.model)
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     args = TRLConfig(output_dir=f"{cfg.output_dir}/trl_{'lora' if lora else 'full'}",

@@ -38,10 +38,11 @@ class Policy(Protocol):
         """Return one action per observation, in order."""
         ...
 
-    def records(self) -> list[dict[str, Any]]:
-        """Per-copy training record gathered since :meth:`reset` (``[]`` entries for scripted agents).
+    def records(self) -> list[Any]:
+        """Per-copy record gathered since :meth:`reset`: a dataclass of the agent's own (e.g.
+        :class:`agents.reasoner.ReasonerRecord`), or ``None`` for agents with nothing to learn from.
 
-        LLM agents put here what a learner needs (token ids, generated-token masks, log-probs).
+        Trainable agents put here what their ``score`` needs (token ids, generated-token masks, log-probs).
         """
         ...
 

@@ -35,7 +35,7 @@ from rsim_env.strategies import NUM_STRATEGIES
 from .base import Scored
 from .sampling import right_pad
 
-__all__ = ["PlannerConfig", "Planner"]
+__all__ = ["PlannerConfig", "PlannerRecord", "Planner"]
 
 _FORMAT = 1
 
@@ -61,6 +61,24 @@ class PlannerConfig:
     def __post_init__(self):
         if not self.temperature > 0:
             raise ValueError(f"temperature must be > 0 (use greedy=True for argmax), got {self.temperature}")
+
+
+@dataclass(frozen=True)
+class PlannerRecord:
+    """One copy's decisions: everything a learner needs to rescore them in one forward."""
+
+    input_ids: list[int]
+    """Header + finished segments (the longest context)."""
+    positions: list[int]
+    """Last context token of each decision."""
+    actions: list[int]
+    """Chosen strategy per decision."""
+    logprobs: list[float]
+    """Log-prob of each choice at sampling time."""
+    action_masks: list[list[int]]
+    """Legal strategies at each decision."""
+    temperature: float
+    """Softmax temperature of the recorded log-probs."""
 
 
 @dataclass
@@ -170,21 +188,21 @@ class Planner(torch.nn.Module):
         logits = (logits / self.config.temperature).masked_fill(masks == 0, float("-inf"))
         return torch.log_softmax(logits, dim=-1)
 
-    def trajectory_logprobs(self, records: Sequence[dict[str, Any]]) -> tuple[torch.Tensor, torch.Tensor]:
+    def trajectory_logprobs(self, records: Sequence[PlannerRecord]) -> tuple[torch.Tensor, torch.Tensor]:
         """Log-probs of the recorded actions of whole trajectories, one forward (gradients flow).
 
         Returns:
             ``(logp, valid)``: ``[rows, max_decisions]`` log-probs and a 0/1 float mask of real decisions.
         """
-        logits = self.strategy_logits([r["input_ids"] for r in records], [r["positions"] for r in records])
+        logits = self.strategy_logits([r.input_ids for r in records], [r.positions for r in records])
         n, t_max, k = logits.shape
         masks = torch.ones(n, t_max, k, dtype=torch.int8, device=logits.device)
         actions = torch.zeros(n, t_max, dtype=torch.long, device=logits.device)
         valid = torch.zeros(n, t_max, device=logits.device)
         for r, rec in enumerate(records):
-            t = len(rec["actions"])
-            masks[r, :t] = torch.as_tensor(np.asarray(rec["action_masks"], dtype=np.int8), device=logits.device)
-            actions[r, :t] = torch.as_tensor(rec["actions"], device=logits.device)
+            t = len(rec.actions)
+            masks[r, :t] = torch.as_tensor(np.asarray(rec.action_masks, dtype=np.int8), device=logits.device)
+            actions[r, :t] = torch.as_tensor(rec.actions, device=logits.device)
             valid[r, :t] = 1
         logp = self._logprobs(logits, masks).gather(-1, actions[..., None]).squeeze(-1)
         return torch.where(valid.bool(), logp, torch.zeros_like(logp)), valid
@@ -197,15 +215,15 @@ class Planner(torch.nn.Module):
         only the adapter + head (:class:`agents.lora.Trained`)."""
         return self if self.lora is None else self._trained
 
-    def score(self, records: Sequence[dict[str, Any]]) -> Scored:
+    def score(self, records: Sequence[PlannerRecord]) -> Scored:
         """:meth:`trajectory_logprobs` as :class:`agents.base.Scored` (one advantage per decision)."""
         logp, valid = self.trajectory_logprobs(records)
         return Scored(logp, valid, None)
 
-    def token_usage(self, record: dict[str, Any]) -> dict[str, int]:
+    def token_usage(self, record: PlannerRecord) -> dict[str, int]:
         """Tokens one episode cost: ``planner_context`` (longest context) and ``planner_read`` (tokens
         encoded: the longest context with the KV cache, else the sum of every decision's context)."""
-        contexts = [p + 1 for p in record["positions"]]
+        contexts = [p + 1 for p in record.positions]
         longest = max(contexts, default=0)
         return {"planner_context": longest, "planner_read": longest if self.config.use_cache else sum(contexts)}
 
@@ -282,13 +300,11 @@ class Planner(torch.nn.Module):
         order = {c: r for r, c in enumerate(self._kv.rows)}
         return self.head(hidden[[order[c] for c in copy_ids]])
 
-    def records(self) -> list[dict[str, Any]]:
-        """Per copy: ``input_ids`` (header + finished segments), ``positions`` (last context token of
-        each decision), ``actions``, ``logprobs`` (at sampling time), ``action_masks``, ``temperature``.
-        Feed them to :meth:`trajectory_logprobs` to recompute with gradients."""
-        return [dict(input_ids=list(t.ids), positions=list(t.positions), actions=list(t.actions),
-                     logprobs=list(t.logprobs), action_masks=[list(m) for m in t.action_masks],
-                     temperature=self.config.temperature) for t in self._trajs]
+    def records(self) -> list[PlannerRecord]:
+        """Per copy: the decisions of this rollout (rescore them with :meth:`score`)."""
+        return [PlannerRecord(input_ids=list(t.ids), positions=list(t.positions), actions=list(t.actions),
+                              logprobs=list(t.logprobs), action_masks=[list(m) for m in t.action_masks],
+                              temperature=self.config.temperature) for t in self._trajs]
 
     # ------------------------------------------------------------------------------ persistence
 

@@ -38,7 +38,7 @@ from .kv import KVBatch
 from .base import Scored
 from .sampling import generated_logprobs, masked_logprobs, sample
 
-__all__ = ["ReasonerConfig", "Reasoner"]
+__all__ = ["ReasonerConfig", "ReasonerRecord", "Reasoner"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,28 @@ class ReasonerConfig:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
         if self.cache not in ("prealloc", "dynamic"):
             raise ValueError(f"cache must be 'prealloc' or 'dynamic', got {self.cache!r}")
+
+
+@dataclass(frozen=True)
+class ReasonerRecord:
+    """One copy's episode as the reasoner saw it: everything a learner needs to rescore it."""
+
+    input_ids: list[int]
+    """Prompt + injections + generated tokens, in order."""
+    gen_mask: list[int]
+    """1 on tokens the model generated, 0 on prompt / injected / delimiter tokens."""
+    logprobs: list[float]
+    """Log-probs of the generated tokens at sampling time (0 elsewhere)."""
+    prompt_len: int
+    """Tokens of the chat-template prompt."""
+    step_spans: list[tuple[int, int]]
+    """``[start, end)`` of each step's generated tokens."""
+    temperature: float
+    """Temperature of ``logprobs`` (the log-prob convention of :mod:`agents.sampling`)."""
+    suppressed_ids: list[int]
+    """Vocabulary ids removed from the distribution (same convention)."""
+    pad_id: int
+    """Padding id for batching."""
 
 
 @dataclass
@@ -196,17 +218,12 @@ class Reasoner:
             texts = self._decode_turn(*self._prefill_prompts(feeds))
         return [texts[c] for c in copy_ids]
 
-    def records(self) -> list[dict[str, Any]]:
-        """Per copy: everything a learner needs to recompute and weight the log-probs.
-
-        Keys: ``input_ids`` (prompt + injections + generated tokens, in order), ``gen_mask`` (1 on
-        tokens the model generated), ``logprobs`` (their log-probs at sampling time, 0 elsewhere),
-        ``prompt_len``, ``step_spans`` (``[start, end)`` of each step's generated tokens),
-        ``temperature`` and ``suppressed_ids`` (the log-prob convention), ``pad_id``.
-        """
-        return [dict(input_ids=list(c.ids), gen_mask=list(c.gen_mask), logprobs=list(c.logprobs),
-                     prompt_len=c.prompt_len, step_spans=list(c.step_spans), temperature=self.record_temperature,
-                     suppressed_ids=list(self.suppressed_ids), pad_id=self.pad_id) for c in self._convs]
+    def records(self) -> list[ReasonerRecord]:
+        """Per copy: everything a learner needs to recompute and weight the log-probs."""
+        return [ReasonerRecord(input_ids=list(c.ids), gen_mask=list(c.gen_mask), logprobs=list(c.logprobs),
+                               prompt_len=c.prompt_len, step_spans=list(c.step_spans),
+                               temperature=self.record_temperature, suppressed_ids=list(self.suppressed_ids),
+                               pad_id=self.pad_id) for c in self._convs]
 
     # ------------------------------------------------------------------------------ learner API
 
@@ -216,7 +233,7 @@ class Reasoner:
         LoRA only its adapter (:class:`agents.lora.Trained`)."""
         return self.model if self.lora is None else self._trained
 
-    def score(self, records: Sequence[dict[str, Any]]) -> Scored:
+    def score(self, records: Sequence[ReasonerRecord]) -> Scored:
         """Log-probs of the generated tokens of ``records`` with gradients, in one forward over the batch.
 
         Non-zero only where ``gen_mask`` is 1; uses each record's own sampling convention
@@ -225,19 +242,19 @@ class Reasoner:
         first = records[0]
         with self._scope():
             logp, mask, entropy = generated_logprobs(
-                self.model, [r["input_ids"] for r in records], [r["gen_mask"] for r in records],
-                float(first["temperature"]), first.get("suppressed_ids") or (), int(first.get("pad_id", self.pad_id)))
+                self.model, [r.input_ids for r in records], [r.gen_mask for r in records],
+                float(first.temperature), first.suppressed_ids, first.pad_id)
         return Scored(logp, mask, entropy)
 
-    def num_generated(self, record: dict[str, Any]) -> int:
+    def num_generated(self, record: ReasonerRecord) -> int:
         """Tokens this reasoner generated in one copy's episode."""
-        return int(sum(record["gen_mask"]))
+        return int(sum(record.gen_mask))
 
-    def token_usage(self, record: dict[str, Any]) -> dict[str, int]:
+    def token_usage(self, record: ReasonerRecord) -> dict[str, int]:
         """Tokens one episode cost: ``reasoner_written`` (generated) and ``reasoner_read`` (fed but not
         written: prompt, injected strategy prompts, delimiters; each encoded once thanks to the KV cache)."""
         written = self.num_generated(record)
-        return {"reasoner_written": written, "reasoner_read": len(record["input_ids"]) - written}
+        return {"reasoner_written": written, "reasoner_read": len(record.input_ids) - written}
 
     # ------------------------------------------------------------------------------ internals
 

@@ -35,7 +35,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from .runs import RunCheckpoint, find_checkpoint, weights_file
 
-__all__ = ["AgentContext", "Built", "Builder", "build_agent", "NAMES", "PREFIXES", "SPEC_HELP", "lazy"]
+__all__ = ["AgentContext", "Built", "Builder", "build_agent", "NAMES", "PREFIXES", "spec_help", "lazy"]
 
 ROLES = ("planner", "reasoner")
 
@@ -173,7 +173,7 @@ def _template(rest: str, ctx: AgentContext) -> Built:
     from .scripted import TemplateReasoner
 
     if ctx.role != "reasoner":
-        raise ValueError("spec 'template' is a scripted reasoner; a planner needs another spec (see SPEC_HELP).")
+        raise ValueError("spec 'template' is a scripted reasoner; a planner needs another spec (see `rsim train --help`).")
     try:
         p = float(rest) if rest else 1.0
     except ValueError as e:
@@ -252,9 +252,14 @@ NAMES: dict[str, Builder] = {"tiny": _tiny, "toy": _toy, "template": _template}
 PREFIXES: dict[str, Builder] = {"template": _template, "untrained": _untrained}
 """Specs ``PREFIX:REST``; add a line here (with :func:`lazy`) for a new kind of agent."""
 
-SPEC_HELP = ("default | HUB_ID | MODEL_DIR | SAVED_PLANNER_DIR | RUN_OR_CHECKPOINT_DIR | tiny | toy | "
-             "template[:p] (reasoner) | untrained:SPEC | package.module:factory")
-"""One-line summary of the grammar, for ``--help``."""
+_CORE_HELP = ("default | HUB_ID | MODEL_DIR | SAVED_PLANNER_DIR | RUN_OR_CHECKPOINT_DIR | tiny | toy | "
+              "template[:p] (reasoner) | untrained:SPEC")
+
+
+def spec_help() -> str:
+    """One-line summary of the grammar (including every added :data:`PREFIXES` kind), for ``--help``."""
+    added = [f"{p}:..." for p in PREFIXES if p not in ("template", "untrained")]
+    return " | ".join([_CORE_HELP, *added, "package.module:factory"])
 
 
 _NO_LORA = ("toy", "template")
@@ -263,7 +268,7 @@ _NO_LORA = ("toy", "template")
 def build_agent(spec: str, ctx: AgentContext) -> Built:
     """Build the agent named by ``spec`` for ``ctx.role`` (see module docstring)."""
     if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"{ctx.role} spec must be a non-empty string ({SPEC_HELP}), got {spec!r}.")
+        raise ValueError(f"{ctx.role} spec must be a non-empty string ({spec_help()}), got {spec!r}.")
     spec = spec.strip()
     if _lora_on(ctx) and spec.partition(":")[0] in _NO_LORA:
         raise ValueError(f"{ctx.role} spec {spec!r} is not a transformer model, so it cannot take a LoRA adapter; "

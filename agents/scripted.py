@@ -13,11 +13,19 @@ All implement :class:`agents.base.Policy`.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from rsim_env.strategies import NUM_STRATEGIES, TERMINATION, example
+
+@dataclass
+class PlanRecord:
+    """A scripted planner's choices in one copy."""
+
+    actions: list[int] = field(default_factory=list)
+
 
 class RandomPlanner:
     """Uniformly random legal strategy; ``p_terminate`` overrides the termination probability."""
@@ -31,7 +39,7 @@ class RandomPlanner:
         self.p_terminate = p_terminate
 
     def reset(self, num_copies: int) -> None:
-        self._records: list[dict[str, Any]] = [{"actions": []} for _ in range(num_copies)]
+        self._records: list[PlanRecord] = [PlanRecord() for _ in range(num_copies)]
 
     def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[int]:
         out = []
@@ -49,9 +57,9 @@ class RandomPlanner:
 
     def _record(self, c: int, a: int) -> None:
         if hasattr(self, "_records") and c < len(self._records):
-            self._records[c]["actions"].append(a)
+            self._records[c].actions.append(a)
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[PlanRecord]:
         return list(getattr(self, "_records", []))
 
 
@@ -116,5 +124,6 @@ class TemplateReasoner:
             out.append(example(s, self._answer(obs["question"])) if s == TERMINATION else example(s))
         return out
 
-    def records(self) -> list[dict[str, Any]]:
-        return [{} for _ in range(getattr(self, "_n", 0))]
+    def records(self) -> list[None]:
+        """Nothing to learn from: one ``None`` per copy."""
+        return [None for _ in range(getattr(self, "_n", 0))]

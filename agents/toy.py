@@ -12,6 +12,7 @@ that Stackelberg GRPO learns. They are not language models.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import torch
@@ -26,6 +27,23 @@ VOCAB = (
     "then", "the", "answer", "is", *[f"\\boxed{{{d}}}" for d in range(10)],
 )
 """TinyReasoner's words: a few strategy keywords (so R_follow is learnable) and boxed digits."""
+
+
+@dataclass
+class ToyPlannerRecord:
+    """One copy's decisions: the features each was made from, and the choice."""
+
+    rounds: list[int] = field(default_factory=list)
+    prev: list[int] = field(default_factory=list)
+    actions: list[int] = field(default_factory=list)
+
+
+@dataclass
+class ToyReasonerRecord:
+    """One copy's steps: the planned strategy and the word ids written for each."""
+
+    strategies: list[int] = field(default_factory=list)
+    tokens: list[list[int]] = field(default_factory=list)
 
 
 class _Sampler:
@@ -53,7 +71,7 @@ class TinyPlanner(_Sampler):
         self.module = nn.Sequential(
             nn.Linear(max_rounds + NUM_STRATEGIES + 1, hidden), nn.Tanh(), nn.Linear(hidden, NUM_STRATEGIES)
         ).to(self.device)
-        self._records: list[dict[str, Any]] = []
+        self._records: list[Any] = []
 
     def _features(self, rounds: Sequence[int], prev: Sequence[int]) -> torch.Tensor:
         x = torch.zeros(len(rounds), self.max_rounds + NUM_STRATEGIES + 1, device=self.device)
@@ -63,7 +81,7 @@ class TinyPlanner(_Sampler):
         return x
 
     def reset(self, num_copies: int) -> None:
-        self._records = [{"rounds": [], "prev": [], "actions": []} for _ in range(num_copies)]
+        self._records = [ToyPlannerRecord() for _ in range(num_copies)]
 
     @torch.no_grad()
     def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[int]:
@@ -74,22 +92,22 @@ class TinyPlanner(_Sampler):
         actions = self._choose(logits.masked_fill(~masks, float("-inf"))).tolist()
         for c, r, p, a in zip(copy_ids, rounds, prev, actions):
             rec = self._records[c]
-            rec["rounds"].append(r); rec["prev"].append(p); rec["actions"].append(a)
+            rec.rounds.append(r); rec.prev.append(p); rec.actions.append(a)
         return actions
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[ToyPlannerRecord]:
         return self._records
 
-    def score(self, records: Sequence[dict[str, Any]]):
-        T = max(1, max(len(r["actions"]) for r in records))
-        rounds = [r["rounds"][t] if t < len(r["rounds"]) else 0 for r in records for t in range(T)]
-        prev = [r["prev"][t] if t < len(r["prev"]) else NUM_STRATEGIES for r in records for t in range(T)]
-        acts = torch.tensor([r["actions"][t] if t < len(r["actions"]) else 0 for r in records for t in range(T)],
+    def score(self, records: Sequence[ToyPlannerRecord]) -> Scored:
+        T = max(1, max(len(r.actions) for r in records))
+        rounds = [r.rounds[t] if t < len(r.rounds) else 0 for r in records for t in range(T)]
+        prev = [r.prev[t] if t < len(r.prev) else NUM_STRATEGIES for r in records for t in range(T)]
+        acts = torch.tensor([r.actions[t] if t < len(r.actions) else 0 for r in records for t in range(T)],
                             device=self.device)
         logp_all = torch.log_softmax(self.module(self._features(rounds, prev)).float(), -1)
         logp = logp_all.gather(-1, acts[:, None]).view(len(records), T)
         entropy = -(logp_all.exp() * logp_all).sum(-1).view(len(records), T)
-        mask = torch.tensor([[1.0 if t < len(r["actions"]) else 0.0 for t in range(T)] for r in records],
+        mask = torch.tensor([[1.0 if t < len(r.actions) else 0.0 for t in range(T)] for r in records],
                             device=self.device)
         return Scored(logp, mask, entropy)
 
@@ -106,7 +124,7 @@ class TinyReasoner(_Sampler):
         self.module = nn.Sequential(
             nn.Linear(NUM_STRATEGIES + step_tokens, hidden), nn.Tanh(), nn.Linear(hidden, len(VOCAB))
         ).to(self.device)
-        self._records: list[dict[str, Any]] = []
+        self._records: list[Any] = []
 
     def _features(self, strategies: Sequence[int]) -> torch.Tensor:
         n, k = len(strategies), self.step_tokens
@@ -117,37 +135,37 @@ class TinyReasoner(_Sampler):
         return x
 
     def reset(self, num_copies: int) -> None:
-        self._records = [{"strategies": [], "tokens": []} for _ in range(num_copies)]
+        self._records = [ToyReasonerRecord() for _ in range(num_copies)]
 
     @torch.no_grad()
     def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[str]:
         strategies = [int(o["strategy"]) for o in observations]
         tokens = self._choose(self.module(self._features(strategies))).tolist()
         for c, s, t in zip(copy_ids, strategies, tokens):
-            self._records[c]["strategies"].append(s)
-            self._records[c]["tokens"].append(t)
+            self._records[c].strategies.append(s)
+            self._records[c].tokens.append(t)
         return [" ".join(VOCAB[i] for i in t) for t in tokens]
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[ToyReasonerRecord]:
         return self._records
 
-    def num_generated(self, record: dict[str, Any]) -> int:
+    def num_generated(self, record: ToyReasonerRecord) -> int:
         """Tokens this agent generated in one copy's episode."""
-        return len(record["tokens"]) * self.step_tokens
+        return len(record.tokens) * self.step_tokens
 
-    def token_usage(self, record: dict[str, Any]) -> dict[str, int]:
+    def token_usage(self, record: ToyReasonerRecord) -> dict[str, int]:
         """Words written (it reads no prompt)."""
-        return {"reasoner_written": sum(len(t) for t in record["tokens"])}
+        return {"reasoner_written": sum(len(t) for t in record.tokens)}
 
-    def score(self, records: Sequence[dict[str, Any]]):
+    def score(self, records: Sequence[ToyReasonerRecord]) -> Scored:
         k = self.step_tokens
-        S = max(1, max(len(r["tokens"]) for r in records))
-        strategies = [r["strategies"][s] if s < len(r["strategies"]) else 0 for r in records for s in range(S)]
-        toks = torch.tensor([r["tokens"][s] if s < len(r["tokens"]) else [0] * k for r in records for s in range(S)],
+        S = max(1, max(len(r.tokens) for r in records))
+        strategies = [r.strategies[s] if s < len(r.strategies) else 0 for r in records for s in range(S)]
+        toks = torch.tensor([r.tokens[s] if s < len(r.tokens) else [0] * k for r in records for s in range(S)],
                             device=self.device)
         logp_all = torch.log_softmax(self.module(self._features(strategies)).float(), -1)
         logp = logp_all.gather(-1, toks[..., None]).squeeze(-1).view(len(records), S * k)
         entropy = -(logp_all.exp() * logp_all).sum(-1).view(len(records), S * k)
-        mask = torch.tensor([[1.0 if s < len(r["tokens"]) else 0.0 for s in range(S) for _ in range(k)]
+        mask = torch.tensor([[1.0 if s < len(r.tokens) else 0.0 for s in range(S) for _ in range(k)]
                              for r in records], device=self.device)
         return Scored(logp, mask, entropy)

@@ -13,8 +13,8 @@ import sys
 import time
 from typing import Any, Sequence
 
-from agents.registry import SPEC_HELP as AGENT_SPECS
-from rsim_env.data import SPEC_HELP as DATA_SPECS
+from agents.registry import spec_help as agent_specs
+from rsim_env.data import spec_help
 
 from .config import PRESETS, RunConfig, resolve
 from .learners import LEARNERS, build_learner
@@ -67,9 +67,9 @@ def train(cfg: RunConfig) -> dict[str, Any]:
 
 
 SPEC_EPILOG = f"""agent specs (model.planner / model.reasoner; the same as rsim eval --planner / --reasoner):
-  {AGENT_SPECS}
+  {agent_specs()}
 data specs (data.source; the same as rsim eval --source):
-  {DATA_SPECS}"""
+  {spec_help()}"""
 
 
 def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:

@@ -57,7 +57,7 @@ class DataConfig:
     """Training problems (one spec, as for ``rsim eval --source``; see ``rsim_env.data``)."""
 
     source: str = "default"
-    """"default", "rg:TASK[+TASK][?k=v]", "tiny", a hub set (gsm8k, math, math500, aime2024, mmlu_pro, theoremqa), a file."""
+    """"default", "rg:TASK[+TASK][?k=v]", "tiny", a hub set by name (see --help), or a local file."""
     size: int = 256
     """Problems to load (procedural sources generate this many; others are cut to it)."""
     seed: int = 0

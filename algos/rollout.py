@@ -13,8 +13,8 @@ Each trajectory (one per copy) is a dict::
     problem_index   problem of that group the copy played
     rewards         {"planner": float, "reasoner": float}
     info            the env's final info (reward components, correct, strategies, detected, ...)
-    planner         planner.records()[copy_id]   (ids, positions, actions, logprobs, action_masks)
-    reasoner        reasoner.records()[copy_id]  (input_ids, gen_mask, logprobs, step_spans, ...)
+    planner         planner.records()[copy_id]   (e.g. agents.planner.PlannerRecord; None without a planner)
+    reasoner        reasoner.records()[copy_id]  (e.g. agents.reasoner.ReasonerRecord)
 """
 
 from __future__ import annotations
@@ -113,6 +113,6 @@ def _collect(groups: list[EnvGroup], offsets: list[int], policies: dict[str, Pol
             out.append({
                 "copy_id": cid, "group": gi, "copy": res["copy_id"], "problem_index": res["problem_index"],
                 "rewards": res["rewards"], "info": res["info"],
-                **{role: (recs[cid] if cid < len(recs) else {}) for role, recs in records.items()},
+                **{role: (recs[cid] if cid < len(recs) else None) for role, recs in records.items()},
             })
     return out

@@ -26,6 +26,7 @@ and the share of greedy tokens identical to fp32 (a measured tolerance, not a cl
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import resource
 import threading
@@ -37,6 +38,7 @@ import psutil
 import torch
 
 from agents.loading import load_causal_lm, tiny_model
+from rsim_env.strategies import STRATEGIES, TERMINATION
 from agents.planner import Planner, PlannerConfig
 from agents.reasoner import Reasoner, ReasonerConfig
 from algos.rollout import rollout
@@ -106,7 +108,10 @@ class PeakRSS:
 
 
 def plans(cfg: BenchConfig) -> list[list[int]]:
-    return [[(c + t) % 8 if t < cfg.rounds - 1 else 8 for t in range(cfg.rounds)] for c in range(cfg.batch)]
+    """Per copy: a cycle through the non-terminating strategies, then termination at the last round."""
+    others = [s.index for s in STRATEGIES if s.index != TERMINATION]
+    return [[others[(c + t) % len(others)] if t < cfg.rounds - 1 else TERMINATION for t in range(cfg.rounds)]
+            for c in range(cfg.batch)]
 
 
 def run_cached(model, tok, cfg: BenchConfig, keep: list | None = None) -> int:
@@ -120,7 +125,7 @@ def run_cached(model, tok, cfg: BenchConfig, keep: list | None = None) -> int:
         reasoner.act(list(range(cfg.batch)), obs)
     if keep is not None:
         keep.extend(reasoner.records())
-    return sum(sum(r["gen_mask"]) for r in reasoner.records())
+    return sum(sum(r.gen_mask) for r in reasoner.records())
 
 
 def frozen_variant(model, name: str):
@@ -142,8 +147,8 @@ def same_token_share(a: list, b: list) -> float:
     """Share of generated positions where two greedy runs wrote the same token (up to the first split, then 0)."""
     same = total = 0
     for ra, rb in zip(a, b):
-        ga = [t for t, m in zip(ra["input_ids"], ra["gen_mask"]) if m]
-        gb = [t for t, m in zip(rb["input_ids"], rb["gen_mask"]) if m]
+        ga = [t for t, m in zip(ra.input_ids, ra.gen_mask) if m]
+        gb = [t for t, m in zip(rb.input_ids, rb.gen_mask) if m]
         total += len(ga)
         for x, y in zip(ga, gb):
             if x != y:
@@ -192,10 +197,10 @@ def run_full_rollout(cfg: BenchConfig, model, tok, backbone, share: bool) -> dic
     groups = max(1, cfg.batch // 4)
     copies = [EnvGroup([problems[i]], cfg.batch // groups, max_steps=cfg.rounds) for i in range(groups)]
     out = rollout(copies, reasoner, planner, seed=0)
-    tokens = sum(sum(tr["reasoner"]["gen_mask"]) for tr in out.trajectories)
+    tokens = sum(sum(tr["reasoner"].gen_mask) for tr in out.trajectories)
     return {"tokens": tokens, "rounds": out.stats["rounds"], "planner_s": out.stats["seconds"]["planner"],
             "reasoner_s": out.stats["seconds"]["reasoner"], "groups": groups, "group_size": cfg.batch // groups,
-            "_ids": [tr["reasoner"]["input_ids"] for tr in out.trajectories]}
+            "_ids": [tr["reasoner"].input_ids for tr in out.trajectories]}
 
 
 def timed(fn) -> tuple[dict, float, float]:
@@ -230,8 +235,8 @@ def run_variants(cfg: BenchConfig, model, tok, results: dict) -> None:
         run_cached(variant, tok, BenchConfig(**{**asdict(cfg), "rounds": 1}))  # warm-up (compile builds here)
         kept: list = []
         _, seconds, peak = timed(lambda v=variant, k=kept: run_cached(v, tok, cfg, keep=k))
-        tokens = sum(sum(r["gen_mask"]) for r in kept)
-        first = [dict(r, gen_mask=r["gen_mask"][: len(ref["gen_mask"])], input_ids=r["input_ids"][: len(ref["input_ids"])])
+        tokens = sum(sum(r.gen_mask) for r in kept)
+        first = [dataclasses.replace(r, gen_mask=r.gen_mask[: len(ref.gen_mask)], input_ids=r.input_ids[: len(ref.input_ids)])
                  for r, ref in zip(kept, reference)]
         results["e_variants"][name] = {
             "seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds, "peak_rss_mib": peak,

@@ -114,7 +114,7 @@ def run_ours(cfg: Config, lora: bool) -> dict:
             results, records = super().rollout(problems, seed)
             tok = self.agents["reasoner"].tokenizer
             for res, rec in zip(results, records["reasoner"]):
-                gen = [t for t, m in zip(rec["input_ids"], rec["gen_mask"]) if m]
+                gen = [t for t, m in zip(rec.input_ids, rec.gen_mask) if m]
                 res["rewards"] = dict(res["rewards"], reasoner=dense_reward(tok.decode(gen)))
             return results, records
 

@@ -7,8 +7,8 @@ spec                                       problems
 ``rg:TASK[+TASK...][?key=value&...]``      reasoning-gym tasks, interleaved; options go to every
                                            task's generator (``rg:basic_arithmetic?min_terms=3``)
 ``tiny``                                   one-digit sums (toy runs and tests; offline, seeded)
-a hub set by name                          ``gsm8k``, ``math``, ``math500``, ``aime2024``,
-                                           ``mmlu_pro``, ``theoremqa`` (:data:`rsim_env.loaders.LOADERS`)
+a hub set by name                          a key of :data:`rsim_env.loaders.LOADERS` (``gsm8k``,
+                                           ``math500``, ...; :func:`spec_help` lists them all)
 a local ``.jsonl`` / ``.json`` / ``.parquet``  rows with ``question`` and ``answer`` (``kind=NAME`` reads
                                            a file in a hub set's own column layout)
 =========================================  =========================================================
@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 from .problems import Problem, default_source, load_jsonl, reasoning_gym_problems
 
-__all__ = ["DataArgs", "load_problems", "check_spec", "SOURCES", "PREFIXES", "SPEC_HELP"]
+__all__ = ["DataArgs", "load_problems", "check_spec", "SOURCES", "PREFIXES", "spec_help"]
 
 LOCAL_EXT = (".jsonl", ".json", ".parquet")
 PROCEDURAL_SIZE = 1000
@@ -96,9 +96,12 @@ SOURCES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {
 PREFIXES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {"rg": _rg}
 """Specs ``PREFIX:REST``."""
 
-SPEC_HELP = ("default | rg:TASK[+TASK][?key=value&...] | tiny | gsm8k | math | math500 | aime2024 | mmlu_pro | "
-             "theoremqa | FILE.jsonl/.json/.parquet (question, answer columns)")
-"""One-line summary of the grammar, for ``--help``."""
+def spec_help() -> str:
+    """One-line summary of the grammar (with every hub set name), for ``--help`` and errors."""
+    from .loaders import LOADERS
+
+    return " | ".join(["default", "rg:TASK[+TASK][?key=value&...]", *SOURCES.keys() - {"default", "reasoning_gym"},
+                       *LOADERS, "FILE.jsonl/.json/.parquet (question, answer columns)"])
 
 
 def _named(spec: str) -> Callable[[str, DataArgs], list[Problem]] | None:
@@ -121,9 +124,7 @@ def check_spec(spec: Any) -> None:
     head, sep, _ = spec.partition(":")
     if _named(spec) or (sep and head in PREFIXES) or _is_path(spec):
         return
-    from .loaders import LOADERS
-
-    raise ValueError(f"unknown data spec {spec!r}; valid names and forms: {SPEC_HELP} (hub sets: {sorted(LOADERS)}).")
+    raise ValueError(f"unknown data spec {spec!r}; valid names and forms: {spec_help()}.")
 
 
 def _rows_to_problems(rows: Iterable[dict[str, Any]], source: str, limit: int | None) -> list[Problem]:
@@ -154,7 +155,7 @@ def _local(path: str, a: DataArgs) -> list[Problem]:
     if p.suffix == ".jsonl" and p.is_file():
         return load_jsonl(p)[: a.limit]
     if not p.exists():
-        raise FileNotFoundError(f"No data file at {path}; pass an existing file or a source name ({SPEC_HELP}).")
+        raise FileNotFoundError(f"No data file at {path}; pass an existing file or a source name ({spec_help()}).")
     return _rows_to_problems(_read_local(p), p.stem, a.limit)
 
 

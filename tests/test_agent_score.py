@@ -43,10 +43,10 @@ def test_reasoner_mask_covers_generated_tokens_only():
     recs = records["reasoner"]
     scored = agents["reasoner"].score(recs)
     for i, rec in enumerate(recs):
-        generated = {j for s, e in rec["step_spans"] for j in range(s, e)}
+        generated = {j for s, e in rec.step_spans for j in range(s, e)}
         on = {j for j in range(scored.mask.shape[1]) if scored.mask[i, j] == 1}
         assert on == generated and on, "advantage must hit exactly the generated tokens"
-        assert all(j >= rec["prompt_len"] for j in on)  # never the prompt
+        assert all(j >= rec.prompt_len for j in on)  # never the prompt
     # gradient flows only through masked positions' log-probs
     (scored.logp * scored.mask).sum().backward()
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in agents["reasoner"].module.parameters())
@@ -57,7 +57,7 @@ def test_planner_one_score_per_decision():
     results, records = _rollout(agents)
     scored = agents["planner"].score(records["planner"])
     assert scored.mask.sum(1).tolist() == [float(len(r["info"]["strategies"])) for r in results]
-    want = torch.tensor([r["logprobs"] + [0.0] * (scored.logp.shape[1] - len(r["logprobs"])) for r in records["planner"]])
+    want = torch.tensor([r.logprobs + [0.0] * (scored.logp.shape[1] - len(r.logprobs)) for r in records["planner"]])
     torch.testing.assert_close(scored.logp.detach() * scored.mask, want * scored.mask, atol=1e-4, rtol=1e-4)
 
 
@@ -85,11 +85,11 @@ def test_reasoner_score_matches_full_sequence_logprobs():
     recs = records["reasoner"]
     scored = agents["reasoner"].score(recs)
     r = agents["reasoner"]
-    full = token_logprobs(r.model, [x["input_ids"] for x in recs], r.record_temperature, r.suppressed_ids, r.pad_id)
+    full = token_logprobs(r.model, [x.input_ids for x in recs], r.record_temperature, r.suppressed_ids, r.pad_id)
     torch.testing.assert_close(scored.logp, full * scored.mask, atol=1e-5, rtol=1e-5)
     # and both match what was recorded while sampling
     rec_lp = torch.zeros_like(full)
     for i, r in enumerate(recs):
-        rec_lp[i, : len(r["logprobs"])] = torch.tensor(r["logprobs"])
+        rec_lp[i, : len(r.logprobs)] = torch.tensor(r.logprobs)
     torch.testing.assert_close(scored.logp.detach(), rec_lp * scored.mask, atol=1e-4, rtol=1e-4)
     assert (scored.entropy[scored.mask.bool()] > 0).all()

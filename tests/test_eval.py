@@ -171,13 +171,19 @@ def test_planner_tokens_with_and_without_cache():
     from agents.planner import Planner, PlannerConfig
     from algos.evaluation import episode_tokens
 
-    rec = {"positions": [9, 19, 29]}
+    from agents.planner import PlannerRecord
+    from agents.reasoner import ReasonerRecord
+
+    rec = PlannerRecord(input_ids=list(range(30)), positions=[9, 19, 29], actions=[1, 2, 8], logprobs=[-1.0] * 3,
+                        action_masks=[[1] * 9] * 3, temperature=1.0)
     cached = Planner(*tiny_model("backbone"), config=PlannerConfig(use_cache=True))
     uncached = Planner(*tiny_model("backbone"), config=PlannerConfig(use_cache=False))
     assert episode_tokens(cached, rec, None, None)["planner_read"] == 30
     assert episode_tokens(uncached, rec, None, None)["planner_read"] == 10 + 20 + 30
     reasoner = Reasoner(*tiny_model("causal"))
-    t = episode_tokens(None, None, reasoner, {"input_ids": list(range(12)), "gen_mask": [0] * 7 + [1] * 5})
+    rrec = ReasonerRecord(input_ids=list(range(12)), gen_mask=[0] * 7 + [1] * 5, logprobs=[0.0] * 12, prompt_len=7,
+                          step_spans=[(7, 12)], temperature=1.0, suppressed_ids=[], pad_id=0)
+    t = episode_tokens(None, None, reasoner, rrec)
     assert (t["planner_read"], t["reasoner_read"], t["reasoner_written"]) == (0, 7, 5)
 
 

@@ -56,16 +56,16 @@ def test_head_shape_and_logprobs_are_a_distribution():
     logits = planner.strategy_logits([ids], [[len(ids) - 1]])
     assert logits.shape == (1, 1, NUM_STRATEGIES)
     rec = play(planner, 2)[0]
-    assert all(lp <= 0 for lp in rec["logprobs"]) and len(rec["logprobs"]) == 2
+    assert all(lp <= 0 for lp in rec.logprobs) and len(rec.logprobs) == 2
 
 
 def test_recorded_logprobs_match_the_head_distribution():
     planner = make_planner()
     rec = play(planner, 1)[0]
-    ids = rec["input_ids"]
+    ids = rec.input_ids
     with torch.no_grad():
         logp = torch.log_softmax(planner.strategy_logits([ids], [[len(ids) - 1]])[0, 0], -1)
-    assert rec["logprobs"][0] == pytest.approx(logp[rec["actions"][0]].item(), abs=1e-5)
+    assert rec.logprobs[0] == pytest.approx(logp[rec.actions[0]].item(), abs=1e-5)
     assert torch.exp(logp).sum().item() == pytest.approx(1.0, abs=1e-5)
 
 
@@ -75,21 +75,21 @@ def test_one_pass_scoring_equals_scoring_each_round_separately():
     logp, valid = planner.trajectory_logprobs(records)
     assert valid.tolist() == [[1, 1, 1], [1, 1, 0]]
     for r, rec in enumerate(records):
-        for t, pos in enumerate(rec["positions"]):
-            prefix = rec["input_ids"][: pos + 1]  # the context the decision at round t saw
+        for t, pos in enumerate(rec.positions):
+            prefix = rec.input_ids[: pos + 1]  # the context the decision at round t saw
             with torch.no_grad():
-                single = torch.log_softmax(planner.strategy_logits([prefix], [[pos]])[0, 0], -1)[rec["actions"][t]]
+                single = torch.log_softmax(planner.strategy_logits([prefix], [[pos]])[0, 0], -1)[rec.actions[t]]
             assert logp[r, t].item() == pytest.approx(single.item(), abs=1e-5)
-            assert logp[r, t].item() == pytest.approx(rec["logprobs"][t], abs=1e-5)
+            assert logp[r, t].item() == pytest.approx(rec.logprobs[t], abs=1e-5)
 
 
 def test_contexts_are_token_prefixes_built_from_segments():
     planner = make_planner()
     records = play(planner, 3)
     rec = records[0]
-    assert rec["positions"] == sorted(rec["positions"]) and rec["positions"][-1] == len(rec["input_ids"]) - 1
+    assert rec.positions == sorted(rec.positions) and rec.positions[-1] == len(rec.input_ids) - 1
     header = planner.encode(f"Question: {QUESTIONS[0]}\nReasoning so far:\n")
-    assert rec["input_ids"][: len(header)] == header and rec["positions"][0] == len(header) - 1
+    assert rec.input_ids[: len(header)] == header and rec.positions[0] == len(header) - 1
 
 
 def test_trajectory_logprobs_carry_gradients():
@@ -111,10 +111,10 @@ def test_action_mask_is_respected_in_sampling_and_scoring():
         actions = planner.act(range(4), [obs(QUESTIONS[0], mask=mask)] * 4)
         assert set(actions) <= {2, TERMINATION}
     rec = planner.records()[0]
-    assert rec["action_masks"][0] == mask.tolist()
+    assert rec.action_masks[0] == mask.tolist()
     logp, _ = planner.trajectory_logprobs(planner.records())
-    assert logp[0, 0].item() == pytest.approx(rec["logprobs"][0], abs=1e-5)
-    assert rec["logprobs"][0] > np.log(1 / NUM_STRATEGIES)  # mass renormalised over two actions
+    assert logp[0, 0].item() == pytest.approx(rec.logprobs[0], abs=1e-5)
+    assert rec.logprobs[0] > np.log(1 / NUM_STRATEGIES)  # mass renormalised over two actions
 
 
 @pytest.mark.parametrize("bad_mask", [np.zeros(NUM_STRATEGIES, np.int8), np.ones(3, np.int8)], ids=["empty", "shape"])
@@ -128,10 +128,10 @@ def test_bad_action_mask_raises(bad_mask):
 def test_greedy_is_argmax():
     planner = make_planner(greedy=True)
     rec = play(planner, 1)[0]
-    ids = rec["input_ids"]
+    ids = rec.input_ids
     with torch.no_grad():
         expected = planner.strategy_logits([ids], [[len(ids) - 1]])[0, 0].argmax().item()
-    assert rec["actions"][0] == expected
+    assert rec.actions[0] == expected
 
 
 def test_out_of_sync_observation_raises():
@@ -167,8 +167,8 @@ def test_cached_act_matches_reencoding_act():
     cached = play(make_planner(use_cache=True), 3)
     plain = play(make_planner(use_cache=False), 3)
     for a, b in zip(cached, plain):
-        assert a["actions"] == b["actions"] and a["input_ids"] == b["input_ids"]
-        assert a["logprobs"] == pytest.approx(b["logprobs"], abs=1e-5)
+        assert a.actions == b.actions and a.input_ids == b.input_ids
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
 
 
 def test_shared_header_prefill_matches_separate_prefills():
@@ -184,5 +184,5 @@ def test_shared_header_prefill_matches_separate_prefills():
         return planner.records()
 
     for a, b in zip(run(True), run(False)):
-        assert a["actions"] == b["actions"] and a["input_ids"] == b["input_ids"]
-        assert a["logprobs"] == pytest.approx(b["logprobs"], abs=1e-5)
+        assert a.actions == b.actions and a.input_ids == b.input_ids
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)

@@ -64,7 +64,7 @@ def test_stop_at_delimiter_cap_and_leading_whitespace():
     texts = r.act([0, 1, 2], [obs(q, 0, 1) for q in QUESTIONS])
     assert texts == ["First part.", "abcdefghijklmnop", "Lead."]
     recs = r.records()
-    gen = [[t for t, m in zip(rec["input_ids"], rec["gen_mask"]) if m] for rec in recs]
+    gen = [[t for t, m in zip(rec.input_ids, rec.gen_mask) if m] for rec in recs]
     assert model.tok.decode(gen[0]) == "First part.\n\n"  # stops on the token completing the delimiter
     assert model.tok.decode(gen[1]) == "abcdefghijklmnop"  # capped at 16 tokens
     assert model.tok.decode(gen[2]) == "\n\nLead.\n\n"  # a leading blank line does not end the step
@@ -75,23 +75,23 @@ def test_stop_at_delimiter_cap_and_leading_whitespace():
     recs = r.records()
     for c, needs_delim in [(0, False), (1, True)]:
         rec = recs[c]
-        start, _ = rec["step_spans"][1]
-        fed = [t for t, m in zip(rec["input_ids"][: start], rec["gen_mask"][: start]) if not m][rec["prompt_len"]:]
+        start, _ = rec.step_spans[1]
+        fed = [t for t, m in zip(rec.input_ids[: start], rec.gen_mask[: start]) if not m][rec.prompt_len:]
         expected = injection(0, 1) + (STEP_DELIMITER if needs_delim else "") + injection(1, 3)
         assert model.tok.decode(fed) == expected
-    assert len(recs[2]["step_spans"]) == 1  # copy 2 was dropped: no second step
+    assert len(recs[2].step_spans) == 1  # copy 2 was dropped: no second step
 
 
 def reencode_greedy_check(model, rec):
     """Every generated token is the argmax of a from-scratch forward over its prefix."""
-    ids = torch.tensor([rec["input_ids"]])
+    ids = torch.tensor([rec.input_ids])
     with torch.no_grad():
         logits = model(input_ids=ids).logits[0]
-    suppressed = torch.tensor(rec["suppressed_ids"])
+    suppressed = torch.tensor(rec.suppressed_ids)
     logits[:, suppressed] = float("-inf")
-    for i, m in enumerate(rec["gen_mask"]):
+    for i, m in enumerate(rec.gen_mask):
         if m:
-            assert logits[i - 1].argmax().item() == rec["input_ids"][i], f"position {i}"
+            assert logits[i - 1].argmax().item() == rec.input_ids[i], f"position {i}"
 
 
 @pytest.mark.parametrize("cache", ["prealloc", "dynamic"])
@@ -123,10 +123,10 @@ def test_prefix_sharing_gives_the_same_tokens_as_separate_prefills(cache):
             live = [c for c in range(6) if rnd < len(plans[c])]
             r.act(live, [obs(questions[c], rnd, plans[c][rnd]) for c in live])
         out[share] = r.records()
-    assert [x["input_ids"] for x in out[True]] == [x["input_ids"] for x in out[False]]
+    assert [x.input_ids for x in out[True]] == [x.input_ids for x in out[False]]
     for a, b in zip(out[True], out[False]):
-        assert a["gen_mask"] == b["gen_mask"]
-        assert a["logprobs"] == pytest.approx(b["logprobs"], abs=1e-4)
+        assert a.gen_mask == b.gen_mask
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
 
 
 def test_masks_cover_exactly_the_generated_tokens_and_logprobs_recompute():
@@ -139,23 +139,23 @@ def test_masks_cover_exactly_the_generated_tokens_and_logprobs_recompute():
         r.act(live, [obs(QUESTIONS[c], rnd, plans[c][rnd]) for c in live])
     records = r.records()
     for c, rec in enumerate(records):
-        assert len(rec["input_ids"]) == len(rec["gen_mask"]) == len(rec["logprobs"])
-        in_spans = [0] * len(rec["input_ids"])
-        for s, e in rec["step_spans"]:
+        assert len(rec.input_ids) == len(rec.gen_mask) == len(rec.logprobs)
+        in_spans = [0] * len(rec.input_ids)
+        for s, e in rec.step_spans:
             in_spans[s:e] = [1] * (e - s)
-        assert rec["gen_mask"] == in_spans
-        assert len(rec["step_spans"]) == len(plans[c])
+        assert rec.gen_mask == in_spans
+        assert len(rec.step_spans) == len(plans[c])
         # the non-generated tokens are exactly prompt + injections (+ delimiters of capped steps)
         expected = r.prompt_ids(QUESTIONS[c])
-        for rnd, (s, e) in enumerate(rec["step_spans"]):
-            text = tok.decode(rec["input_ids"][s:e])
-            if rnd and STEP_DELIMITER not in tok.decode(rec["input_ids"][slice(*rec["step_spans"][rnd - 1])]).lstrip():
+        for rnd, (s, e) in enumerate(rec.step_spans):
+            text = tok.decode(rec.input_ids[s:e])
+            if rnd and STEP_DELIMITER not in tok.decode(rec.input_ids[slice(*rec.step_spans[rnd - 1])]).lstrip():
                 expected += r.delimiter_ids
             expected += tok(injection(rnd, plans[c][rnd]), add_special_tokens=False)["input_ids"]
             assert text  # something was generated
-        assert [t for t, m in zip(rec["input_ids"], rec["gen_mask"]) if not m] == expected
-        assert all(lp == 0.0 for lp, m in zip(rec["logprobs"], rec["gen_mask"]) if not m)
-        assert all(lp < 0.0 for lp, m in zip(rec["logprobs"], rec["gen_mask"]) if m)
+        assert [t for t, m in zip(rec.input_ids, rec.gen_mask) if not m] == expected
+        assert all(lp == 0.0 for lp, m in zip(rec.logprobs, rec.gen_mask) if not m)
+        assert all(lp < 0.0 for lp, m in zip(rec.logprobs, rec.gen_mask) if m)
     scored = r.score(records)  # the learner interface: generated positions only, gradients flow
     assert torch.isfinite(scored.logp).all()
     torch.testing.assert_close(scored.logp, recorded_logprobs(records, scored.logp) * scored.mask, atol=1e-4, rtol=0)
@@ -167,7 +167,7 @@ def recorded_logprobs(records, like):
     """The log-probs recorded while sampling, right-padded like ``like``."""
     out = torch.zeros_like(like)
     for i, rec in enumerate(records):
-        out[i, : len(rec["logprobs"])] = torch.tensor(rec["logprobs"])
+        out[i, : len(rec.logprobs)] = torch.tensor(rec.logprobs)
     return out
 
 

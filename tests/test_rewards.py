@@ -50,3 +50,23 @@ def test_composed_with_weights():
 def test_weights_validation():
     with pytest.raises(ValueError, match="finite number"):
         RewardWeights(acc=float("nan"))
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan"), True, "1"], ids=["inf", "-inf", "nan", "bool", "str"])
+def test_weights_must_be_finite_numbers(bad):
+    with pytest.raises(ValueError, match="finite number"):
+        RewardWeights(follow=bad)
+
+
+def test_sums_and_no_planner_zeroing_come_from_the_table():
+    from rsim_env.rewards import COMPONENTS, Facts, components, reward
+
+    facts = Facts(correct=True, final_step="\\boxed{1}", planned=[1, 8], detected=[{1}, {8}])
+    c = components(facts)
+    w = RewardWeights(acc=2.0, format=3.0, follow=5.0, terminal=7.0, penalty=11.0)
+    for agent in ("planner", "reasoner"):
+        want = sum(getattr(w, comp.name) * c[comp.name] for comp in COMPONENTS if agent in comp.agents)
+        assert reward(agent, c, w) == want
+    assert reward("reasoner", c, w) == 2 * 1 + 3 * 1 + 5 * 1.0 and reward("planner", c, w) == 2 + 7 - 11 * 0.5
+    solo = components(Facts(correct=True, final_step="x"), planner=False)
+    assert {k for k, v in solo.items() if v == 0.0} >= {comp.name for comp in COMPONENTS if comp.needs_plans}

@@ -40,29 +40,29 @@ def check_reasoner_records(reasoner: Reasoner, trajectories: list[dict]) -> None
     tok = reasoner.tokenizer
     for tr in trajectories:
         rec, steps = tr["reasoner"], tr["info"]["steps"]
-        assert len(rec["step_spans"]) == len(steps) == tr["info"]["num_rounds"]
-        for (s, e), step in zip(rec["step_spans"], steps):  # the env got exactly the decoded tokens
-            assert tok.decode(rec["input_ids"][s:e]).lstrip().split(STEP_DELIMITER)[0].strip() == step
+        assert len(rec.step_spans) == len(steps) == tr["info"]["num_rounds"]
+        for (s, e), step in zip(rec.step_spans, steps):  # the env got exactly the decoded tokens
+            assert tok.decode(rec.input_ids[s:e]).lstrip().split(STEP_DELIMITER)[0].strip() == step
     recs = [tr["reasoner"] for tr in trajectories]
     with torch.no_grad():
         scored = reasoner.score(recs)
     old = torch.zeros_like(scored.logp)
     for i, rec in enumerate(recs):
-        old[i, : len(rec["logprobs"])] = torch.tensor(rec["logprobs"])
+        old[i, : len(rec.logprobs)] = torch.tensor(rec.logprobs)
     assert scored.mask.sum() > 0
     torch.testing.assert_close(scored.logp, old * scored.mask, atol=1e-4, rtol=0)
 
 
 def check_planner_records(planner: Planner, trajectories: list[dict]) -> None:
     for tr in trajectories:
-        assert tr["planner"]["actions"] == tr["info"]["strategies"]
+        assert tr["planner"].actions == tr["info"]["strategies"]
     recs = [tr["planner"] for tr in trajectories]
     with torch.no_grad():
         logp, valid = planner.trajectory_logprobs(recs)
     for r, rec in enumerate(recs):
-        n = len(rec["actions"])
+        n = len(rec.actions)
         assert valid[r].sum().item() == n
-        assert logp[r, :n].tolist() == pytest.approx(rec["logprobs"], abs=1e-5)
+        assert logp[r, :n].tolist() == pytest.approx(rec.logprobs, abs=1e-5)
 
 
 def test_random_planner_with_llm_reasoner_over_uneven_episodes():
@@ -104,8 +104,8 @@ def test_fixed_planner_lengths_and_no_planner_mode():
     solo = llm_reasoner(max_answer_tokens=12)
     out = rollout(EnvGroup(PROBLEMS, 2, max_steps=6, planner=False), solo, None, seed=0)
     for tr in out.trajectories:
-        assert tr["info"]["num_rounds"] == 1 and sum(tr["reasoner"]["gen_mask"]) == 12
-        assert tr["planner"] == {}
+        assert tr["info"]["num_rounds"] == 1 and sum(tr["reasoner"].gen_mask) == 12
+        assert tr["planner"] is None
 
 
 def test_rollout_argument_errors():

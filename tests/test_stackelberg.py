@@ -1,9 +1,12 @@
 """Stackelberg schedule and the measurable effect of lambda on update sizes."""
 
+from dataclasses import dataclass
+
 import pytest
 import torch
 
-from algos.stackelberg import StackelbergConfig, plan
+from algos.grpo import grpo_loss
+from algos.stackelberg import StackelbergConfig, StackelbergGRPO, plan
 
 
 def test_two_stage_switches_lambda():
@@ -26,33 +29,62 @@ def test_joint_never_switches():
     assert {plan(cfg, s).lam for s in range(10)} == {0.7}
 
 
-def _update_norm_ratio(lam_scales, steps=5):
-    """Two identical linear 'agents' with separate Adams, same gradients; ratio of their update norms."""
-    torch.manual_seed(0)
-    nets = {a: torch.nn.Linear(4, 3) for a in ("planner", "reasoner")}
-    nets["reasoner"].load_state_dict(nets["planner"].state_dict())
-    start = {a: torch.cat([p.detach().flatten().clone() for p in n.parameters()]) for a, n in nets.items()}
-    opts = {a: torch.optim.Adam(n.parameters(), lr=1e-2) for a, n in nets.items()}
-    x = torch.randn(8, 4)
-    for _ in range(steps):
-        for a, net in nets.items():
-            for g in opts[a].param_groups:
-                g["lr"] = 1e-2 * lam_scales[a]
-            # a constant loss weight on top must not matter (Adam is scale invariant): show it
-            weight = 1000.0 if a == "reasoner" else 1.0
-            opts[a].zero_grad(); (weight * net(x).pow(2).mean()).backward(); opts[a].step()
-    delta = {a: (torch.cat([p.detach().flatten() for p in n.parameters()]) - start[a]).norm() for a, n in nets.items()}
-    return (delta["planner"] / delta["reasoner"]).item()
+@dataclass(frozen=True)
+class LossTimes1000(StackelbergGRPO):
+    """A learner supplying its own loss (the Trainer must call it): GRPO's, times 1000."""
+
+    def loss(self, *args):
+        loss, metrics = grpo_loss(*args)
+        return 1000.0 * loss, metrics
 
 
-def test_lambda_moves_ratio_of_update_norms():
-    cfg = StackelbergConfig(stage1_steps=1)
-    r1 = _update_norm_ratio(plan(cfg, 0).lr_scale)
-    r2 = _update_norm_ratio(plan(cfg, 1).lr_scale)
-    assert r1 == pytest.approx(0.7 / 0.3, rel=0.05)
-    assert r2 == pytest.approx(0.3 / 0.7, rel=0.05)
-    # without lr scaling the loss weight of 1000 would be invisible under Adam
-    assert _update_norm_ratio({"planner": 1.0, "reasoner": 1.0}) == pytest.approx(1.0, rel=0.05)
+@dataclass(frozen=True)
+class ZeroAdvantage(StackelbergGRPO):
+    """A learner supplying its own advantage estimator: all zero, so nothing may move."""
+
+    def advantages(self, rewards, group_size, cfg):
+        return torch.zeros_like(rewards)
+
+
+def _first_step(tmp_path, lam, learner_cls=StackelbergGRPO):
+    """Metrics of the trainer's first optimizer step on the toy agents (same seed -> same rollout and gradients)."""
+    from accelerate.utils import set_seed
+
+    from algos.cli import build_agents, build_problems
+    from algos.config import resolve
+    from algos.trainer import Trainer, make_accelerator
+
+    cfg = resolve("tiny", {"train.output_dir": str(tmp_path), "train.progress": False, "train.log_update_norm": True,
+                           "train.skip_zero_std_groups": False, "schedule.lambda_stage1": lam})
+    acc = make_accelerator(cfg.train)
+    set_seed(cfg.train.seed)
+    learner = learner_cls(cfg.schedule)
+    problems = build_problems(cfg)
+    trainer = Trainer(cfg.train, learner, build_agents(cfg, learner, acc.device, problems), problems, acc, env=cfg.env)
+    return trainer.train_step()
+
+
+def test_trainer_scales_learning_rates_and_update_sizes_by_lambda(tmp_path):
+    m7, m5 = _first_step(tmp_path / "a", 0.7), _first_step(tmp_path / "b", 0.5)
+    assert m7["planner/learning_rate"] / m7["reasoner/learning_rate"] == pytest.approx(0.7 / 0.3)
+    assert m5["planner/learning_rate"] / m5["reasoner/learning_rate"] == pytest.approx(1.0)
+    # identical rollouts and gradients; Adam's step is proportional to the learning rate the trainer set
+    assert m7["planner/update_norm"] > 0 and m7["reasoner/update_norm"] > 0
+    assert m7["planner/update_norm"] / m5["planner/update_norm"] == pytest.approx(0.7 / 0.5, rel=1e-3)
+    assert m7["reasoner/update_norm"] / m5["reasoner/update_norm"] == pytest.approx(0.3 / 0.5, rel=1e-3)
+
+
+def test_a_loss_weight_would_not_do_it_under_adam(tmp_path):
+    """Why lambda scales learning rates: a learner's loss x1000 leaves Adam's update (nearly) unchanged."""
+    plain, heavy = _first_step(tmp_path / "a", 0.7), _first_step(tmp_path / "b", 0.7, LossTimes1000)
+    assert heavy["planner/loss"] == pytest.approx(1000 * plain["planner/loss"], rel=1e-4)  # the hook was used
+    for role in ("planner", "reasoner"):
+        assert heavy[f"{role}/update_norm"] == pytest.approx(plain[f"{role}/update_norm"], rel=1e-2)
+
+
+def test_learner_advantage_estimator_is_used(tmp_path):
+    m = _first_step(tmp_path, 0.7, ZeroAdvantage)
+    assert m["planner/update_norm"] == 0.0 and m["reasoner/update_norm"] == 0.0
 
 
 @pytest.mark.parametrize(

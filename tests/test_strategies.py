@@ -59,3 +59,19 @@ def test_by_name():
     assert by_name("Validation").index == 3
     with pytest.raises(KeyError, match="valid names"):
         by_name("guessing")
+
+
+def test_every_strategy_has_an_example_step_that_shows_it():
+    """Scripted agents write these; a new row without one fails at import (see strategies.EXAMPLES)."""
+    from rsim_env.strategies import EXAMPLES, example
+
+    assert set(EXAMPLES) == {s.name for s in STRATEGIES}
+    for s in STRATEGIES:
+        assert s.index in detect(example(s.index, "42")), s.name
+    assert "\\boxed{42}" in example(TERMINATION, "42")
+
+
+def test_named_indices_come_from_the_table():
+    from rsim_env.strategies import CONTINUATION
+
+    assert STRATEGIES[TERMINATION].name == "termination" and STRATEGIES[CONTINUATION].name == "continuation"

@@ -23,14 +23,14 @@ __all__ = ["EvalConfig", "DEFAULT_FIXED", "fixed_name", "parse_sequence", "split
 
 def parse(argv: Sequence[str]) -> EvalConfig:
     """``rsim eval`` flags (generated from :class:`EvalConfig`) -> config; errors exit with usage."""
-    from agents.registry import SPEC_HELP as AGENT_SPECS
-    from rsim_env.data import SPEC_HELP as DATA_SPECS
+    from agents.registry import spec_help as agent_specs
+    from rsim_env.data import spec_help
 
     from ..dataclass_cli import parse_config
     from .config import __doc__ as modes_doc
 
     epilog = (f"agent specs (--reasoner / --planner; the same as rsim train's model.reasoner / model.planner):\n"
-              f"  {AGENT_SPECS}\ndata specs (--source; the same as rsim train's data.source):\n  {DATA_SPECS}\n\n"
+              f"  {agent_specs()}\ndata specs (--source; the same as rsim train's data.source):\n  {spec_help()}\n\n"
               + modes_doc.split("\n\n", 1)[1])
     return parse_config(EvalConfig, argv, prog="rsim eval", description=__doc__.split("\n\n")[0], epilog=epilog)
 

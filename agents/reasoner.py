@@ -36,6 +36,7 @@ from rsim_env.render import STEP_DELIMITER, no_planner_chat, reasoner_chat
 
 from .kv import KVBatch
 from .base import Scored
+from .prefix import shared_prefix_logprobs
 from .sampling import generated_logprobs, masked_logprobs, sample
 
 __all__ = ["ReasonerConfig", "ReasonerRecord", "Reasoner"]
@@ -240,10 +241,15 @@ class Reasoner:
         (``temperature``, ``suppressed_ids``; see :mod:`agents.sampling`).
         """
         first = records[0]
+        seqs, masks = [r.input_ids for r in records], [r.gen_mask for r in records]
         with self._scope():
-            logp, mask, entropy = generated_logprobs(
-                self.model, [r.input_ids for r in records], [r.gen_mask for r in records],
-                float(first.temperature), first.suppressed_ids, first.pad_id)
+            if self.config.share_prefill:  # the G copies of a group: their prompt is encoded once
+                logp, mask, entropy = shared_prefix_logprobs(
+                    self.model, seqs, masks, [r.prompt_len for r in records], float(first.temperature),
+                    first.suppressed_ids, first.pad_id)
+            else:
+                logp, mask, entropy = generated_logprobs(
+                    self.model, seqs, masks, float(first.temperature), first.suppressed_ids, first.pad_id)
         return Scored(logp, mask, entropy)
 
     def num_generated(self, record: ReasonerRecord) -> int:

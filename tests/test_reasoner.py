@@ -231,3 +231,34 @@ def test_rows_fed_nothing_leave_the_forward_and_logits_stay_exact(kind):
                 seqs[r] = seqs[r] + new[r]
                 want = model(input_ids=torch.tensor([seqs[r]])).logits[0, -1]
                 assert torch.allclose(out[r], want, atol=1e-4), (step, r)
+
+
+def test_shared_prefix_scoring_equals_plain_scoring_values_and_gradients():
+    """Scoring G copies with their prompt encoded once gives the same log-probs and gradients."""
+    from agents.prefix import shared_prefix_logprobs
+    from agents.sampling import generated_logprobs
+
+    model, _ = tiny_model(seed=9)
+    model.train()
+    prompts = [[5, 6, 7, 8, 9], [11, 12, 13]]
+    seqs, masks, plens = [], [], []
+    g = torch.Generator().manual_seed(1)
+    for c in range(6):
+        p = prompts[c // 3]
+        n = 3 + c  # continuations of different lengths: injected (0) and generated (1) tokens mixed
+        cont = torch.randint(1, 250, (n,), generator=g).tolist()
+        seqs.append(p + cont); plens.append(len(p))
+        masks.append([0] * len(p) + [int(i % 4 != 0) for i in range(n)])
+    adv = torch.linspace(-1, 1, 6)[:, None]
+    out = {}
+    for name, fn in (("plain", lambda: generated_logprobs(model, seqs, masks, 0.9, [3], 0)),
+                     ("shared", lambda: shared_prefix_logprobs(model, seqs, masks, plens, 0.9, [3], 0))):
+        model.zero_grad()
+        logp, mask, ent = fn()
+        (logp * mask * adv).sum().backward()
+        out[name] = (logp.detach(), mask, ent, [p.grad.clone() for p in model.parameters()])
+    a, b = out["plain"], out["shared"]
+    assert torch.equal(a[1], b[1])
+    assert torch.allclose(a[0], b[0], atol=1e-5) and torch.allclose(a[2], b[2], atol=1e-4)
+    for ga, gb in zip(a[3], b[3]):
+        assert torch.allclose(ga, gb, atol=1e-5)

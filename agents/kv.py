@@ -69,10 +69,10 @@ class PreallocLayer(DynamicLayer):
         return self.keys, self.values
 
     def swap_rows(self, a: int, b: int) -> None:
-        """Exchange two rows of the buffer in place (whole capacity, so holes move with their row)."""
+        """Exchange two rows of the buffer in place (the filled columns; the rest is never read unwritten)."""
         if self.is_initialized:
             for buf in (self._k, self._v):
-                buf[[a, b]] = buf[[b, a]]
+                buf[[a, b], :, : self.length] = buf[[b, a], :, : self.length]
 
     def get_seq_length(self) -> int:
         return self.length

@@ -33,6 +33,7 @@ from rsim_env.render import planner_header, planner_segment
 from rsim_env.strategies import NUM_STRATEGIES
 
 from .base import Scored
+from .prefix import shareable, shared_prefix_hidden
 from .sampling import right_pad
 
 __all__ = ["PlannerConfig", "PlannerRecord", "Planner"]
@@ -170,15 +171,20 @@ class Planner(torch.nn.Module):
         Returns:
             ``[rows, max_positions, num_strategies]`` (rows with fewer positions are zero-padded).
         """
-        ids, mask = right_pad(sequences, self.pad_id, self.device)
-        n = ids.shape[0]
-        with self._scope():
-            hidden = self.backbone(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
+        n = len(sequences)
         t_max = max(len(p) for p in positions)
         rows = torch.tensor([r for r, p in enumerate(positions) for _ in p], device=self.device)
         cols = torch.tensor([i for p in positions for i in p], device=self.device)
+        # the first decision's context is the question header, shared by the G copies: encode it once
+        prefix = [p[0] + 1 if p else 0 for p in positions]
+        with self._scope():
+            if self.config.share_prefill and shareable(sequences, prefix):
+                picked = shared_prefix_hidden(self.backbone, sequences, prefix, rows, cols, self.pad_id)
+            else:
+                ids, mask = right_pad(sequences, self.pad_id, self.device)
+                picked = self.backbone(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state[rows, cols]
         head = self._ref_head if self._reference else self.head
-        gathered = head(hidden[rows, cols].float())
+        gathered = head(picked.float())
         out = gathered.new_zeros(n, t_max, gathered.shape[-1])
         slot = torch.tensor([j for p in positions for j in range(len(p))], device=self.device)
         out[rows, slot] = gathered

@@ -200,3 +200,16 @@ def test_free_space_check_names_the_size(tmp_path, monkeypatch):
     monkeypatch.setattr(shutil, "disk_usage", lambda p: Usage(10, 10, 1000))
     with pytest.raises(OSError, match="0 MiB free but one checkpoint needs about"):
         main(_cfg(tmp_path, **{"train.steps": 1}))
+
+
+def test_eval_of_a_lora_run_loads_one_shared_base(tmp_path):
+    from algos.evaluation.config import EvalConfig
+    from algos.evaluation.run import build_reasoner, load_planner
+
+    main(_cfg(tmp_path / "run", **{"train.steps": 1}))
+    run = str(tmp_path / "run")
+    cfg = EvalConfig(reasoner=run, planner=run)
+    shared: dict = {}
+    r = build_reasoner(run, cfg, [], shared).agent
+    p = load_planner(run, cfg, shared).agent
+    assert r.lora.base is p.lora.base and len(shared) == 1

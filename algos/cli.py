@@ -40,7 +40,7 @@ def build_agents(cfg: RunConfig, learner: Any, device: Any, problems: Sequence[A
     return {role: build_agent(getattr(cfg.model, role), AgentContext(
         role=role, config=getattr(cfg, role), dtype=cfg.model.dtype, device=device, seed=cfg.train.seed,
         max_rounds=cfg.env.max_steps, problems=problems, lora=getattr(cfg.model, f"{role}_lora"),
-        shared=shared)).agent for role in roles}
+        frozen="same" if role in learner.trained else cfg.model.frozen, shared=shared)).agent for role in roles}
 
 
 def train(cfg: RunConfig) -> dict[str, Any]:

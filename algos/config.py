@@ -41,6 +41,8 @@ class ModelConfig:
     """Weights dtype to load ("float32" or "bfloat16")."""
     planner_lora: LoraSpec = field(default_factory=LoraSpec)
     """Planner as a LoRA adapter (+ its full head) on a frozen base; enabled=false trains the whole backbone."""
+    frozen: str = "same"
+    """Agents the learner never trains (planner_only's reasoner): "same", "bfloat16" or "int8" (sampling only)."""
     reasoner_lora: LoraSpec = field(default_factory=LoraSpec)
     """Reasoner as a LoRA adapter on a frozen base (one base in memory when both agents use the same spec)."""
 
@@ -48,6 +50,8 @@ class ModelConfig:
         for f in ("planner", "reasoner"):
             if not isinstance(getattr(self, f), str) or not getattr(self, f):
                 raise ValueError(f"ModelConfig.{f}={getattr(self, f)!r} is invalid: use a model spec such as 'default'.")
+        if self.frozen not in ("same", "bfloat16", "int8"):
+            raise ValueError(f"ModelConfig.frozen={self.frozen!r} is invalid: use 'same', 'bfloat16' or 'int8'.")
         if self.dtype not in ("float32", "bfloat16"):
             raise ValueError(f"ModelConfig.dtype={self.dtype!r} is invalid: use 'float32' or 'bfloat16'.")
 

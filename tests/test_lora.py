@@ -213,3 +213,18 @@ def test_eval_of_a_lora_run_loads_one_shared_base(tmp_path):
     r = build_reasoner(run, cfg, [], shared).agent
     p = load_planner(run, cfg, shared).agent
     assert r.lora.base is p.lora.base and len(shared) == 1
+
+
+@pytest.mark.parametrize("frozen", ["bfloat16", "int8"])
+def test_frozen_reasoner_variants_in_planner_only_training(tmp_path, frozen):
+    out = main(_cfg(tmp_path, learner="planner_only", **{"model.frozen": frozen, "model.reasoner_lora.enabled": False,
+                                                        "train.steps": 1}))
+    assert set(out["params"]) == {"planner"} and out["history"][0]["planner/reward"] == out["history"][0]["planner/reward"]
+    from agents.registry import AgentContext as Ctx
+
+    r = build_agent("tiny", Ctx("reasoner", frozen=frozen)).agent
+    kinds = {type(m).__name__ for m in r.model.modules()}
+    if frozen == "bfloat16":
+        assert next(r.model.parameters()).dtype == torch.bfloat16
+    else:
+        assert any(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in r.model.modules()), kinds

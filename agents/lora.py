@@ -44,6 +44,10 @@ class LoraSpec:
     """Dropout on the adapter's input (training forwards only)."""
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
     """Names of the linear layers that get an adapter (Llama/Qwen naming)."""
+    merged_sampler: bool = True
+    """Reasoner decoding runs on a copy of the adapted layers with the adapter merged in (plain
+    linears: peft's per-layer overhead is paid per token otherwise), refreshed after each update;
+    costs one copy of the adapted weights. Scoring (the loss) always runs the LoRA path."""
 
     def __post_init__(self) -> None:
         if isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 1:
@@ -95,6 +99,8 @@ class SharedBase:
         self.model = model  # the (adapter-injected) causal LM every agent runs
         self.adapters: dict[str, LoraSpec] = {}
         self._digest: str | None = None
+        self._sampler: torch.nn.Module | None = None
+        self._sampler_key: tuple | None = None
         model.requires_grad_(False)
 
     def add(self, name: str, lora: LoraSpec) -> "AdapterSlot":
@@ -139,6 +145,54 @@ class SharedBase:
             for layer, a, d in zip(layers, active, disabled):
                 layer._active_adapter, layer._disable_adapters = a, d
 
+    def sampler(self, adapter: str) -> torch.nn.Module:
+        """A plain causal LM computing base + ``adapter`` with merged weights, for decoding only.
+
+        Only the adapted linears have their own storage (base + scale * B @ A); embeddings, norms and
+        everything else are the base's own tensors. Re-merged when the adapter's weights changed
+        (an optimizer step) since the last call.
+        """
+        if self._sampler is None:
+            self._sampler = self._build_sampler()
+        params = self.adapter_parameters(adapter).values()
+        key = (adapter, tuple(p._version for p in params), tuple(p.data_ptr() for p in params))
+        if key != self._sampler_key:
+            with torch.no_grad():
+                for name, layer in self._named_lora_layers():
+                    w = layer.base_layer.weight
+                    if adapter in layer.lora_A:
+                        w = w + layer.get_delta_weight(adapter).to(w.dtype)
+                    self._sampler.get_submodule(name).weight.copy_(w)
+            self._sampler_key = key
+        return self._sampler
+
+    def _named_lora_layers(self) -> list[tuple[str, Any]]:
+        return [(n, m) for n, m in self.model.named_modules() if hasattr(m, "base_layer") and hasattr(m, "lora_A")]
+
+    def _build_sampler(self) -> torch.nn.Module:
+        from transformers import AutoModelForCausalLM
+
+        cfg = self.model.config
+        with torch.device("meta"):
+            sampler = AutoModelForCausalLM.from_config(cfg, dtype=next(self.model.parameters()).dtype)
+        own = {f"{n}.weight" for n, _ in self._named_lora_layers()}
+        shared = {n.replace(".base_layer", ""): p for n, p in self.model.named_parameters() if "lora_" not in n}
+        for name, p in list(sampler.named_parameters()):
+            owner, _, leaf = name.rpartition(".")
+            module = sampler.get_submodule(owner)
+            if name in own:
+                t = shared[name]
+                setattr(module, leaf, torch.nn.Parameter(torch.empty_like(t, device=t.device), requires_grad=False))
+            else:
+                setattr(module, leaf, shared[name])
+        for name, buf in list(sampler.named_buffers()):  # rotary inv_freq etc.: the base's values
+            owner, _, leaf = name.rpartition(".")
+            sampler.get_submodule(owner).register_buffer(leaf, dict(self.model.named_buffers())[name].clone(),
+                                                         persistent=False)
+        if getattr(cfg, "tie_word_embeddings", False):
+            sampler.lm_head.weight = sampler.get_input_embeddings().weight
+        return sampler.eval().requires_grad_(False)
+
     @property
     def digest(self) -> str:
         """:func:`base_digest` of the base weights (computed once; they never change)."""
@@ -168,6 +222,10 @@ class AdapterSlot:
 
     def parameters(self) -> dict[str, torch.nn.Parameter]:
         return self.base.adapter_parameters(self.name)
+
+    def sampler(self) -> torch.nn.Module:
+        """The base with this adapter merged in, for decoding (:meth:`SharedBase.sampler`)."""
+        return self.base.sampler(self.name)
 
 
 class Trained(torch.nn.Module):

@@ -160,6 +160,12 @@ class Reasoner:
             return contextlib.nullcontext()
         return self.lora.disabled() if self._reference else self.lora.active()
 
+    def _decode_model(self) -> torch.nn.Module:
+        """What decoding runs: the model, or for LoRA its merged sampler (see ``LoraSpec.merged_sampler``)."""
+        if self.lora is not None and self.lora.base.adapters[self.lora.name].merged_sampler:
+            return self.lora.sampler()
+        return self.model
+
     @contextlib.contextmanager
     def reference(self):
         """Context: score as the KL reference (LoRA only: the base with the adapter disabled)."""
@@ -210,8 +216,9 @@ class Reasoner:
         if bad:
             raise ValueError(f"copy ids {bad} outside range({self.num_copies}); call reset(num_copies) first")
         with torch.inference_mode(), self._scope():
+            decoder = self._decode_model()
             if self._kv is None:
-                self._kv = KVBatch(self.model, self.num_copies, self.pad_id, self.config.cache,
+                self._kv = KVBatch(decoder, self.num_copies, self.pad_id, self.config.cache,
                                    self.config.cache_capacity, share_prefill=self.config.share_prefill)
             self._kv.keep(copy_ids)
             by_copy = dict(zip(copy_ids, observations))

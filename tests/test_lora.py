@@ -228,3 +228,36 @@ def test_frozen_reasoner_variants_in_planner_only_training(tmp_path, frozen):
         assert next(r.model.parameters()).dtype == torch.bfloat16
     else:
         assert any(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in r.model.modules()), kinds
+
+
+def test_merged_sampler_decodes_like_the_adapter_and_refreshes_after_updates():
+    """Greedy decoding on the merged sampler writes the same tokens as the LoRA path, before and after
+    the adapter changes; the base stays untouched."""
+    from dataclasses import replace as dc_replace
+
+    from agents.reasoner import ReasonerConfig
+
+    def decode(merged, bump):
+        torch.manual_seed(0)
+        shared: dict = {}
+        spec = dc_replace(LORA, merged_sampler=merged)
+        r = build_agent("tiny", AgentContext("reasoner", ReasonerConfig(max_step_tokens=6, greedy=True),
+                                             lora=spec, shared=shared)).agent
+        frozen = _base_state(r.lora.base)
+        texts = []
+        for step in range(2):
+            g = torch.Generator().manual_seed(step)
+            with torch.no_grad():
+                for q in r.module.parameters():
+                    q.add_(bump * torch.randn(q.shape, generator=g))
+            r.reset(2)
+            obs = [{"question": q, "round": 0, "strategy": 1, "injected": "Break it down.", "steps": (),
+                    "strategies": (), "prompt": ""} for q in ("What is 2+3?", "Name a prime.")]
+            r.act([0, 1], obs)
+            texts.append([x.input_ids for x in r.records()])
+        after = _base_state(r.lora.base)
+        assert all(torch.equal(after[k], frozen[k]) for k in frozen)
+        return texts
+
+    merged, plain = decode(True, 1.0), decode(False, 1.0)
+    assert merged == plain and merged[0] != merged[1]  # the second rollout saw the updated adapter

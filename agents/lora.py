@@ -177,7 +177,7 @@ class SharedBase:
             sampler = AutoModelForCausalLM.from_config(cfg, dtype=next(self.model.parameters()).dtype)
         own = {f"{n}.weight" for n, _ in self._named_lora_layers()}
         shared = {n.replace(".base_layer", ""): p for n, p in self.model.named_parameters() if "lora_" not in n}
-        for name, p in list(sampler.named_parameters()):
+        for name, _ in list(sampler.named_parameters()):
             owner, _, leaf = name.rpartition(".")
             module = sampler.get_submodule(owner)
             if name in own:
@@ -185,7 +185,7 @@ class SharedBase:
                 setattr(module, leaf, torch.nn.Parameter(torch.empty_like(t, device=t.device), requires_grad=False))
             else:
                 setattr(module, leaf, shared[name])
-        for name, buf in list(sampler.named_buffers()):  # rotary inv_freq etc.: the base's values
+        for name, _ in list(sampler.named_buffers()):  # rotary inv_freq etc.: the base's values
             owner, _, leaf = name.rpartition(".")
             sampler.get_submodule(owner).register_buffer(leaf, dict(self.model.named_buffers())[name].clone(),
                                                          persistent=False)

@@ -27,7 +27,7 @@ from typing import Any, Iterator
 
 import torch
 
-__all__ = ["LoraSpec", "SharedBase", "AdapterSlot", "Trained", "base_digest"]
+__all__ = ["LoraSpec", "SharedBase", "AdapterSlot", "Trained", "base_digest", "cast_copy"]
 
 
 @dataclass(frozen=True)
@@ -145,15 +145,16 @@ class SharedBase:
             for layer, a, d in zip(layers, active, disabled):
                 layer._active_adapter, layer._disable_adapters = a, d
 
-    def sampler(self, adapter: str) -> torch.nn.Module:
+    def sampler(self, adapter: str, dtype: torch.dtype | None = None) -> torch.nn.Module:
         """A plain causal LM computing base + ``adapter`` with merged weights, for decoding only.
 
         Only the adapted linears have their own storage (base + scale * B @ A); embeddings, norms and
         everything else are the base's own tensors. Re-merged when the adapter's weights changed
         (an optimizer step) since the last call.
         """
-        if self._sampler is None:
-            self._sampler = self._build_sampler()
+        dtype = dtype or next(self.model.parameters()).dtype
+        if self._sampler is None or next(self._sampler.parameters()).dtype != dtype:
+            self._sampler, self._sampler_key = self._build_sampler(dtype), None
         params = self.adapter_parameters(adapter).values()
         key = (adapter, tuple(p._version for p in params), tuple(p.data_ptr() for p in params))
         if key != self._sampler_key:
@@ -169,22 +170,25 @@ class SharedBase:
     def _named_lora_layers(self) -> list[tuple[str, Any]]:
         return [(n, m) for n, m in self.model.named_modules() if hasattr(m, "base_layer") and hasattr(m, "lora_A")]
 
-    def _build_sampler(self) -> torch.nn.Module:
+    def _build_sampler(self, dtype: torch.dtype) -> torch.nn.Module:
+        """Adapted linears get their own storage; the rest is the base's (or a cast copy if ``dtype`` differs)."""
         from transformers import AutoModelForCausalLM
 
         cfg = self.model.config
         with torch.device("meta"):
-            sampler = AutoModelForCausalLM.from_config(cfg, dtype=next(self.model.parameters()).dtype)
+            sampler = AutoModelForCausalLM.from_config(cfg, dtype=dtype)
         own = {f"{n}.weight" for n, _ in self._named_lora_layers()}
         shared = {n.replace(".base_layer", ""): p for n, p in self.model.named_parameters() if "lora_" not in n}
         for name, _ in list(sampler.named_parameters()):
             owner, _, leaf = name.rpartition(".")
-            module = sampler.get_submodule(owner)
-            if name in own:
-                t = shared[name]
-                setattr(module, leaf, torch.nn.Parameter(torch.empty_like(t, device=t.device), requires_grad=False))
+            module, t = sampler.get_submodule(owner), shared[name]
+            if name in own or t.dtype != dtype:
+                copy = torch.empty_like(t, dtype=dtype)
+                if name not in own:
+                    copy.copy_(t.detach())
+                setattr(module, leaf, torch.nn.Parameter(copy, requires_grad=False))
             else:
-                setattr(module, leaf, shared[name])
+                setattr(module, leaf, t)
         for name, _ in list(sampler.named_buffers()):  # rotary inv_freq etc.: the base's values
             owner, _, leaf = name.rpartition(".")
             sampler.get_submodule(owner).register_buffer(leaf, dict(self.model.named_buffers())[name].clone(),
@@ -204,6 +208,23 @@ class SharedBase:
     def identity(self) -> dict[str, Any]:
         """What a checkpoint records about the base: spec, content hash, adapters."""
         return {"spec": self.spec, "sha256": self.digest, "adapters": {k: asdict(v) for k, v in self.adapters.items()}}
+
+
+def cast_copy(model: torch.nn.Module, dtype: torch.dtype, previous: torch.nn.Module | None = None) -> torch.nn.Module:
+    """``model`` in ``dtype`` for decoding only, reusing ``previous`` and re-copying only after ``model`` changed."""
+    params = list(model.parameters())
+    key = tuple(p._version for p in params) + tuple(p.data_ptr() for p in params)
+    if previous is None:
+        import copy
+
+        previous = copy.deepcopy(model).to(dtype).eval().requires_grad_(False)
+        previous._rsim_key = key
+    elif getattr(previous, "_rsim_key", None) != key:
+        with torch.no_grad():
+            for dst, src in zip(previous.parameters(), params):
+                dst.copy_(src)
+        previous._rsim_key = key
+    return previous
 
 
 class AdapterSlot:

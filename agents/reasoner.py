@@ -66,6 +66,10 @@ class ReasonerConfig:
     """Token cap of the single turn in no-planner mode (``env(planner=False)``, GRPO baseline)."""
     seed: int | None = None
     """Seed of the sampling generator (None: torch's global RNG)."""
+    sample_dtype: str = "float32"
+    """Weights dtype of the copy that decodes ("float32": the model itself; "bfloat16": a bf16 copy,
+    refreshed after every update, ~2x faster on CPUs with bf16 support; pair it with
+    ``train.grpo.tis_cap`` since the loss rescores in full precision)."""
     share_prefill: bool = True
     """Encode each distinct prompt once and copy its KV cache to every copy that shares it (the G
     copies of a group); tokens are the same as with separate prefills."""
@@ -79,6 +83,8 @@ class ReasonerConfig:
             raise ValueError(f"temperature must be > 0 (use greedy=True for argmax), got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.sample_dtype not in ("float32", "bfloat16"):
+            raise ValueError(f"sample_dtype must be 'float32' or 'bfloat16', got {self.sample_dtype!r}")
         if self.cache not in ("prealloc", "dynamic"):
             raise ValueError(f"cache must be 'prealloc' or 'dynamic', got {self.cache!r}")
 
@@ -161,10 +167,16 @@ class Reasoner:
         return self.lora.disabled() if self._reference else self.lora.active()
 
     def _decode_model(self) -> torch.nn.Module:
-        """What decoding runs: the model, or for LoRA its merged sampler (see ``LoraSpec.merged_sampler``)."""
+        """What decoding runs: the model, a copy in ``sample_dtype``, or for LoRA its merged sampler."""
+        dtype = getattr(torch, self.config.sample_dtype)
         if self.lora is not None and self.lora.base.adapters[self.lora.name].merged_sampler:
-            return self.lora.sampler()
-        return self.model
+            return self.lora.base.sampler(self.lora.name, dtype)
+        if dtype == next(self.model.parameters()).dtype:
+            return self.model
+        from .lora import cast_copy
+
+        self._sampler = cast_copy(self.model, dtype, getattr(self, "_sampler", None))
+        return self._sampler
 
     @contextlib.contextmanager
     def reference(self):

@@ -56,6 +56,19 @@ def to_dict(cfg: Any) -> Any:
     return asdict(cfg) if is_dataclass(cfg) else cfg
 
 
+def truncated_is_weights(old: torch.Tensor, records: Sequence[Any], mask: torch.Tensor, cap: float) -> torch.Tensor:
+    """``min(exp(old - sampled), cap)`` per chosen position (1 elsewhere); ``sampled`` = the records' logprobs."""
+    rows = [list(getattr(r, "logprobs", None) or []) for r in records]
+    if any(len(x) == 0 for x in rows):
+        raise ValueError("GRPOConfig.tis_cap > 0 needs the sampling log-probs in every record (records.logprobs); "
+                         "this agent does not record them, so set train.grpo.tis_cap=0.")
+    sampled = torch.zeros_like(old)
+    for i, x in enumerate(rows):
+        sampled[i, : len(x)] = torch.as_tensor(x[: old.shape[1]], dtype=old.dtype)
+    w = torch.exp(old - sampled).clamp(max=cap)
+    return torch.where(mask.bool(), w, torch.ones_like(w))
+
+
 class Trainer:
     """Runs a learner (who updates, when, with what weight) over the shared GRPO loop.
 
@@ -185,7 +198,10 @@ class Trainer:
             with self.acc.autocast():
                 scored = agent.score(recs)
             logp = scored.logp.float()
-            old = logp.detach() if old is None else old
+            if old is None:
+                old = logp.detach()
+                if g.tis_cap > 0:  # rollouts came from a lower-precision sampling copy: reweight per token
+                    a = a.reshape(-1, 1) * truncated_is_weights(old, recs, scored.mask, g.tis_cap)
             loss, m = loss_fn(logp, old, a, scored.mask, self.loss_cfg[role], ref_logp, scored.entropy)
             if scale is None:
                 scale = process_weight(self.acc, AGGREGATIONS[g.loss_type].count(scored.mask, len(sub)), weight)

@@ -12,6 +12,9 @@ Rows (each in its own subprocess, so that ``peak_rss_mib`` is that row's alone):
 * ``ours_full`` / ``trl_full``: every weight trains;
 * ``ours_lora`` / ``trl_lora``: a LoRA adapter (same rank, alpha, target modules; TRL through
   ``peft_config``);
+* ``ours_full_bf16`` / ``ours_lora_bf16``: ours decoding on a bf16 copy (``reasoner.sample_dtype``)
+  with truncated importance sampling (``tis_cap=2``); not compared with TRL (its CPU generate has no
+  such mode) and its effect on learning is not measured here;
 * ``demo``: ``rsim train --preset demo`` (planner + reasoner, LoRA adapters on one shared base),
   its s/step and peak RSS (a different workload: 2 groups x G=4, 3 rounds of 32 tokens).
 
@@ -38,7 +41,7 @@ from pathlib import Path
 
 import torch
 
-ROWS = ("ours_full", "trl_full", "ours_lora", "trl_lora", "demo")
+ROWS = ("ours_full", "trl_full", "ours_lora", "trl_lora", "ours_full_bf16", "ours_lora_bf16", "demo")
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,7 @@ def _lora(cfg: Config, enabled: bool):
     return LoraSpec(enabled=enabled, rank=cfg.lora_rank, alpha=2.0 * cfg.lora_rank)
 
 
-def run_ours(cfg: Config, lora: bool) -> dict:
+def run_ours(cfg: Config, lora: bool, sample_dtype: str = "float32") -> dict:
     from accelerate.utils import set_seed
 
     from agents.reasoner import ReasonerConfig
@@ -119,13 +122,14 @@ def run_ours(cfg: Config, lora: bool) -> dict:
             return results, records
 
     tcfg = TrainConfig(steps=cfg.steps, groups_per_step=1, seed=cfg.seed, progress=False, mixed_precision="no",
-                       output_dir=f"{cfg.output_dir}/ours_{'lora' if lora else 'full'}", save_every=0,
-                       grpo=GRPOConfig(group_size=cfg.group_size, max_length=cfg.completion_tokens),
+                       output_dir=f"{cfg.output_dir}/ours_{'lora' if lora else 'full'}_{sample_dtype}", save_every=0,
+                       grpo=GRPOConfig(group_size=cfg.group_size, max_length=cfg.completion_tokens,
+                                       tis_cap=2.0 if sample_dtype != "float32" else 0.0),
                        reasoner_optim=OptimConfig(lr=cfg.lora_lr if lora else cfg.lr))
     acc = make_accelerator(tcfg)
     set_seed(cfg.seed)
     rcfg = ReasonerConfig(max_step_tokens=cfg.completion_tokens, max_answer_tokens=cfg.completion_tokens,
-                          stop_at_delimiter=False)
+                          stop_at_delimiter=False, sample_dtype=sample_dtype)
     reasoner = build_agent(cfg.model, AgentContext("reasoner", rcfg, lora=_lora(cfg, lora))).agent
     trainer = DenseRewardTrainer(tcfg, GRPOBaseline(), {"reasoner": reasoner}, [_problem()], acc)
     times, tokens, groups = [], [], 0.0
@@ -218,6 +222,7 @@ def run_row(cfg: Config, row: str) -> dict:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     fn = {"ours_full": lambda: run_ours(cfg, False), "ours_lora": lambda: run_ours(cfg, True),
+          "ours_full_bf16": lambda: run_ours(cfg, False, "bfloat16"), "ours_lora_bf16": lambda: run_ours(cfg, True, "bfloat16"),
           "trl_full": lambda: run_trl(cfg, False), "trl_lora": lambda: run_trl(cfg, True), "demo": lambda: run_demo(cfg)}
     out = fn[row]()
     out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -261,3 +261,44 @@ def test_merged_sampler_decodes_like_the_adapter_and_refreshes_after_updates():
 
     merged, plain = decode(True, 1.0), decode(False, 1.0)
     assert merged == plain and merged[0] != merged[1]  # the second rollout saw the updated adapter
+
+
+def test_truncated_is_weights():
+    from agents.reasoner import ReasonerRecord
+    from algos.trainer import truncated_is_weights
+
+    old = torch.tensor([[0.0, -1.0, -2.0, 0.0], [0.0, -0.5, 0.0, 0.0]])
+    recs = [ReasonerRecord([1, 2, 3, 4], [0, 1, 1, 0], [0.0, -1.5, -0.5, 0.0], 1, [], 1.0, [], 0),
+            ReasonerRecord([1, 2], [0, 1], [0.0, -0.5], 1, [], 1.0, [], 0)]
+    mask = torch.tensor([[0, 1, 1, 0], [0, 1, 0, 0]])
+    w = truncated_is_weights(old, recs, mask, 2.0)
+    want = torch.tensor([[1.0, min(2.0, float(torch.exp(torch.tensor(0.5)))), float(torch.exp(torch.tensor(-1.5))), 1.0],
+                         [1.0, 1.0, 1.0, 1.0]])
+    assert torch.allclose(w, want)
+
+
+@pytest.mark.parametrize("lora", [True, False], ids=["lora", "full"])
+def test_bf16_sampling_copy_with_tis_trains_and_keeps_the_base(tmp_path, lora):
+    cfg = _cfg(tmp_path, **{"reasoner.sample_dtype": "bfloat16", "train.grpo.tis_cap": 2.0, "train.steps": 2,
+                            "model.reasoner_lora.enabled": lora, "model.planner_lora.enabled": lora})
+    out = main(cfg)
+    assert out["steps"] == 2 and "planner/reward" in out["history"][-1]
+    from agents.reasoner import ReasonerConfig
+
+    r = build_agent("tiny", AgentContext("reasoner", ReasonerConfig(max_step_tokens=4, sample_dtype="bfloat16"),
+                                         lora=LORA if lora else None, shared={})).agent
+    decoder = r._decode_model()
+    assert next(decoder.parameters()).dtype == torch.bfloat16 and decoder is not r.model
+    with torch.no_grad():
+        for q in r.module.parameters():
+            q.add_(0.5)
+    again = r._decode_model()
+    assert again is decoder  # refreshed in place, not rebuilt
+    with torch.no_grad():
+        if lora:
+            with r.lora.active():
+                want = r.model(input_ids=torch.tensor([[5, 6, 7]])).logits
+        else:
+            want = r.model(input_ids=torch.tensor([[5, 6, 7]])).logits
+        got = again(input_ids=torch.tensor([[5, 6, 7]])).logits.float()
+    assert torch.allclose(got, want, rtol=0.02, atol=0.1)  # bf16: ~3 significant digits

@@ -69,6 +69,16 @@ def truncated_is_weights(old: torch.Tensor, records: Sequence[Any], mask: torch.
     return torch.where(mask.bool(), w, torch.ones_like(w))
 
 
+def _choices(record: Any) -> int:
+    """Positions an agent chose in one record (what ``Scored.mask`` will count): decisions or generated tokens."""
+    if hasattr(record, "actions"):
+        return len(record.actions)
+    if hasattr(record, "gen_mask"):
+        return int(sum(record.gen_mask[1:]))  # position 0 has no prefix and is never scored
+    raise ValueError(f"train.score_chunk > 0 needs records with 'actions' or 'gen_mask', got {type(record).__name__}; "
+                     "set train.score_chunk=0.")
+
+
 class Trainer:
     """Runs a learner (who updates, when, with what weight) over the shared GRPO loop.
 
@@ -193,31 +203,57 @@ class Trainer:
             with torch.no_grad(), self.acc.autocast(), self._reference(role) as ref:
                 ref_logp = ref.score(recs).logp.float()
         loss_fn = getattr(self.learner, "loss", None) or grpo_loss
-        old, sums, scale = None, {}, None
+        chunks, shares, total = self._chunks(recs, g.loss_type)
+        olds: list = [None] * len(chunks)
+        advs: list = [None] * len(chunks)
+        sums: dict[str, float] = {}
+        tokens = 0.0
+        scale = None if total is None else process_weight(self.acc, total, weight)
         for _ in range(g.num_iterations):
-            with self.acc.autocast():
-                scored = agent.score(recs)
-            logp = scored.logp.float()
-            if old is None:
-                old = logp.detach()
-                if g.tis_cap > 0:  # rollouts came from a lower-precision sampling copy: reweight per token
-                    a = a.reshape(-1, 1) * truncated_is_weights(old, recs, scored.mask, g.tis_cap)
-            loss, m = loss_fn(logp, old, a, scored.mask, self.loss_cfg[role], ref_logp, scored.entropy)
-            if scale is None:
-                scale = process_weight(self.acc, AGGREGATIONS[g.loss_type].count(scored.mask, len(sub)), weight)
             opt.zero_grad(set_to_none=False)
-            (loss * scale).backward()
+            loss_sum, tokens = 0.0, 0.0
+            for i, (idx, share) in enumerate(zip(chunks, shares)):
+                c_recs, c_a = [recs[j] for j in idx], a[idx]
+                c_ref = None if ref_logp is None else ref_logp[idx]
+                with self.acc.autocast():
+                    scored = agent.score(c_recs)
+                logp = scored.logp.float()
+                if c_ref is not None:
+                    c_ref = c_ref[:, : logp.shape[1]]
+                if olds[i] is None:  # first pass: on-policy log-probs, kept for later passes
+                    olds[i], advs[i] = logp.detach(), c_a
+                    if g.tis_cap > 0:  # rollouts came from a lower-precision sampling copy: reweight per token
+                        advs[i] = c_a.reshape(-1, 1) * truncated_is_weights(olds[i], c_recs, scored.mask, g.tis_cap)
+                loss, m = loss_fn(logp, olds[i], advs[i], scored.mask, self.loss_cfg[role], c_ref, scored.entropy)
+                if scale is None:  # one chunk: the normaliser count comes from its mask
+                    scale = process_weight(self.acc, AGGREGATIONS[g.loss_type].count(scored.mask, len(idx)), weight)
+                (loss * share * scale).backward()  # chunk losses weighted to sum to the whole batch's loss
+                loss_sum += loss.item() * share
+                tokens += float(scored.mask.sum().item())
+                for k, v in m.items():
+                    sums[k] = sums.get(k, 0.0) + v * share / g.num_iterations
             sync_grads(self.acc, params)
             max_norm = self.optim_cfg[role].max_grad_norm
             gn = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf"))
             opt.step()
-            for k, v in dict(m, loss=loss.item(), grad_norm=gn.item()).items():
+            for k, v in dict(loss=loss_sum, grad_norm=gn.item()).items():
                 sums[k] = sums.get(k, 0.0) + v / g.num_iterations
-        sums.update(learning_rate=lr, lr_scale=plan.lr_scale[role], tokens=float(scored.mask.sum().item()) * weight,
-                    skipped=0.0)
+        sums.update(learning_rate=lr, lr_scale=plan.lr_scale[role], tokens=tokens * weight, skipped=0.0)
         if before is not None:
             sums["update_norm"] = math.sqrt(sum(float((p.detach() - b).pow(2).sum()) for p, b in zip(params, before)))
         return sums
+
+    def _chunks(self, recs: list[Any], loss_type: str) -> tuple[list[list[int]], list[float], float | None]:
+        """Row chunks scored one forward/backward at a time (``score_chunk``), each chunk's share of the
+        batch loss, and the batch's normaliser count (None for one chunk: read from its mask)."""
+        n, size = len(recs), self.cfg.score_chunk or len(recs)
+        chunks = [list(range(i, min(n, i + size))) for i in range(0, n, size)]
+        if len(chunks) == 1:
+            return chunks, [1.0], None
+        count = AGGREGATIONS[loss_type].count  # reads only the number of rows or of chosen positions
+        units = [count(torch.ones(1, sum(_choices(recs[j]) for j in idx)), len(idx)) for idx in chunks]
+        total = sum(units)
+        return chunks, [u / total if total else 0.0 for u in units], total
 
     def _reference(self, role: str) -> Any:
         """Context yielding the KL reference of ``role``: its frozen copy, or a LoRA agent in reference mode."""

@@ -19,10 +19,18 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
+import transformers
+from packaging.version import Version
 from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import DynamicLayer
 
-__all__ = ["PreallocLayer", "make_cache", "KVBatch"]
+MIN_TRANSFORMERS = "5.24"
+"""Oldest transformers whose models take ``cache=`` (earlier releases drop it silently: no KV cache)."""
+if Version(transformers.__version__) < Version(MIN_TRANSFORMERS):
+    raise ImportError(f"rSIM's KV cache needs transformers>={MIN_TRANSFORMERS} (models take `cache=`), found "
+                      f"{transformers.__version__}; upgrade with: pip install -U 'transformers>={MIN_TRANSFORMERS}'.")
+
+__all__ = ["MIN_TRANSFORMERS", "PreallocLayer", "make_cache", "KVBatch"]
 
 
 class PreallocLayer(DynamicLayer):

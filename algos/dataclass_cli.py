@@ -36,8 +36,12 @@ def field_docs(cls: type) -> dict[str, str]:
     return out
 
 
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
+def _add(parser: argparse.ArgumentParser, name: str, **kwargs: Any) -> None:
+    """``--field-name`` (shown), plus ``--field_name`` (hidden: the spelling of older scripts)."""
+    parser.add_argument("--" + name.replace("_", "-"), **kwargs)
+    if "_" in name:
+        hidden = dict(kwargs, help=argparse.SUPPRESS, default=argparse.SUPPRESS)
+        parser.add_argument("--" + name, **hidden)
 
 
 def add_fields(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] = ()) -> None:
@@ -49,17 +53,15 @@ def add_fields(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] =
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         meta, help_ = f.metadata, docs.get(f.name, "")
         if "parse" in meta:
-            parser.add_argument(_flag(f.name), dest=f.name, type=meta["parse"], default=None,
-                                action="append" if meta.get("append") else "store", help=help_)
+            _add(parser, f.name, dest=f.name, type=meta["parse"], default=None,
+                 action="append" if meta.get("append") else "store", help=help_)
+        elif hints[f.name] is bool and default:
+            _add(parser, "no_" + f.name, dest=f.name, action="store_false", default=True, help=f"turn off: {help_}")
         elif hints[f.name] is bool:
-            if default:
-                parser.add_argument(_flag("no_" + f.name), dest=f.name, action="store_false", default=True, help=help_)
-            else:
-                parser.add_argument(_flag(f.name), dest=f.name, action="store_true", default=False, help=help_)
+            _add(parser, f.name, dest=f.name, action="store_true", default=False, help=help_)
         else:
             typ = hints[f.name] if hints[f.name] in (int, float, str) else str
-            parser.add_argument(_flag(f.name), dest=f.name, type=typ, default=default,
-                                help=f"{help_} (default: {default!r})")
+            _add(parser, f.name, dest=f.name, type=typ, default=default, help=f"{help_} (default: {default!r})")
 
 
 def config_from_args(cls: type, ns: argparse.Namespace, **extra: Any) -> Any:

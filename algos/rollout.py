@@ -82,26 +82,30 @@ def rollout(
         for agent in ("planner", "reasoner"):  # the planner moves first in every round
             if agent not in due:
                 continue
-            policy = policies[agent]
-            if policy is None:
-                raise ValueError("an environment asked for the planner but rollout() got planner=None; pass a "
-                                 "planner or build the groups with planner=False")
-            items = due[agent]
-            copy_ids = [off + c for _, off, ids, _ in items for c in ids]
-            observations = [o for *_, obs in items for o in obs]
-            t0 = time.perf_counter()
-            actions = list(policy.act(copy_ids, observations))
-            stats["seconds"][agent] += time.perf_counter() - t0
-            stats["calls"][agent] += 1
-            if len(actions) != len(copy_ids):
-                raise ValueError(f"{agent}.act returned {len(actions)} actions for {len(copy_ids)} observations")
-            i = 0
-            for g, _, ids, _ in items:
-                g.step(actions[i : i + len(ids)])
-                i += len(ids)
+            _act(agent, policies[agent], due[agent], stats)
         rounds += "reasoner" in due
     stats.update(rounds=rounds, copies=total, wall_s=time.perf_counter() - start)
     return Rollout(_collect(groups, offsets, policies), stats)
+
+
+def _act(agent: str, policy: Policy | None, items: list[tuple[EnvGroup, int, list[int], list[dict]]],
+         stats: dict[str, Any]) -> None:
+    """One batched ``act`` of ``policy`` over every group waiting for ``agent``; step the groups."""
+    if policy is None:
+        raise ValueError("an environment asked for the planner but rollout() got planner=None; pass a "
+                         "planner or build the groups with planner=False")
+    copy_ids = [off + c for _, off, ids, _ in items for c in ids]
+    observations = [o for *_, obs in items for o in obs]
+    t0 = time.perf_counter()
+    actions = list(policy.act(copy_ids, observations))
+    stats["seconds"][agent] += time.perf_counter() - t0
+    stats["calls"][agent] += 1
+    if len(actions) != len(copy_ids):
+        raise ValueError(f"{agent}.act returned {len(actions)} actions for {len(copy_ids)} observations")
+    i = 0
+    for g, _, ids, _ in items:
+        g.step(actions[i : i + len(ids)])
+        i += len(ids)
 
 
 def _collect(groups: list[EnvGroup], offsets: list[int], policies: dict[str, Policy | None]) -> list[dict[str, Any]]:

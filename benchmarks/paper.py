@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from algos.config import PRESETS
 from algos.evaluation import EvalConfig, run
 
 TRAIN = {"grpo": ["train", "--preset", "demo", "--learner", "grpo"], "rsim": ["train", "--preset", "demo"]}
@@ -63,10 +64,10 @@ class PaperConfig:
     """Evaluation seed."""
     batch: int = 25
     """Problems per batched rollout."""
-    max_steps: int = 3
-    """Planner rounds (demo preset: 3)."""
-    max_step_tokens: int = 32
-    """Reasoner tokens per step (demo preset: 32)."""
+    max_steps: int = PRESETS["demo"]["env.max_steps"]
+    """Planner rounds (those of the demo preset that trains the checkpoints)."""
+    max_step_tokens: int = PRESETS["demo"]["reasoner.max_step_tokens"]
+    """Reasoner tokens per step (the demo preset's)."""
     out: str = "results/paper"
     """Output directory (paper.json, table.md, one eval dir per row)."""
 

@@ -31,7 +31,8 @@ class EnvGroup:
     Args:
         problems: One problem per group (a single :class:`Problem` is one group).
         group_size: Copies per problem (G); at least 1.
-        **env_kwargs: Passed to :func:`rsim_env.env` (``max_steps``, ``planner``, ...).
+        **env_kwargs: Passed to :func:`rsim_env.env`: ``config=EnvConfig(...)`` and/or its fields
+            (``max_steps``, ``planner``, ...).
     """
 
     def __init__(self, problems: Problem | Sequence[Problem], group_size: int, **env_kwargs: Any) -> None:

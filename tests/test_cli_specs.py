@@ -24,6 +24,7 @@ def test_same_specs_train_then_eval(tmp_path, planner, reasoner, data):
                 "--source", data, "--limit", "2", "--max-steps", "2", "--max-step-tokens", "4", "--modes", "trained",
                 "--no-progress"])
     assert res["planner"]["kind"] == "checkpoint" and res["planner"]["base"] == planner
+    assert res["planner"]["plugin"] is False  # the reasoner it was trained with (same run, or same spec)
     assert res["modes"]["trained"]["samples"] == 2
     # and the same specs, untrained, straight into eval
     res = rsim(["eval", "--planner", f"untrained:{planner}", "--reasoner", reasoner, "--source", data, "--limit", "2",

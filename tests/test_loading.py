@@ -91,3 +91,22 @@ def test_embedded_default_loads_and_speaks():
     with torch.inference_mode():
         out = model.generate(ids, max_new_tokens=4, do_sample=False)
     assert "Paris" in tok.decode(out[0, ids.shape[1]:])
+
+
+def test_transformers_lower_bound_is_the_cache_api():
+    """pyproject's bound is the release whose models take `cache=` (agents/kv.py passes it)."""
+    import inspect
+    import re
+    from pathlib import Path
+
+    import transformers
+    from packaging.version import Version
+    from transformers import LlamaForCausalLM, LlamaModel
+
+    from agents.kv import MIN_TRANSFORMERS
+
+    text = (Path(__file__).parents[1] / "pyproject.toml").read_text()
+    (bound,) = re.findall(r'"transformers>=([\d.]+)"', text)
+    assert bound == MIN_TRANSFORMERS and Version(transformers.__version__) >= Version(bound)
+    for cls in (LlamaModel, LlamaForCausalLM):
+        assert "cache" in inspect.signature(cls.forward).parameters

@@ -170,9 +170,11 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
     shared: dict = {}  # LoRA agents of one run on the same base load that base once
     reasoner, reasoner_info = build_reasoner(cfg.reasoner, cfg, problems, shared)
     trained, planner_info = (load_planner(cfg.planner, cfg, shared) if "trained" in modes else (None, None))
-    if planner_info is not None:
+    if planner_info is not None:  # plug-in: the planner plays with a reasoner it was not trained with
         base = planner_info.get("trained_with_reasoner")
-        planner_info["plugin"] = base is not None and base != cfg.reasoner
+        ck = reasoner_info.get("checkpoint")
+        same_run = ck is not None and ck == planner_info.get("checkpoint")  # both agents out of one run
+        planner_info["plugin"] = base is not None and base != cfg.reasoner and not same_run
     load_s = time.perf_counter() - t_load
     all_rows, figures = _figures(modes, problems, reasoner, trained, cfg)
     results = {

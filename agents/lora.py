@@ -123,8 +123,13 @@ class SharedBase:
         """Adapter ``name``'s weights by their names in :attr:`model`."""
         return {n: p for n, p in self.model.named_parameters() if "lora_" in n and f".{name}." in n}
 
+    def _layers(self) -> list[Any]:
+        if getattr(self, "_tuner_cache", None) is None or self._tuner_cache[0] != len(self.adapters):
+            self._tuner_cache = (len(self.adapters), _tuner_layers(self.model))
+        return self._tuner_cache[1]
+
     def _set(self, adapter: str | None) -> tuple[list, list]:
-        layers = _tuner_layers(self.model)
+        layers = self._layers()
         before = ([layer._active_adapter for layer in layers], [layer._disable_adapters for layer in layers])
         for layer in layers:
             if adapter is None:
@@ -137,7 +142,7 @@ class SharedBase:
     @contextlib.contextmanager
     def using(self, adapter: str | None) -> Iterator[None]:
         """Forwards inside run with ``adapter`` active (``None``: the bare base, adapters off)."""
-        layers = _tuner_layers(self.model)
+        layers = self._layers()
         active, disabled = self._set(adapter)
         try:
             yield

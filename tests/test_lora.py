@@ -316,3 +316,16 @@ def test_score_chunks_give_the_same_update(tmp_path, loss_type):
     for role in ("planner", "reasoner"):
         assert torch.allclose(_flat(outs[0]["params"][role]), _flat(outs[3]["params"][role]), atol=1e-6), role
     assert outs[0]["history"][-1]["planner/loss"] == pytest.approx(outs[3]["history"][-1]["planner/loss"], abs=1e-5)
+
+
+def test_export_of_a_full_fine_tuning_run(tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    run = tmp_path / "run"
+    main(_cfg(run, **{"train.steps": 1, "model.planner_lora.enabled": False, "model.reasoner_lora.enabled": False}))
+    out = main(["export", str(run), "--out", str(tmp_path / "exp")])
+    assert {k: v["lora"] for k, v in out["agents"].items()} == {"planner": False, "reasoner": False}
+    trained = build_agent(str(run), AgentContext("reasoner")).agent
+    ids = torch.tensor([[5, 17, 99, 3]])
+    got = AutoModelForCausalLM.from_pretrained(tmp_path / "exp" / "reasoner")(input_ids=ids).logits
+    assert torch.allclose(got, trained.model(input_ids=ids).logits, atol=1e-5)

@@ -11,7 +11,7 @@ TORCH ?= torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo test test-fast bench clean sandbox-tools
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +29,7 @@ install: $(VENV)/.installed
 demo: install
 	$(VENV)/bin/rsim train --preset demo
 
-test: install
+test: install sandbox-tools
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -42,3 +42,12 @@ bench: install
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# bubblewrap for the code sandbox (rsim_env.code); without it the sandbox falls back to resource
+# limits only, with a warning. Debian/Ubuntu as root; elsewhere install bubblewrap yourself.
+# Best effort: `make test` runs the hostile-code suite under bubblewrap where this works, and
+# under the rlimits fallback (bubblewrap cases skipped) where it does not.
+sandbox-tools:
+	-command -v bwrap >/dev/null || (command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+	  apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || \
+	  echo "bubblewrap not installed: the code sandbox will use resource limits only"

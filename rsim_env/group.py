@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from . import grading
 from .env import env as make_env
 from .game import is_int_action
 from .problems import Problem
@@ -103,6 +104,7 @@ class EnvGroup:
         if len(actions) != len(ids):
             raise ValueError(f"step() got {len(actions)} actions for {len(ids)} live copies; pass one per copy.")
         self.validate(actions)
+        self._prefetch(ids, actions)
         for c, a in zip(ids, actions):
             e = self.envs[c]
             e.step(a)
@@ -121,6 +123,14 @@ class EnvGroup:
                     raise ValueError(f"copy {c}: planner action {a!r:.60} invalid; expected an int in 0..{space.n - 1}.")
             elif not isinstance(a, str):
                 raise TypeError(f"copy {c}: reasoner action must be str, got {type(a).__name__}.")
+
+    def _prefetch(self, ids: Sequence[int], actions: Sequence[Any]) -> None:
+        """Start the sandbox runs of every code episode this step will finish, so they run in parallel."""
+        for c, a in zip(ids, actions):
+            ep = self.envs[c].unwrapped.episode
+            final = ep.finishes_with(a) if ep.problem.kind == "code" else None
+            if final is not None:
+                grading.prefetch(ep.problem, final)
 
     def _finish(self, c: int) -> None:
         e = self.envs[c]

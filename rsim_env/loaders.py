@@ -180,3 +180,21 @@ _ALIASES = {"openai/gsm8k": "gsm8k", "hendrycks_math": "math", "math-500": "math
 
 
 from .data import load_problems  # noqa: E402,F401  - re-exported: the one data factory
+
+
+
+def _code_loader(name: str) -> Callable[..., list[Problem]]:
+    """Code datasets (kind="code") live one file each in rsim_env/code/; imported on first use
+    because they build on the row helpers of this module."""
+    def load(**kwargs: Any) -> list[Problem]:
+        import importlib
+
+        return getattr(importlib.import_module(f"rsim_env.code.{name}"), name)(**kwargs)
+    load.__name__ = load.__qualname__ = name
+    return load
+
+
+LOADERS.update({name: _code_loader(name) for name in ("humaneval", "mbpp", "codealpaca")})
+_ALIASES.update({"openai/openai_humaneval": "humaneval", "openai_humaneval": "humaneval",
+                 "google-research-datasets/mbpp": "mbpp", "sahil2801/codealpaca-20k": "codealpaca",
+                 "codealpaca-20k": "codealpaca"})

@@ -20,6 +20,9 @@ from typing import Any, Sequence
 ANSWER_TYPES = ("auto", "number", "expression", "choice", "bool", "list", "text")
 """Answer types understood by :func:`rsim_env.answers.check` (``auto`` guesses from the gold)."""
 
+KINDS = ("math", "code")
+"""Problem kinds: ``math`` (answer checked by :mod:`rsim_env.answers`), ``code`` (program run on ``tests``)."""
+
 DEFAULT_TASKS = ("gsm_symbolic", "basic_arithmetic")
 """reasoning-gym tasks mixed into the embedded default source."""
 
@@ -36,6 +39,10 @@ class Problem:
         source: Name of the dataset or generator the problem came from.
         choices: Multiple-choice options in letter order, empty when not multiple choice.
         metadata: Free-form JSON-serialisable extras (difficulty, reference solution, ...).
+        kind: One of :data:`KINDS`; decides how the episode is graded (:mod:`rsim_env.grading`).
+        tests: Code problems: HumanEval-style source defining ``check(candidate)`` (see
+            :func:`rsim_env.code.execute`); ``answer`` then holds a reference solution (or "").
+        entry_point: Code problems: the function the program must define.
     """
 
     id: str
@@ -45,6 +52,9 @@ class Problem:
     source: str = "custom"
     choices: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    kind: str = "math"
+    tests: str = ""
+    entry_point: str = ""
 
     def __post_init__(self) -> None:
         for name in ("id", "question", "answer", "source"):
@@ -59,6 +69,15 @@ class Problem:
                 "use 'auto' if unsure."
             )
         object.__setattr__(self, "choices", tuple(self.choices))
+        if self.kind not in KINDS:
+            raise ValueError(f"Problem.kind={self.kind!r} is not one of {KINDS}.")
+        if self.kind == "code":
+            if not isinstance(self.tests, str) or "def check" not in self.tests:
+                raise ValueError(f"Code problem {self.id!r} needs tests: source defining `def check(candidate):` "
+                                 "(rsim_env.code.pairs_to_check builds it from input/output pairs).")
+            if not isinstance(self.entry_point, str) or not self.entry_point.isidentifier():
+                raise ValueError(f"Code problem {self.id!r} has entry_point={self.entry_point!r}; "
+                                 "give the name of the function the program must define.")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (inverse of ``Problem(**d)``)."""
@@ -119,8 +138,9 @@ def default_source(size: int = 1000, seed: int = 0) -> list[Problem]:
 def load_jsonl(path: str | Path, source: str | None = None) -> list[Problem]:
     """Load problems from a JSONL file, one object per line.
 
-    Each line needs ``question`` and ``answer``; ``id``, ``answer_type``, ``choices`` and
-    ``metadata`` are optional (ids default to ``"<file stem>/<line number>"``).
+    Each line needs ``question`` and ``answer``; ``id``, ``answer_type``, ``choices``,
+    ``metadata`` and (code problems) ``kind``, ``tests``, ``entry_point`` are optional (ids default
+    to ``"<file stem>/<line number>"``). ``Problem.to_dict()`` writes exactly this form.
 
     Raises:
         FileNotFoundError: The file does not exist.
@@ -150,6 +170,9 @@ def load_jsonl(path: str | Path, source: str | None = None) -> list[Problem]:
                     source=str(row.get("source", source or path.stem)),
                     choices=tuple(row.get("choices", ())),
                     metadata=dict(row.get("metadata", {})),
+                    kind=row.get("kind", "math"),
+                    tests=str(row.get("tests", "")),
+                    entry_point=str(row.get("entry_point", "")),
                 )
             )
     if not problems:

@@ -111,3 +111,15 @@ def max_reasoner_chars(max_question_chars: int, max_steps: int, max_step_chars: 
     longest = max(len(injection(max_steps - 1, s.index)) for s in STRATEGIES)
     overhead = len(chat_to_text(reasoner_chat("", [], [], None)))
     return overhead + max_question_chars + max_steps * (longest + max_step_chars + len(STEP_DELIMITER))
+
+
+CODE_INSTRUCTION = (
+    "Write a Python function `{entry_point}` that solves the task below, using only the standard library. "
+    "In your final step, give the complete program (imports and the whole function) in one ```python "
+    "code block; nothing after the code block is run."
+)
+
+
+def code_question(task: str, entry_point: str) -> str:
+    """Question text of a code problem: the instruction about the final program, then the task."""
+    return CODE_INSTRUCTION.format(entry_point=entry_point) + "\n\n" + task.strip("\n")

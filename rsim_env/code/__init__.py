@@ -1,0 +1,13 @@
+"""Code problems: a sandbox for model-written programs, program extraction, code datasets.
+
+Public entry point: :func:`execute` (``rsim_env.code.execute(program, tests, timeout_s=10.0,
+entry_point="solution")``) returning an :class:`ExecResult`. See :mod:`.execute` for how the
+verdict is made unforgeable and :mod:`.isolation` for the confinement (bubblewrap or rlimits).
+"""
+
+from .execute import Executor, configure, default_executor, execute
+from .extract import extract_program, program_parses
+from .result import REASONS, ExecResult, SandboxConfig, pairs_to_check
+
+__all__ = ["Executor", "configure", "default_executor", "execute", "extract_program", "program_parses",
+           "REASONS", "ExecResult", "SandboxConfig", "pairs_to_check"]

@@ -5,7 +5,9 @@ Each forward appends the same number of *columns* to every row; a row that has f
 than the widest row gets pad tokens that the attention mask hides (holes). Each row keeps its own
 position counter, so RoPE positions count only real tokens and a row's logits are exactly what
 the model would give for that row alone (tested against re-encoding). Rows whose conversation
-ended are dropped from the batch (:meth:`KVBatch.keep`).
+ended are dropped from the batch (:meth:`KVBatch.keep`). Inside a turn, rows that finished their
+step are fed nothing; with the prealloc cache the live rows are swapped to the front of the buffer
+and the forward runs on that prefix only, so finished rows stop costing compute.
 
 :class:`PreallocLayer` replaces ``DynamicLayer``'s per-step ``torch.cat`` (which copies the whole
 cache every token; ~13 % of a batch-16 step on CPU) with a buffer that doubles when full and is
@@ -38,6 +40,7 @@ class PreallocLayer(DynamicLayer):
         super().__init__()
         self.capacity = capacity
         self.length = 0
+        self.active: int | None = None  # forwards touch only rows [:active] (None: all rows)
         self._k: torch.Tensor | None = None
         self._v: torch.Tensor | None = None
 
@@ -57,8 +60,8 @@ class PreallocLayer(DynamicLayer):
             setattr(self, name, new)
 
     def _refresh_views(self) -> None:
-        self.keys = self._k[:, :, : self.length]
-        self.values = self._v[:, :, : self.length]
+        self.keys = self._k[: self.active, :, : self.length]
+        self.values = self._v[: self.active, :, : self.length]
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         if not self.is_initialized:
@@ -66,11 +69,18 @@ class PreallocLayer(DynamicLayer):
         end = self.length + key_states.shape[-2]
         if end > self._k.shape[2]:
             self._grow(end)
-        self._k[:, :, self.length : end] = key_states
-        self._v[:, :, self.length : end] = value_states
+        rows = self.active
+        self._k[:rows, :, self.length : end] = key_states  # rows past `active` keep holes (masked)
+        self._v[:rows, :, self.length : end] = value_states
         self.length = end
         self._refresh_views()
         return self.keys, self.values
+
+    def swap_rows(self, a: int, b: int) -> None:
+        """Exchange two rows of the buffer in place (the filled columns; the rest is never read unwritten)."""
+        if self.is_initialized:
+            for buf in (self._k, self._v):
+                buf[[a, b], :, : self.length] = buf[[b, a], :, : self.length]
 
     def get_seq_length(self) -> int:
         return self.length
@@ -102,20 +112,38 @@ class KVBatch:
         num_rows: Conversations in the batch (row ``i`` starts as conversation ``i``).
         pad_id: Token id used for holes (never attended to).
         kind / capacity: See :func:`make_cache`.
+        share_prefill: On the first feed, encode identical rows once and copy their KV to every
+            twin (the G copies of a GRPO group share their prompt's prefill).
     """
 
     def __init__(self, model: PreTrainedModel, num_rows: int, pad_id: int, kind: str = "prealloc",
-                 capacity: int = 512):
+                 capacity: int = 512, share_prefill: bool = True):
         self.model = model
+        self.share_prefill = share_prefill
         self.pad_id = pad_id
         self.device = next(model.parameters()).device
         self.cache = make_cache(model, kind, capacity)
-        self.rows = list(range(num_rows))  # conversation id of each batch row
+        self.rows = list(range(num_rows))  # conversation id of each batch row (callers' order)
+        self._slot = list(range(num_rows))  # physical cache row of each of self.rows
+        self._compactable = all(isinstance(layer, PreallocLayer) for layer in self.cache.layers)
         self.positions = torch.zeros(num_rows, dtype=torch.long, device=self.device)  # real tokens seen
         self._mask = torch.zeros(num_rows, capacity, dtype=torch.bool, device=self.device)
         self.columns = 0
         output_embeddings = getattr(model, "get_output_embeddings", None)  # None on test fakes: treat as an LM
         self.is_lm = output_embeddings is None or output_embeddings() is not None
+
+    def _shared_first_feed(self, new_tokens: Sequence[Sequence[int]], unique: list[list[int]]) -> torch.Tensor:
+        """First feed with repeated rows: encode each distinct row once, then copy its KV to its twins."""
+        rows = self.rows
+        where = {tuple(u): i for i, u in enumerate(unique)}
+        source = torch.tensor([where[tuple(t)] for t in new_tokens], device=self.device)
+        self.rows, self.positions = list(range(len(unique))), self.positions[: len(unique)]
+        self._mask, self._slot = self._mask[: len(unique)], list(range(len(unique)))
+        out = self.feed(unique)  # columns == 0 and all distinct: a plain batched prefill
+        self.rows, self.positions, self._mask = rows, self.positions[source], self._mask[source]
+        self._slot = list(range(len(rows)))
+        self.cache.batch_select_indices(source)
+        return out[source]
 
     def keep(self, conversations: Sequence[int]) -> None:
         """Drop every row whose conversation is not in ``conversations`` (they never come back)."""
@@ -125,46 +153,98 @@ class KVBatch:
             raise ValueError(f"conversations {sorted(missing)} are not in this batch (already dropped or unknown)")
         if len(wanted) == len(self.rows):
             return
-        idx = [i for i, c in enumerate(self.rows) if c in wanted]
-        index = torch.tensor(idx, device=self.device)
-        self.rows = [self.rows[i] for i in idx]
+        kept = [i for i, c in enumerate(self.rows) if c in wanted]
+        index = torch.tensor([self._slot[i] for i in kept], device=self.device)
+        self.rows = [self.rows[i] for i in kept]
+        self._slot = list(range(len(kept)))
         self.positions = self.positions[index]
         self._mask = self._mask[index]
         if self.columns:
             self.cache.batch_select_indices(index)
 
+    def _swap(self, a: int, b: int) -> None:
+        """Exchange physical slots ``a`` and ``b`` (cache rows, positions, mask)."""
+        for layer in self.cache.layers:
+            layer.swap_rows(a, b)
+        for t in (self.positions, self._mask):
+            t[[a, b]] = t[[b, a]]
+
+    def _front(self, live: list[int]) -> int:
+        """Move the ``live`` logical rows into physical slots ``[0, len(live))``; return that count."""
+        k = len(live)
+        free = [i for i in range(len(self.rows)) if i not in set(live) and self._slot[i] < k]
+        for i in live:
+            if self._slot[i] >= k:
+                j = free.pop()
+                self._swap(self._slot[i], self._slot[j])
+                self._slot[i], self._slot[j] = self._slot[j], self._slot[i]
+        return k
+
     def feed(self, new_tokens: Sequence[Sequence[int]]) -> torch.Tensor:
         """Append ``new_tokens[r]`` to row ``r`` (may be empty); return the last-position output.
 
+        Rows fed nothing cost no compute with the prealloc cache: the live rows are moved to the
+        front of the buffer and the forward runs on that prefix only.
+
         Returns:
             ``[rows, vocab]`` float logits (causal LM) or ``[rows, hidden]`` last hidden states
-            (backbone) after each row's last new token (meaningless for rows fed nothing).
+            (backbone) after each row's last new token (zeros for rows fed nothing).
         """
-        if len(new_tokens) != len(self.rows):
-            raise ValueError(f"feed() needs one token list per row ({len(self.rows)}), got {len(new_tokens)}")
+        n = len(self.rows)
+        if len(new_tokens) != n:
+            raise ValueError(f"feed() needs one token list per row ({n}), got {len(new_tokens)}")
         width = max(len(t) for t in new_tokens)
         if width == 0:
             raise ValueError("feed() got no tokens for any row")
-        n = len(self.rows)
-        ids = torch.full((n, width), self.pad_id, dtype=torch.long)
-        real = torch.zeros(n, width, dtype=torch.bool)
-        for r, toks in enumerate(new_tokens):  # right-align: each row's last token is in the last column
+        if self.columns == 0 and self.share_prefill:
+            unique = {tuple(t): None for t in new_tokens}
+            if len(unique) < n:  # identical first feeds (the G copies of one prompt): prefill once
+                return self._shared_first_feed(new_tokens, [list(u) for u in unique])
+        live = [i for i, t in enumerate(new_tokens) if t]
+        k = self._front(live) if len(live) < n and self.columns and self._compactable else n
+        ids = torch.full((k, width), self.pad_id, dtype=torch.long)
+        real = torch.zeros(k, width, dtype=torch.bool)
+        for i in (live if k < n else range(n)):  # right-align: each row's last token is in the last column
+            toks, r = new_tokens[i], self._slot[i]
             if toks:
                 ids[r, width - len(toks):] = torch.as_tensor(list(toks), dtype=torch.long)
                 real[r, width - len(toks):] = True
-        ids, real = ids.to(self.device), real.to(self.device)
+        out = self._forward(ids.to(self.device), real.to(self.device), k)
+        if k == n:
+            return out[self._slot] if self._slot != list(range(n)) else out
+        full = out.new_zeros(n, out.shape[-1])
+        full[live] = out[[self._slot[i] for i in live]]
+        return full
+
+    def _forward(self, ids: torch.Tensor, real: torch.Tensor, k: int) -> torch.Tensor:
+        """One forward of physical rows ``[0, k)`` over ``ids``; the other rows get holes."""
+        width = ids.shape[1]
         # positions: real tokens continue the row's count; holes reuse a harmless in-range value
         offsets = (real.long().cumsum(1) - 1).clamp(min=0)
-        position_ids = self.positions[:, None] + offsets
+        position_ids = self.positions[:k, None] + offsets
         end = self.columns + width
         if end > self._mask.shape[1]:
-            grown = torch.zeros(n, max(end, 2 * self._mask.shape[1]), dtype=torch.bool, device=self.device)
+            grown = torch.zeros(self._mask.shape[0], max(end, 2 * self._mask.shape[1]), dtype=torch.bool,
+                                device=self.device)
             grown[:, : self.columns] = self._mask[:, : self.columns]
             self._mask = grown
-        self._mask[:, self.columns : end] = real
+        self._mask[:k, self.columns : end] = real
         extra = {"logits_to_keep": 1} if self.is_lm else {}
-        out = self.model(input_ids=ids, attention_mask=self._mask[:, :end], position_ids=position_ids,
-                         cache=self.cache, use_cache=True, **extra)
+        partial = k < self._mask.shape[0]
+        if partial:
+            for layer in self.cache.layers:
+                layer.active = k
+        try:
+            out = self.model(input_ids=ids, attention_mask=self._mask[:k, :end], position_ids=position_ids,
+                             cache=self.cache, use_cache=True, **extra)
+        finally:
+            if partial:
+                for layer in self.cache.layers:
+                    layer.active = None
+                    if layer.is_initialized:
+                        layer._refresh_views()
         self.columns = end
-        self.positions = self.positions + real.sum(1)
+        step = torch.zeros_like(self.positions)
+        step[:k] = real.sum(1)
+        self.positions = self.positions + step
         return (out.logits if self.is_lm else out.last_hidden_state)[:, -1, :].float()

@@ -13,6 +13,7 @@ context (:meth:`Planner.trajectory_logprobs`), gathering hidden states at the re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -20,6 +21,8 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
+
+import copy
 
 import numpy as np
 import torch
@@ -31,6 +34,7 @@ from rsim_env.strategies import NUM_STRATEGIES
 from rsim_env.validation import check_finite
 
 from .base import Scored
+from .prefix import shareable, shared_prefix_hidden
 from .sampling import right_pad
 
 __all__ = ["PlannerConfig", "PlannerRecord", "Planner"]
@@ -53,6 +57,8 @@ class PlannerConfig:
     use_cache: bool = True
     """Keep a KV cache across rounds in :meth:`Planner.act` (feed only new segments) instead of
     re-encoding every context; decisions are the same either way."""
+    share_prefill: bool = True
+    """With the cache: encode each distinct question header once and copy its KV to every copy."""
 
     def __post_init__(self):
         check_finite(self)
@@ -109,7 +115,40 @@ class Planner(torch.nn.Module):
         self.generator = None
         if self.config.seed is not None:
             self.generator = torch.Generator(self.device).manual_seed(self.config.seed)
+        self.lora = None  # AdapterSlot when the backbone is a LoRA adapter on a shared frozen base
+        self._reference = False
         self.reset(0)
+
+    def attach_lora(self, slot: Any) -> "Planner":
+        """Run on ``slot``'s adapter of a shared frozen base (:mod:`agents.lora`); train adapter + head.
+
+        The KL reference (:meth:`reference`) is the base with the adapter disabled and the head as it
+        is now (its initial weights), a frozen copy of ``Linear(hidden, 9)`` only.
+        """
+        from .lora import Trained
+
+        self.lora = slot
+        params = {f"backbone.{n.removeprefix('model.')}": p for n, p in slot.parameters().items()}
+        params |= {f"head.{n}": p for n, p in self.head.named_parameters()}
+        object.__setattr__(self, "_trained", Trained(params))  # not a submodule: no double registration
+        object.__setattr__(self, "_ref_head", copy.deepcopy(self.head).requires_grad_(False))
+        return self
+
+    def _scope(self) -> contextlib.AbstractContextManager:
+        if self.lora is None:
+            return contextlib.nullcontext()
+        return self.lora.disabled() if self._reference else self.lora.active()
+
+    @contextlib.contextmanager
+    def reference(self):
+        """Context: score as the KL reference (LoRA only: base without adapter, initial head)."""
+        if self.lora is None:
+            raise ValueError("Planner.reference() needs a LoRA planner; a fully fine-tuned one keeps a frozen copy")
+        self._reference = True
+        try:
+            yield self
+        finally:
+            self._reference = False
 
     @property
     def device(self) -> torch.device:
@@ -134,13 +173,20 @@ class Planner(torch.nn.Module):
         Returns:
             ``[rows, max_positions, num_strategies]`` (rows with fewer positions are zero-padded).
         """
-        ids, mask = right_pad(sequences, self.pad_id, self.device)
-        n = ids.shape[0]
-        hidden = self.backbone(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
+        n = len(sequences)
         t_max = max(len(p) for p in positions)
         rows = torch.tensor([r for r, p in enumerate(positions) for _ in p], device=self.device)
         cols = torch.tensor([i for p in positions for i in p], device=self.device)
-        gathered = self.head(hidden[rows, cols].float())
+        # the first decision's context is the question header, shared by the G copies: encode it once
+        prefix = [p[0] + 1 if p else 0 for p in positions]
+        with self._scope():
+            if self.config.share_prefill and shareable(sequences, prefix):
+                picked = shared_prefix_hidden(self.backbone, sequences, prefix, rows, cols, self.pad_id)
+            else:
+                ids, mask = right_pad(sequences, self.pad_id, self.device)
+                picked = self.backbone(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state[rows, cols]
+        head = self._ref_head if self._reference else self.head
+        gathered = head(picked.float())
         out = gathered.new_zeros(n, t_max, gathered.shape[-1])
         slot = torch.tensor([j for p in positions for j in range(len(p))], device=self.device)
         out[rows, slot] = gathered
@@ -173,8 +219,9 @@ class Planner(torch.nn.Module):
 
     @property
     def module(self) -> torch.nn.Module:
-        """The parameters a learner optimises: the whole planner (backbone + head)."""
-        return self
+        """The parameters a learner optimises: the whole planner (backbone + head), or with LoRA
+        only the adapter + head (:class:`agents.lora.Trained`)."""
+        return self if self.lora is None else self._trained
 
     def score(self, records: Sequence[PlannerRecord]) -> Scored:
         """:meth:`trajectory_logprobs` as :class:`agents.base.Scored` (one advantage per decision)."""
@@ -248,14 +295,16 @@ class Planner(torch.nn.Module):
         from .kv import KVBatch
 
         if self._kv is None:
-            self._kv = KVBatch(self.backbone, self.num_copies, self.pad_id, "prealloc", 512)
+            self._kv = KVBatch(self.backbone, self.num_copies, self.pad_id, "prealloc", 512,
+                               share_prefill=self.config.share_prefill)
         self._kv.keep(copy_ids)
         feeds = []
         for c in self._kv.rows:
             traj = self._trajs[c]
             feeds.append(traj.ids[traj.fed:])
             traj.fed = len(traj.ids)
-        hidden = self._kv.feed(feeds)
+        with self._scope():
+            hidden = self._kv.feed(feeds)
         order = {c: r for r, c in enumerate(self._kv.rows)}
         return self.head(hidden[[order[c] for c in copy_ids]])
 
@@ -273,6 +322,9 @@ class Planner(torch.nn.Module):
         Written to a temporary sibling directory and renamed into place, so a crash never leaves a
         half-saved planner at ``path``.
         """
+        if self.lora is not None:
+            raise ValueError("This planner is a LoRA adapter on a shared base; write a standalone planner with "
+                             "`rsim export RUN_DIR --out DIR` (merges the adapter into the backbone).")
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))

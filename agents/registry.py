@@ -41,6 +41,7 @@ from .runs import RunCheckpoint, find_checkpoint, weights_file
 __all__ = ["AgentContext", "Built", "Builder", "build_agent", "check_spec", "NAMES", "PREFIXES", "spec_help", "lazy"]
 
 ROLES = ("planner", "reasoner")
+FROZEN = ("same", "bfloat16", "int8")
 
 
 @dataclass(frozen=True)
@@ -61,10 +62,18 @@ class AgentContext:
     """Rounds per episode (the toy planner's round features)."""
     problems: Sequence[Any] = field(default=(), compare=False)
     """Problems being played (the template reasoner's answer oracle)."""
+    lora: Any = None
+    """The role's :class:`agents.lora.LoraSpec`; enabled = a LoRA adapter on a frozen base (None = off)."""
+    frozen: str = "same"
+    """For an agent that is never trained: "same" (as loaded), "bfloat16" or "int8" (dynamic int8 linears)."""
+    shared: dict = field(default_factory=dict, compare=False)
+    """Bases loaded so far, by (spec, dtype, device): pass one dict to both roles to share one base."""
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ValueError(f"AgentContext.role={self.role!r} is invalid: use one of {ROLES}.")
+        if self.frozen not in FROZEN:
+            raise ValueError(f"AgentContext.frozen={self.frozen!r} is invalid: use one of {FROZEN}.")
 
     @property
     def greedy(self) -> bool:
@@ -110,13 +119,47 @@ def _configs(ctx: AgentContext) -> Any:
     return ctx.config or ReasonerConfig()
 
 
+def _lora_on(ctx: AgentContext) -> bool:
+    return bool(getattr(ctx.lora, "enabled", False))
+
+
 def _hf(spec: str, ctx: AgentContext) -> Built:
     """"default", a hub id or a local model dir."""
     from .loading import load_backbone, load_causal_lm
 
+    if _lora_on(ctx):
+        return _with_lora(spec, ctx, lambda: load_causal_lm(spec, dtype=_torch_dtype(ctx.dtype)))
     load = load_backbone if ctx.role == "planner" else load_causal_lm
     model, tok = load(spec, dtype=_torch_dtype(ctx.dtype))
-    return Built(_wrap(model.to(ctx.device), tok, ctx), {"kind": "model", "spec": spec})
+    info = {"kind": "model", "spec": spec} | ({"frozen": ctx.frozen} if ctx.frozen != "same" else {})
+    return Built(_wrap(_freeze(model.to(ctx.device), ctx.frozen), tok, ctx), info)
+
+
+def _freeze(model: Any, how: str) -> Any:
+    """A sampling-only copy that reads fewer bytes per token (``benchmarks/rollout.py`` measures it)."""
+    import torch
+
+    if how == "same":
+        return model
+    model.requires_grad_(False)
+    if how == "bfloat16":
+        return model.to(torch.bfloat16)
+    return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+
+
+def _with_lora(spec: str, ctx: AgentContext, load: Callable[[], Any]) -> Built:
+    """The role's agent as a LoRA adapter on the base ``spec``, loaded once per ``ctx.shared``."""
+    from .lora import SharedBase
+
+    key = (spec, ctx.dtype, str(ctx.device))
+    if key not in ctx.shared:
+        model, tok = load()
+        ctx.shared[key] = (SharedBase(model.to(ctx.device), spec), tok)
+    base, tok = ctx.shared[key]
+    slot = base.add(ctx.role, ctx.lora)
+    model = base.model.get_decoder() if ctx.role == "planner" else base.model
+    agent = _wrap(model, tok, ctx).attach_lora(slot)
+    return Built(agent, {"kind": "model", "spec": spec, "lora": True, "shared_base": len(base.adapters) > 1})
 
 
 def _wrap(model: Any, tok: Any, ctx: AgentContext) -> Any:
@@ -132,8 +175,10 @@ def _wrap(model: Any, tok: Any, ctx: AgentContext) -> Any:
 def _tiny(rest: str, ctx: AgentContext) -> Built:
     from .loading import tiny_model
 
+    if _lora_on(ctx):
+        return _with_lora("tiny", ctx, lambda: tiny_model("causal", seed=ctx.seed))
     model, tok = tiny_model("backbone" if ctx.role == "planner" else "causal", seed=ctx.seed)
-    return Built(_wrap(model.to(ctx.device), tok, ctx), {"kind": "tiny"})
+    return Built(_wrap(_freeze(model.to(ctx.device), ctx.frozen), tok, ctx), {"kind": "tiny"})
 
 
 def _toy(rest: str, ctx: AgentContext) -> Built:
@@ -195,7 +240,9 @@ def _checkpoint(spec: Path, ck: RunCheckpoint, ctx: AgentContext) -> Built:
         raise ValueError(f"{ctx.role} spec {str(spec)!r}: checkpoint {ck.path} has no trained {ctx.role} "
                          f"({weights.name}); its learner ({ck.config.get('learner')}) did not train it. "
                          f"Pass its base model {base!r} instead.")
-    agent, _ = build_agent(base, replace(ctx, max_rounds=ck.max_steps))
+    agent, _ = build_agent(base, replace(ctx, max_rounds=ck.max_steps, lora=ck.lora(ctx.role)))
+    if getattr(agent, "lora", None) is not None:
+        ck.check_base(ctx.role, agent.lora.base.digest)
     try:
         load_model(agent.module, str(weights), device=str(ctx.device))
     except Exception as e:  # SafetensorError (truncated) or RuntimeError (another model): name the file
@@ -275,12 +322,16 @@ def _in_hub_cache(repo_id: str) -> bool:
     from huggingface_hub import try_to_load_from_cache
 
     return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+_NO_LORA = ("toy", "template")
 
 
 def build_agent(spec: str, ctx: AgentContext) -> Built:
     """Build the agent named by ``spec`` for ``ctx.role`` (see module docstring)."""
     check_spec(spec, ctx.role)
     spec = spec.strip()
+    if _lora_on(ctx) and spec.partition(":")[0] in _NO_LORA:
+        raise ValueError(f"{ctx.role} spec {spec!r} is not a transformer model, so it cannot take a LoRA adapter; "
+                         f"set model.{ctx.role}_lora.enabled=false or use a model spec (default, tiny, a hub id).")
     if spec in NAMES:
         return NAMES[spec]("", ctx)
     head, sep, rest = spec.partition(":")

@@ -14,7 +14,7 @@ from typing import Any
 
 from rsim_env.game import EnvConfig
 
-__all__ = ["PREFIX", "weights_file", "list_checkpoints", "latest", "find_checkpoint", "RunCheckpoint"]
+__all__ = ["PREFIX", "weights_file", "list_checkpoints", "latest", "find_checkpoint", "check_base", "RunCheckpoint"]
 
 PREFIX = "step_"
 """Checkpoint directory names: ``step_`` + the zero-padded optimizer step."""
@@ -49,6 +49,18 @@ def find_checkpoint(path: str | Path) -> Path | None:
     return latest(path / "checkpoints") or latest(path)
 
 
+def check_base(state: dict[str, Any], role: str, digest: str, where: str) -> None:
+    """Raise unless ``state["base"][role]`` (written with LoRA adapters) names a base with ``digest``."""
+    saved = (state.get("base") or {}).get(role)
+    if saved is None:
+        raise ValueError(f"{where}: no base-model identity for the {role}'s LoRA adapter in state.json; "
+                         "it was not written by a LoRA run (set model.<role>_lora.enabled to what the run used).")
+    if saved.get("sha256") != digest:
+        raise ValueError(f"{where}: the {role}'s adapter was trained on base {saved.get('spec')!r} "
+                         f"(sha256 {str(saved.get('sha256'))[:12]}...), but the base loaded now has sha256 "
+                         f"{digest[:12]}...; load the same base model (model.{role}={saved.get('spec')!r}).")
+
+
 class RunCheckpoint:
     """Read-only view of one checkpoint: its run config, step and per-agent weights."""
 
@@ -60,6 +72,19 @@ class RunCheckpoint:
     def base_spec(self, role: str) -> str:
         """The model spec the run built ``role`` from (``config.model.<role>``)."""
         return str(self.config["model"][role])
+
+    def lora(self, role: str) -> Any:
+        """The :class:`agents.lora.LoraSpec` the run trained ``role`` with (None: full fine-tuning)."""
+        raw = (self.config.get("model") or {}).get(f"{role}_lora")
+        if not raw or not raw.get("enabled"):
+            return None
+        from .lora import LoraSpec
+
+        return LoraSpec(**dict(raw, target_modules=tuple(raw["target_modules"])))
+
+    def check_base(self, role: str, digest: str) -> None:
+        """Refuse a base model whose weights differ from the one ``role``'s adapter was trained on."""
+        check_base(self.state, role, digest, str(self.path))
 
     @property
     def max_steps(self) -> int:

@@ -1,4 +1,5 @@
-"""``rsim`` command line: ``rsim train [--preset demo|paper|tiny] [--set key=value ...] [--resume DIR]``.
+"""``rsim`` command line: ``rsim train [--preset demo|paper|tiny] [--set key=value ...] [--resume DIR]``,
+``rsim eval ...`` (:mod:`algos.evaluation`) and ``rsim export RUN_DIR --out DIR`` (:mod:`algos.export`).
 
 Multi-GPU / multi-process: ``accelerate launch [--num_processes N] -m algos.cli train ...`` runs the
 same code. ``main(cfg)`` is the programmatic entry (tests call it with a :class:`RunConfig`).
@@ -44,9 +45,11 @@ def build_agents(cfg: RunConfig, learner: Any, device: Any, problems: Sequence[A
     from agents.registry import AgentContext, build_agent
 
     roles = ("planner", "reasoner") if learner.env_planner else ("reasoner",)
+    shared: dict = {}  # LoRA agents on the same base spec share one frozen copy of it
     return {role: build_agent(getattr(cfg.model, role), AgentContext(
         role=role, config=getattr(cfg, role), dtype=cfg.model.dtype, device=device, seed=cfg.train.seed,
-        max_rounds=cfg.env.max_steps, problems=problems)).agent for role in roles}
+        max_rounds=cfg.env.max_steps, problems=problems, lora=getattr(cfg.model, f"{role}_lora"),
+        frozen="same" if role in learner.trained else cfg.model.frozen, shared=shared)).agent for role in roles}
 
 
 def preflight(cfg: RunConfig) -> tuple[Path | None, int]:
@@ -136,6 +139,7 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("eval", add_help=False, help="evaluate planner modes (see `rsim eval --help`; algos/evaluation/)")
     sub.add_parser("view", add_help=False, help="write a static HTML page of rollouts (see `rsim view --help`)")
+    sub.add_parser("export", add_help=False, help="merged standalone models from a run (see `rsim export --help`)")
     t = sub.add_parser("train", help="train a learner (see --preset)", epilog=SPEC_EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("--preset", choices=sorted(PRESETS), help="start from a preset (demo: CPU minutes; paper: GPUs)")
@@ -204,6 +208,10 @@ def main(cfg: RunConfig | Sequence[str] | None = None) -> dict[str, Any] | None:
 
 
 def _run(cfg: RunConfig | Sequence[str]) -> dict[str, Any]:
+    if not isinstance(cfg, RunConfig) and list(cfg)[:1] == ["export"]:
+        from .export import main as export  # `rsim export RUN_DIR --out DIR`: merged standalone models
+
+        return export(list(cfg)[1:])
     if not isinstance(cfg, RunConfig) and list(cfg)[:1] == ["eval"]:
         from .evaluation import main as evaluate  # `rsim eval ...`: all of it lives in algos/evaluation/
 

@@ -18,6 +18,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.lora import LoraSpec
 from agents.planner import PlannerConfig
 from agents.reasoner import ReasonerConfig
 from rsim_env.data import check_spec
@@ -39,12 +40,20 @@ class ModelConfig:
     """Same choices as planner, plus "template[:p]" (scripted, frozen)."""
     dtype: str = "float32"
     """Weights dtype to load ("float32" or "bfloat16")."""
+    planner_lora: LoraSpec = field(default_factory=LoraSpec)
+    """Planner as a LoRA adapter (+ its full head) on a frozen base; enabled=false trains the whole backbone."""
+    frozen: str = "same"
+    """Agents the learner never trains (planner_only's reasoner): "same", "bfloat16" or "int8" (sampling only)."""
+    reasoner_lora: LoraSpec = field(default_factory=LoraSpec)
+    """Reasoner as a LoRA adapter on a frozen base (one base in memory when both agents use the same spec)."""
 
     def __post_init__(self) -> None:
         check_finite(self)
         for f in ("planner", "reasoner"):
             if not isinstance(getattr(self, f), str) or not getattr(self, f):
                 raise ValueError(f"ModelConfig.{f}={getattr(self, f)!r} is invalid: use a model spec such as 'default'.")
+        if self.frozen not in ("same", "bfloat16", "int8"):
+            raise ValueError(f"ModelConfig.frozen={self.frozen!r} is invalid: use 'same', 'bfloat16' or 'int8'.")
         if self.dtype not in ("float32", "bfloat16"):
             raise ValueError(f"ModelConfig.dtype={self.dtype!r} is invalid: use 'float32' or 'bfloat16'.")
 
@@ -112,12 +121,16 @@ PRESETS: dict[str, dict[str, Any]] = {
         "model.planner": "default", "model.reasoner": "default", "reasoner.max_step_tokens": 32,
         "reasoner.max_answer_tokens": 96, "reasoner.temperature": 0.7, "data.source": "curriculum", "data.size": 64, "train.steps": 10,
         "train.groups_per_step": 2, "train.grpo.group_size": 4, "train.grpo.max_length": 96, "env.max_steps": 3,
-        "train.planner_optim.lr": 1e-3, "train.reasoner_optim.lr": 2e-5, "train.output_dir": "runs/demo",
+        "train.planner_optim.lr": 1e-3, "train.reasoner_optim.lr": 2e-4, "train.output_dir": "runs/demo",
         # 2 groups x G=4 per step: with 1 group the planner's reward wandered (-1.67 -> -1.67 over
         # 8 steps in one run). With 2, one run rose from -1.25 to +0.52 (it learned to terminate) and
         # another only improved its repetition penalty (-1.92 -> -1.50): 10 steps are a demo, not a result.
         "train.save_every": 5,
         "train.mixed_precision": "no", "schedule.stage1_steps": 5,
+        # LoRA on one shared base: one 135M model in memory, checkpoints of a few MB (issue 12).
+        # Adapters take a larger learning rate than full fine-tuning (2e-5 before LoRA).
+        "model.planner_lora.enabled": True, "model.reasoner_lora.enabled": True,
+        "train.score_chunk": 2,  # 2 rows per forward/backward: a quarter of the activation memory, same gradient
     },
     # Reasoner temperature 0.7 in demo/study: benchmarks/calibrate.py measured sampled pass@1 at T=0.7 above
     # T=1.0/top-p 0.9 on every curriculum task (docs/interaction.md).

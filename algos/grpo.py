@@ -43,6 +43,10 @@ class GRPOConfig:
     """Constant normaliser (positions per sequence) for loss_type="dr_grpo"."""
     num_iterations: int = 1
     """Optimisation passes over one rollout batch (mu); > 1 reuses it with the old log-probs kept."""
+    tis_cap: float = 0.0
+    """Truncated importance sampling for rollouts sampled by a lower-precision copy (e.g.
+    ``reasoner.sample_dtype=bfloat16``): each token's advantage is weighted by
+    ``min(exp(logp_old - logp_sampled), tis_cap)``; 0 = off (TRL uses 2 for vLLM rollouts)."""
 
     def __post_init__(self) -> None:
         check_finite(self)
@@ -64,6 +68,8 @@ class GRPOConfig:
             raise bad("max_length", "use the completion token cap (a positive int)")
         if not isinstance(self.num_iterations, int) or self.num_iterations < 1:
             raise bad("num_iterations", "use 1 (on-policy) or more to reuse each rollout batch")
+        if not (isinstance(self.tis_cap, (int, float)) and (self.tis_cap == 0 or self.tis_cap >= 1)):
+            raise bad("tis_cap", "use 0 (off) or a cap >= 1 such as 2")
 
 
 # --------------------------------------------------------------------------------------------

@@ -66,6 +66,9 @@ class TrainConfig:
     """Show a tqdm progress bar."""
     skip_zero_std_groups: bool = True
     """Don't score groups whose rewards are all equal (zero advantage) unless the KL term needs them."""
+    score_chunk: int = 0
+    """Rows per scoring forward/backward (0 = the whole batch at once). Smaller chunks cut activation
+    memory with the same gradient; a multiple of G keeps each group's prompt encoded once."""
     log_update_norm: bool = False
     """Log each agent's parameter update norm (``<role>/update_norm``; keeps one copy of its weights)."""
     max_bad_steps: int = 5
@@ -83,7 +86,7 @@ class TrainConfig:
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"TrainConfig.{f}={v!r} is invalid: use an int >= 1.")
-        for f in ("save_every", "keep_checkpoints", "sample_rollouts", "seed"):
+        for f in ("save_every", "keep_checkpoints", "sample_rollouts", "seed", "score_chunk"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValueError(f"TrainConfig.{f}={v!r} is invalid: use an int >= 0.")

@@ -19,9 +19,11 @@ scored at all (a large saving early in training when most groups are all-wrong).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import math
+import shutil
 import time
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
@@ -32,6 +34,7 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import gather_object
 
+from agents.runs import check_base
 from rsim_env.game import EnvConfig
 from rsim_env.group import EnvGroup
 from rsim_env.problems import Problem
@@ -51,6 +54,29 @@ __all__ = ["MIXED_PRECISION", "OptimConfig", "TrainConfig", "Trainer", "make_acc
 def to_dict(cfg: Any) -> Any:
     """A (nested) config dataclass as plain JSON-able data."""
     return asdict(cfg) if is_dataclass(cfg) else cfg
+
+
+def truncated_is_weights(old: torch.Tensor, records: Sequence[Any], mask: torch.Tensor, cap: float) -> torch.Tensor:
+    """``min(exp(old - sampled), cap)`` per chosen position (1 elsewhere); ``sampled`` = the records' logprobs."""
+    rows = [list(getattr(r, "logprobs", None) or []) for r in records]
+    if any(len(x) == 0 for x in rows):
+        raise ValueError("GRPOConfig.tis_cap > 0 needs the sampling log-probs in every record (records.logprobs); "
+                         "this agent does not record them, so set train.grpo.tis_cap=0.")
+    sampled = torch.zeros_like(old)
+    for i, x in enumerate(rows):
+        sampled[i, : len(x)] = torch.as_tensor(x[: old.shape[1]], dtype=old.dtype)
+    w = torch.exp(old - sampled).clamp(max=cap)
+    return torch.where(mask.bool(), w, torch.ones_like(w))
+
+
+def _choices(record: Any) -> int:
+    """Positions an agent chose in one record (what ``Scored.mask`` will count): decisions or generated tokens."""
+    if hasattr(record, "actions"):
+        return len(record.actions)
+    if hasattr(record, "gen_mask"):
+        return int(sum(record.gen_mask[1:]))  # position 0 has no prefix and is never scored
+    raise ValueError(f"train.score_chunk > 0 needs records with 'actions' or 'gen_mask', got {type(record).__name__}; "
+                     "set train.score_chunk=0.")
 
 
 class Trainer:
@@ -101,6 +127,8 @@ class Trainer:
         self.ref_agents = {}
         if cfg.grpo.kl_coef > 0:
             for r in learner.trained:
+                if getattr(agents[r], "lora", None) is not None:
+                    continue  # the reference is the shared base with the adapter off (agent.reference())
                 self.ref_agents[r] = copy.deepcopy(agents[r])
                 self.ref_agents[r].module.requires_grad_(False)
         self.run_config = run_config if run_config is not None else {
@@ -176,35 +204,77 @@ class Trainer:
         before = [p.detach().clone() for p in params] if self.cfg.log_update_norm else None
         ref_logp = None
         if g.kl_coef > 0:
-            with torch.no_grad(), self.acc.autocast():
-                ref_logp = self.ref_agents[role].score(recs).logp.float()
+            with torch.no_grad(), self.acc.autocast(), self._reference(role) as ref:
+                ref_logp = ref.score(recs).logp.float()
         loss_fn = getattr(self.learner, "loss", None) or grpo_loss
-        old, sums, scale, dropped = None, {}, None, 0
+        chunks, shares, total = self._chunks(recs, g.loss_type)
+        olds: list = [None] * len(chunks)
+        advs: list = [None] * len(chunks)
+        sums: dict[str, float] = {}
+        tokens = 0.0
+        scale = None if total is None else process_weight(self.acc, total, weight)
+        dropped = 0
         for _ in range(g.num_iterations):
-            with self.acc.autocast():
-                scored = agent.score(recs)
-            logp = scored.logp.float()
-            old = logp.detach() if old is None else old
-            loss, m = loss_fn(logp, old, a, scored.mask, self.loss_cfg[role], ref_logp, scored.entropy)
-            if scale is None:
-                scale = process_weight(self.acc, AGGREGATIONS[g.loss_type].count(scored.mask, len(sub)), weight)
             opt.zero_grad(set_to_none=False)
-            (loss * scale).backward()
+            loss_sum, tokens = 0.0, 0.0
+            for i, (idx, share) in enumerate(zip(chunks, shares)):
+                c_recs, c_a = [recs[j] for j in idx], a[idx]
+                c_ref = None if ref_logp is None else ref_logp[idx]
+                with self.acc.autocast():
+                    scored = agent.score(c_recs)
+                logp = scored.logp.float()
+                if c_ref is not None:
+                    c_ref = c_ref[:, : logp.shape[1]]
+                if olds[i] is None:  # first pass: on-policy log-probs, kept for later passes
+                    olds[i], advs[i] = logp.detach(), c_a
+                    if g.tis_cap > 0:  # rollouts came from a lower-precision sampling copy: reweight per token
+                        advs[i] = c_a.reshape(-1, 1) * truncated_is_weights(olds[i], c_recs, scored.mask, g.tis_cap)
+                loss, m = loss_fn(logp, olds[i], advs[i], scored.mask, self.loss_cfg[role], c_ref, scored.entropy)
+                if scale is None:  # one chunk: the normaliser count comes from its mask
+                    scale = process_weight(self.acc, AGGREGATIONS[g.loss_type].count(scored.mask, len(idx)), weight)
+                (loss * share * scale).backward()  # chunk losses weighted to sum to the whole batch's loss
+                loss_sum += loss.item() * share
+                tokens += float(scored.mask.sum().item())
+                for k, v in m.items():
+                    sums[k] = sums.get(k, 0.0) + v * share / g.num_iterations
             sync_grads(self.acc, params)
             max_norm = self.optim_cfg[role].max_grad_norm
             gn = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf"))
-            if self.guard.finite(role, loss.detach(), gn):
+            if self.guard.finite(role, loss_sum, gn):
                 opt.step()
             else:  # NaN/inf would poison the weights and Adam's moments: drop this update
                 opt.zero_grad(set_to_none=False)
                 dropped += 1
-            for k, v in dict(m, loss=loss.item(), grad_norm=gn.item()).items():
+            for k, v in dict(loss=loss_sum, grad_norm=gn.item()).items():
                 sums[k] = sums.get(k, 0.0) + v / g.num_iterations
-        sums.update(learning_rate=lr, lr_scale=plan.lr_scale[role], tokens=float(scored.mask.sum().item()) * weight,
-                    skipped=0.0, nonfinite_skipped=float(dropped))
+        sums.update(learning_rate=lr, lr_scale=plan.lr_scale[role], tokens=tokens * weight, skipped=0.0,
+                    nonfinite_skipped=float(dropped))
         if before is not None:
             sums["update_norm"] = math.sqrt(sum(float((p.detach() - b).pow(2).sum()) for p, b in zip(params, before)))
         return sums
+
+    def _chunks(self, recs: list[Any], loss_type: str) -> tuple[list[list[int]], list[float], float | None]:
+        """Row chunks scored one forward/backward at a time (``score_chunk``), each chunk's share of the
+        batch loss, and the batch's normaliser count (None for one chunk: read from its mask)."""
+        n, size = len(recs), self.cfg.score_chunk or len(recs)
+        chunks = [list(range(i, min(n, i + size))) for i in range(0, n, size)]
+        if len(chunks) == 1:
+            return chunks, [1.0], None
+        count = AGGREGATIONS[loss_type].count  # reads only the number of rows or of chosen positions
+        units = [count(torch.ones(1, sum(_choices(recs[j]) for j in idx)), len(idx)) for idx in chunks]
+        total = sum(units)
+        return chunks, [u / total if total else 0.0 for u in units], total
+
+    def _reference(self, role: str) -> Any:
+        """Context yielding the KL reference of ``role``: its frozen copy, or a LoRA agent in reference mode."""
+        if role in self.ref_agents:
+            return contextlib.nullcontext(self.ref_agents[role])
+        return self.agents[role].reference()
+
+    def base_identity(self) -> dict[str, Any]:
+        """Spec + content hash of the frozen base under each trained LoRA agent (saved; checked on resume)."""
+        return {r: self.agents[r].lora.base.identity() for r in self.learner.trained
+                if getattr(self.agents[r], "lora", None) is not None}
 
     # ------------------------------------------------------------------ the loop
     def train_step(self) -> dict[str, float]:
@@ -251,14 +321,34 @@ class Trainer:
                 "history": self.history}
 
     # ------------------------------------------------------------------ checkpoints
+    def checkpoint_bytes(self) -> int:
+        """Estimated size of one checkpoint: trained weights + optimizer tensors (+ 1 MiB of JSON/RNG)."""
+        n = sum(t.numel() * t.element_size() for r in self.learner.trained
+                for t in self.agents[r].module.state_dict().values())
+        n += sum(v.numel() * v.element_size() for opt in self.optimizers.values()
+                 for st in opt.state.values() for v in st.values() if isinstance(v, torch.Tensor))
+        return n + (1 << 20)
+
+    def _check_free_space(self, root: Path) -> None:
+        need = self.checkpoint_bytes()
+        root.mkdir(parents=True, exist_ok=True)
+        free = shutil.disk_usage(root).free
+        if free < need:
+            raise OSError(f"checkpoint: {root} has {free / 2**20:.0f} MiB free but one checkpoint needs about "
+                          f"{need / 2**20:.0f} MiB; free disk space, set train.output_dir elsewhere, or train "
+                          "LoRA adapters (model.<role>_lora.enabled=true) for checkpoints of a few MB.")
+
     def save(self) -> Path | None:
         """Atomic checkpoint of everything needed to continue exactly (main process writes)."""
         check_replicas_agree(self.acc, [self.agents[r].module for r in self.learner.trained])
+        if self.acc.is_main_process:
+            self._check_free_space(self.out / "checkpoints")
         rng = gather_object([ckpt.capture_rng()]) if self.acc.num_processes > 1 else [ckpt.capture_rng()]
         path = None
         if self.acc.is_main_process:
             state = {"data_position": self.data_position, "num_tokens": self.num_tokens,
-                     "learner": self.learner.name, "num_processes": self.acc.num_processes, **self.guard.state()}
+                     "learner": self.learner.name, "num_processes": self.acc.num_processes,
+                     "base": self.base_identity(), **self.guard.state()}
             path = ckpt.save_checkpoint(self.out / "checkpoints", self.step,
                                         {r: self.agents[r].module for r in self.learner.trained},
                                         self.optimizers, state, self.run_config, rng=rng,
@@ -268,10 +358,16 @@ class Trainer:
         return path
 
     def resume(self, path: str | Path) -> dict[str, Any]:
-        """Load a checkpoint (dir, or a run dir = its newest) and continue from its step."""
+        """Load a checkpoint (dir, or a run dir = its newest) and continue from its step.
+
+        A LoRA checkpoint holds only adapters (+ head); it is refused unless the base loaded now has
+        the content hash it was trained on.
+        """
         state = ckpt.load_checkpoint(path, {r: self.agents[r].module for r in self.learner.trained},
                                      self.optimizers, rank=self.acc.process_index,
                                      state_schema={"data_position": int, "num_tokens": int})
+        for role, ident in self.base_identity().items():  # on the checkpoint actually loaded (after any fallback)
+            check_base(state, role, ident["sha256"], str(state["path"]))
         if state.get("num_processes", 1) != self.acc.num_processes:
             raise ValueError(f"checkpoint was written by {state['num_processes']} processes, now {self.acc.num_processes}; "
                              "resume with the same --num_processes for an exact continuation.")

@@ -11,8 +11,16 @@ Three ways to produce the same number of new tokens for a batch of conversations
 
 To keep it fair every turn writes exactly ``tokens_per_round`` tokens in (a) and (b) (delimiter
 stop off, ``min_new_tokens`` = ``max_new_tokens``), all greedy, fp32, same batch. Also runs (d), a
-full EnvGroup rollout with an LLM planner and the reasoner on the same model (stop at delimiter),
-for its wall time and the process's peak RSS with both agents loaded.
+full EnvGroup rollout (``batch // 4`` problems x G=4 copies) with an LLM planner and the reasoner
+on the same model (greedy reasoner, stop at delimiter), twice: with prefix sharing (each distinct
+prompt and planner header is prefilled once and its KV copied to the G copies) and without; they
+must write the same tokens. ``prefix_sharing_speedup`` is the second's time over the first's.
+
+(e) repeats (a) with frozen-model variants that read fewer bytes per token: the weights cast to
+bf16, and dynamic int8 quantisation of the linear layers (``torch.ao``); each reports tokens/s,
+its tolerance — on (a)'s own fp32 sequences, the share of generated positions where the variant's
+argmax is fp32's token (teacher-forced; fp32's own batched-vs-full-forward agreement is given as
+the floor) — and the share of its greedy tokens before its first split from fp32.
 
     python -m benchmarks.rollout --out results/rollout.json [--model default]
 """
@@ -30,9 +38,8 @@ from pathlib import Path
 import psutil
 import torch
 
+from agents.loading import load_causal_lm, tiny_model
 from rsim_env.strategies import STRATEGIES, TERMINATION
-
-from agents.loading import load_causal_lm
 from agents.planner import Planner, PlannerConfig
 from agents.reasoner import Reasoner, ReasonerConfig
 from algos.rollout import rollout
@@ -71,6 +78,8 @@ class BenchConfig:
     """Skip (d), the full planner + reasoner EnvGroup rollout."""
     threads: int | None = None
     """torch intra-op threads (None: torch's default). On a shared box, 1 avoids OpenMP spin contention."""
+    variants: tuple[str, ...] = ("bf16", "int8")
+    """(e) frozen-model variants of (a) to measure: "bf16", "int8", "compile" (torch.compile, slow to build)."""
 
     def __post_init__(self):
         for name in ("batch", "rounds", "tokens_per_round"):
@@ -106,7 +115,7 @@ def plans(cfg: BenchConfig) -> list[list[int]]:
             for c in range(cfg.batch)]
 
 
-def run_cached(model, tok, cfg: BenchConfig) -> int:
+def run_cached(model, tok, cfg: BenchConfig, keep: list | None = None) -> int:
     reasoner = Reasoner(model, tok, ReasonerConfig(max_step_tokens=cfg.tokens_per_round, greedy=True,
                                                    stop_at_delimiter=False, cache_capacity=1024))
     reasoner.reset(cfg.batch)
@@ -115,7 +124,38 @@ def run_cached(model, tok, cfg: BenchConfig) -> int:
         obs = [{"question": QUESTIONS[c % len(QUESTIONS)], "round": t, "strategy": strat[c][t],
                 "injected": injection(t, strat[c][t]), "prompt": ""} for c in range(cfg.batch)]
         reasoner.act(list(range(cfg.batch)), obs)
+    if keep is not None:
+        keep.extend(reasoner.records())
     return sum(sum(r.gen_mask) for r in reasoner.records())
+
+
+def frozen_variant(model, name: str):
+    """A frozen copy of ``model`` for sampling only: "bf16" weights, "int8" dynamic quantisation, "compile"."""
+    import copy
+
+    m = copy.deepcopy(model).eval()
+    if name == "bf16":
+        return m.to(torch.bfloat16)
+    if name == "int8":
+        return torch.ao.quantization.quantize_dynamic(m, {torch.nn.Linear}, dtype=torch.qint8)
+    if name == "compile":
+        m.forward = torch.compile(m.forward, dynamic=True)
+        return m
+    raise ValueError(f"unknown variant {name!r}: use bf16, int8 or compile")
+
+
+def same_token_share(a: list, b: list) -> float:
+    """Share of generated positions where two greedy runs wrote the same token (up to the first split, then 0)."""
+    same = total = 0
+    for ra, rb in zip(a, b):
+        ga = [t for t, m in zip(ra.input_ids, ra.gen_mask) if m]
+        gb = [t for t, m in zip(rb.input_ids, rb.gen_mask) if m]
+        total += len(ga)
+        for x, y in zip(ga, gb):
+            if x != y:
+                break
+            same += 1
+    return same / max(1, total)
 
 
 def run_naive(model, tok, cfg: BenchConfig) -> int:
@@ -149,28 +189,91 @@ def run_generate(model, tok, cfg: BenchConfig) -> int:
     return out[:, enc["input_ids"].shape[1]:].numel()
 
 
-def run_full_rollout(cfg: BenchConfig, model, tok) -> dict:
-    planner = Planner.from_spec(cfg.model, PlannerConfig(seed=0))
-    reasoner = Reasoner(model, tok, ReasonerConfig(max_step_tokens=cfg.tokens_per_round, seed=0, temperature=0.7))
+def run_full_rollout(cfg: BenchConfig, model, tok, backbone, share: bool) -> dict:
+    torch.manual_seed(0)  # the same fresh head in both runs
+    planner = Planner(backbone, tok, PlannerConfig(seed=0, share_prefill=share))
+    reasoner = Reasoner(model, tok, ReasonerConfig(max_step_tokens=cfg.tokens_per_round, greedy=True,
+                                                   share_prefill=share))
     problems = [Problem(id=str(i), question=q, answer=a) for i, (q, a) in enumerate(zip(QUESTIONS, ANSWERS))]
     groups = max(1, cfg.batch // 4)
-    group = EnvGroup(problems[:groups], cfg.batch // groups, max_steps=cfg.rounds)
-    out = rollout(group, reasoner, planner, seed=0)
+    copies = [EnvGroup([problems[i]], cfg.batch // groups, max_steps=cfg.rounds) for i in range(groups)]
+    out = rollout(copies, reasoner, planner, seed=0)
     tokens = sum(sum(tr["reasoner"].gen_mask) for tr in out.trajectories)
     return {"tokens": tokens, "rounds": out.stats["rounds"], "planner_s": out.stats["seconds"]["planner"],
-            "reasoner_s": out.stats["seconds"]["reasoner"]}
+            "reasoner_s": out.stats["seconds"]["reasoner"], "groups": groups, "group_size": cfg.batch // groups,
+            "_ids": [tr["reasoner"].input_ids for tr in out.trajectories]}
+
+
+def timed(fn) -> tuple[dict, float, float]:
+    with PeakRSS() as mem:
+        t0 = time.perf_counter()
+        out = fn()
+        seconds = time.perf_counter() - t0
+    return out, seconds, mem.peak_mib
+
+
+def run_rollouts(cfg: BenchConfig, model, tok, results: dict) -> None:
+    """(d) the full G-copy rollout with and without prefix sharing (same tokens required)."""
+    backbone = model.get_decoder()  # the planner reads the same weights (as with LoRA on one base)
+    ids = {}
+    for share, key in ((True, "d_rollout_shared_prefill"), (False, "d_rollout_separate_prefill")):
+        full, seconds, peak = timed(lambda share=share: run_full_rollout(cfg, model, tok, backbone, share))
+        ids[share] = full.pop("_ids")
+        results[key] = {**full, "seconds": seconds, "tokens_per_s": full["tokens"] / seconds, "peak_rss_mib": peak}
+        print(f"[bench] {key}: {full['tokens']} tokens in {seconds:.1f} s", flush=True)
+    results["prefix_sharing_same_tokens"] = ids[True] == ids[False]
+    results["prefix_sharing_speedup"] = (results["d_rollout_separate_prefill"]["seconds"]
+                                         / results["d_rollout_shared_prefill"]["seconds"])
+
+
+def argmax_agreement(variant, records: list) -> float:
+    """Teacher-forced tolerance: on the fp32 run's own sequences, the share of generated positions
+    where ``variant``'s argmax (special tokens suppressed, as in decoding) is the fp32 greedy token."""
+    from agents.sampling import right_pad
+
+    first = records[0]
+    ids, mask = right_pad([r.input_ids for r in records], first.pad_id)
+    gen = right_pad([r.gen_mask for r in records], 0)[0].bool()
+    gen[:, 0] = False
+    with torch.inference_mode():
+        logits = variant(input_ids=ids, attention_mask=mask).logits.float()
+    logits[..., list(first.suppressed_ids)] = float("-inf")
+    pred = logits[:, :-1].argmax(-1)
+    hit = (pred == ids[:, 1:]) & gen[:, 1:]
+    return float(hit.sum() / gen[:, 1:].sum())
+
+
+def run_variants(cfg: BenchConfig, model, tok, results: dict, reference: list) -> None:
+    """(e) (a) on frozen bf16 / int8 / compiled copies; tolerance = teacher-forced argmax agreement with fp32."""
+    results["e_variants"] = {"fp32_self_agreement": argmax_agreement(model, reference)}
+    for name in cfg.variants:
+        variant = frozen_variant(model, name)
+        run_cached(variant, tok, BenchConfig(**{**asdict(cfg), "rounds": 1}))  # warm-up (compile builds here)
+        kept: list = []
+        _, seconds, peak = timed(lambda v=variant, k=kept: run_cached(v, tok, cfg, keep=k))
+        tokens = sum(sum(r.gen_mask) for r in kept)
+        results["e_variants"][name] = {
+            "seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds, "peak_rss_mib": peak,
+            "speed_vs_fp32": (tokens / seconds) / results["a_cached"]["tokens_per_s"],
+            "argmax_agreement": argmax_agreement(variant, reference),
+            "same_greedy_prefix": same_token_share(kept, reference)}
+        print(f"[bench] e_{name}: {tokens} tokens in {seconds:.1f} s", flush=True)
+        del variant
 
 
 def main(cfg: BenchConfig) -> dict:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    model, tok = load_causal_lm(cfg.model)
+    model, tok = tiny_model("causal") if cfg.model == "tiny" else load_causal_lm(cfg.model)  # tiny: smoke tests
     model.eval()
     results: dict = {"config": asdict(cfg), "torch_threads": torch.get_num_threads()}
     with torch.inference_mode():
         model.generate(**tok(["warm up"], return_tensors="pt"), max_new_tokens=2, do_sample=False,
                        pad_token_id=tok.pad_token_id)
-        for name, fn in [("a_cached", run_cached), ("b_naive", run_naive), ("c_generate", run_generate)]:
+        reference: list = []  # (a)'s fp32 greedy records: the reference of (e)
+        runs = [("a_cached", lambda *a: run_cached(*a, keep=reference)), ("b_naive", run_naive),
+                ("c_generate", run_generate)]
+        for name, fn in runs:
             with PeakRSS() as mem:
                 t0 = time.perf_counter()
                 tokens = fn(model, tok, cfg)
@@ -179,13 +282,8 @@ def main(cfg: BenchConfig) -> dict:
                              "peak_rss_mib": mem.peak_mib}
             print(f"[bench] {name}: {tokens} tokens in {seconds:.1f} s", flush=True)
         if not cfg.skip_rollout:
-            with PeakRSS() as mem:
-                t0 = time.perf_counter()
-                full = run_full_rollout(cfg, model, tok)
-                seconds = time.perf_counter() - t0
-            results["d_rollout_planner_reasoner"] = {**full, "seconds": seconds,
-                                                     "tokens_per_s": full["tokens"] / seconds,
-                                                     "peak_rss_mib": mem.peak_mib}
+            run_rollouts(cfg, model, tok, results)
+        run_variants(cfg, model, tok, results, reference)
     a, b, c = results["a_cached"], results["b_naive"], results["c_generate"]
     if not (a["tokens"] == b["tokens"] == c["tokens"]):
         raise RuntimeError(f"token counts differ (a={a['tokens']}, b={b['tokens']}, c={c['tokens']}); not comparable")
@@ -210,8 +308,23 @@ def print_table(r: dict) -> None:
         if key in r:
             v = r[key]
             print(f"{label:34s} {v['seconds']:8.1f} {v['tokens']:7d} {v['tokens_per_s']:7.1f} {v['peak_rss_mib']:13.0f}")
-    print(f"speedup a vs b (b_time / a_time): {r['speedup_vs_naive']:.2f}x   (target >= 1.5)")
-    print(f"tokens/s a / c: {r['ratio_vs_generate']:.2f}   (target >= 0.9)")
+    for key, label in (("d_rollout_shared_prefill", "(d) G-copy rollout, shared prefill"),
+                       ("d_rollout_separate_prefill", "(d) G-copy rollout, separate prefill")):
+        if key in r:
+            v = r[key]
+            print(f"{label:34s} {v['seconds']:8.1f} {v['tokens']:7d} {v['tokens_per_s']:7.1f} {v['peak_rss_mib']:13.0f}")
+    for name, v in r.get("e_variants", {}).items():
+        if not isinstance(v, dict):
+            continue
+        print(f"{'(e) (a) with ' + name:34s} {v['seconds']:8.1f} {v['tokens']:7d} {v['tokens_per_s']:7.1f} "
+              f"{v['peak_rss_mib']:13.0f}  x{v['speed_vs_fp32']:.2f} vs fp32, argmax = fp32 token on "
+              f"{100 * v['argmax_agreement']:.1f}% of positions (fp32 itself: "
+              f"{100 * r['e_variants']['fp32_self_agreement']:.1f}%), same greedy prefix {100 * v['same_greedy_prefix']:.0f}%")
+    print(f"speedup a vs b (b_time / a_time): {r['speedup_vs_naive']:.2f}x   (target >= 2)")
+    print(f"tokens/s a / c: {r['ratio_vs_generate']:.2f}   (target >= 1.0, goal 1.5)")
+    if "prefix_sharing_speedup" in r:
+        print(f"prefix sharing speedup (d separate / d shared): {r['prefix_sharing_speedup']:.2f}x, "
+              f"same tokens: {r['prefix_sharing_same_tokens']}")
     print(f"process peak RSS: {r['peak_rss_mib']:.0f} MiB   (target < 4096)")
 
 
@@ -224,9 +337,11 @@ def parse_args(argv=None) -> BenchConfig:
     p.add_argument("--tokens-per-round", type=int, default=48)
     p.add_argument("--skip-rollout", action="store_true", help="skip the planner + reasoner EnvGroup rollout")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    p.add_argument("--variants", default="bf16,int8", help="(e) frozen-model variants: bf16,int8,compile ('' = none)")
     a = p.parse_args(argv)
     return BenchConfig(model=a.model, batch=a.batch, rounds=a.rounds, tokens_per_round=a.tokens_per_round,
-                       out=a.out, skip_rollout=a.skip_rollout, threads=a.threads)
+                       out=a.out, skip_rollout=a.skip_rollout, threads=a.threads,
+                       variants=tuple(v for v in a.variants.split(",") if v))
 
 
 if __name__ == "__main__":

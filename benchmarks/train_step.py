@@ -1,10 +1,26 @@
-"""Seconds per optimizer step and tokens/s of the GRPO baseline, ours vs TRL's ``GRPOTrainer``.
+"""Seconds per GRPO optimizer step, ours vs TRL's ``GRPOTrainer``, full fine-tuning and LoRA.
 
-Same model (the embedded default SmolLM2-135M-Instruct), same prompt (one reasoning-gym problem,
-no planner), G completions of exactly ``completion_tokens`` tokens, one optimizer step per
-rollout batch, no KL (TRL's default beta=0), fp32 on CPU. Both run in this process, one after the
-other; the first ``warmup`` steps of each are not counted. TRL is optional
-(``pip install rsim[trl]``); without it only our numbers are reported.
+Same model (the embedded SmolLM2-135M-Instruct), same prompt (one reasoning-gym problem, no
+planner), G completions of exactly ``completion_tokens`` tokens, one optimizer step per rollout
+batch, no KL (TRL's default beta=0), fp32 on CPU. So that every group really updates, both trainers
+get the same dense reward of the completion text, :func:`dense_reward` (the share of digit
+characters, capped), which varies between samples; ``groups_updated`` counts the groups with
+reward variance that each trainer updated on (TRL's ``frac_reward_zero_std``, ours the same).
+
+Rows (each in its own subprocess, so that ``peak_rss_mib`` is that row's alone):
+
+* ``ours_full`` / ``trl_full``: every weight trains;
+* ``ours_lora`` / ``trl_lora``: a LoRA adapter (same rank, alpha, target modules; TRL through
+  ``peft_config``);
+* ``ours_full_bf16`` / ``ours_lora_bf16``: ours decoding on a bf16 copy (``reasoner.sample_dtype``)
+  with truncated importance sampling (``tis_cap=2``); not compared with TRL (its CPU generate has no
+  such mode) and its effect on learning is not measured here;
+* ``demo``: ``rsim train --preset demo`` (planner + reasoner, LoRA adapters on one shared base),
+  its s/step and peak RSS (a different workload: 2 groups x G=4, 3 rounds of 32 tokens).
+
+``ratio_vs_trl`` is our s/step over TRL's in the same mode (the larger of the two modes; both are
+in ``ratio_vs_trl_by_mode``). The first ``warmup`` steps of each row are not counted. TRL is optional
+(``pip install rsim[trl]``); without it only our rows run.
 
     python -m benchmarks.train_step --out results/train_step.json
 """
@@ -14,13 +30,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
+
+ROWS = ("ours_full", "trl_full", "ours_lora", "trl_lora", "ours_full_bf16", "ours_lora_bf16", "demo")
 
 
 @dataclass(frozen=True)
@@ -38,70 +59,108 @@ class Config:
     warmup: int = 1
     """Leading steps not counted."""
     lr: float = 1e-6
-    """Learning rate (both)."""
+    """Learning rate, full fine-tuning (both trainers)."""
+    lora_lr: float = 1e-4
+    """Learning rate, LoRA (both trainers)."""
+    lora_rank: int = 16
+    """LoRA rank (alpha = 2 * rank, all attention + MLP projections; both trainers)."""
     threads: int = 0
     """torch threads (0 = torch default)."""
-    trl: bool = True
-    """Also run TRL's GRPOTrainer when trl is installed."""
+    rows: str = ",".join(ROWS)
+    """Comma-separated rows to run (see module docstring)."""
     seed: int = 0
     """Seed."""
     out: str | None = None
     """Where to write the JSON result."""
     output_dir: str = "runs/bench_train_step"
-    """Scratch dir for both trainers' logs."""
+    """Scratch dir for the trainers' logs."""
 
     def __post_init__(self) -> None:
         if self.steps <= self.warmup:
             raise ValueError(f"Config.steps={self.steps} must exceed warmup={self.warmup} to measure anything.")
+        bad = [r for r in self.rows.split(",") if r not in ROWS]
+        if bad:
+            raise ValueError(f"Config.rows: unknown rows {bad}; choose from {ROWS}.")
+
+
+def dense_reward(text: str) -> float:
+    """Share of digit characters among the first 200 characters, times 5, capped at 1 (varies by sample)."""
+    head = text[:200]
+    return min(1.0, 5.0 * sum(ch.isdigit() for ch in head) / max(1, len(head)))
 
 
 def _problem():
-    from rsim_env.problems import reasoning_gym_problems
+    from rsim_env.data import load_problems
 
-    return reasoning_gym_problems(size=2, seed=0)[0]
+    return load_problems("default", limit=2, seed=0)[0]
 
 
-def run_ours(cfg: Config, skip_zero_std: bool) -> dict:
+def _lora(cfg: Config, enabled: bool):
+    from agents.lora import LoraSpec
+
+    return LoraSpec(enabled=enabled, rank=cfg.lora_rank, alpha=2.0 * cfg.lora_rank)
+
+
+def run_ours(cfg: Config, lora: bool, sample_dtype: str = "float32") -> dict:
     from accelerate.utils import set_seed
 
-    from agents.reasoner import Reasoner, ReasonerConfig
+    from agents.reasoner import ReasonerConfig
+    from agents.registry import AgentContext, build_agent
     from algos.grpo import GRPOConfig
     from algos.grpo_baseline import GRPOBaseline
     from algos.trainer import OptimConfig, TrainConfig, Trainer, make_accelerator
 
-    tcfg = TrainConfig(steps=cfg.steps, groups_per_step=1, seed=cfg.seed, output_dir=cfg.output_dir + f"/ours_skip{int(skip_zero_std)}",
-                       progress=False, mixed_precision="no", save_every=0,
-                       skip_zero_std_groups=skip_zero_std,
-                       grpo=GRPOConfig(group_size=cfg.group_size, max_length=cfg.completion_tokens),
-                       reasoner_optim=OptimConfig(lr=cfg.lr))
+    class DenseRewardTrainer(Trainer):
+        """Our trainer with the reasoner's reward replaced by :func:`dense_reward` of its completion."""
+
+        def rollout(self, problems, seed):
+            results, records = super().rollout(problems, seed)
+            tok = self.agents["reasoner"].tokenizer
+            for res, rec in zip(results, records["reasoner"]):
+                gen = [t for t, m in zip(rec.input_ids, rec.gen_mask) if m]
+                res["rewards"] = dict(res["rewards"], reasoner=dense_reward(tok.decode(gen)))
+            return results, records
+
+    tcfg = TrainConfig(steps=cfg.steps, groups_per_step=1, seed=cfg.seed, progress=False, mixed_precision="no",
+                       output_dir=f"{cfg.output_dir}/ours_{'lora' if lora else 'full'}_{sample_dtype}", save_every=0,
+                       grpo=GRPOConfig(group_size=cfg.group_size, max_length=cfg.completion_tokens,
+                                       tis_cap=2.0 if sample_dtype != "float32" else 0.0),
+                       reasoner_optim=OptimConfig(lr=cfg.lora_lr if lora else cfg.lr))
     acc = make_accelerator(tcfg)
     set_seed(cfg.seed)
-    reasoner = Reasoner.from_spec(cfg.model, ReasonerConfig(
-        max_step_tokens=cfg.completion_tokens, max_answer_tokens=cfg.completion_tokens, stop_at_delimiter=False))
-    trainer = Trainer(tcfg, GRPOBaseline(), {"reasoner": reasoner}, [_problem()], acc)
-    times, tokens, updated = [], [], []
-    for _ in range(cfg.steps):
+    rcfg = ReasonerConfig(max_step_tokens=cfg.completion_tokens, max_answer_tokens=cfg.completion_tokens,
+                          stop_at_delimiter=False, sample_dtype=sample_dtype)
+    reasoner = build_agent(cfg.model, AgentContext("reasoner", rcfg, lora=_lora(cfg, lora))).agent
+    trainer = DenseRewardTrainer(tcfg, GRPOBaseline(), {"reasoner": reasoner}, [_problem()], acc)
+    times, tokens, groups = [], [], 0.0
+    for i in range(cfg.steps):
         m = trainer.train_step()
-        times.append(m["step_time"]); tokens.append(m["completions/mean_length"] * cfg.group_size)
-        updated.append(m.get("reasoner/skipped", 1.0) == 0.0)
+        if i >= cfg.warmup:
+            times.append(m["step_time"]); tokens.append(m["completions/mean_length"] * cfg.group_size)
+            if m.get("reasoner/skipped", 1.0) == 0.0:
+                groups += 1.0 - m["reasoner/frac_reward_zero_std"]
     acc.end_training()
-    return dict(_summary(times[cfg.warmup:], tokens[cfg.warmup:]), updated_steps=sum(updated[cfg.warmup:]))
+    return dict(_summary(times, tokens), groups_updated=groups, trainable_params=_count(reasoner.module))
 
 
-def run_trl(cfg: Config) -> dict:
+def _count(module: torch.nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+
+
+def run_trl(cfg: Config, lora: bool) -> dict:
+    import trl
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig as TRLConfig, GRPOTrainer
 
     from agents.loading import resolve
-    from rsim_env.answers import check
     from rsim_env.render import no_planner_chat
 
     p = _problem()
-    data = Dataset.from_list([{"prompt": no_planner_chat(p.question), "answer": p.answer}] * (cfg.steps * 2))
+    data = Dataset.from_list([{"prompt": no_planner_chat(p.question)}] * (cfg.steps * 2))
 
-    def acc_reward(completions, answer, **_):
-        return [float(check(c[0]["content"] if isinstance(c, list) else c, a).correct) for c, a in zip(completions, answer)]
+    def reward(completions, **_):
+        return [dense_reward(c[0]["content"] if isinstance(c, list) else c) for c in completions]
 
     class Timer(TrainerCallback):
         def __init__(self):
@@ -113,20 +172,43 @@ def run_trl(cfg: Config) -> dict:
         def on_step_end(self, *a, **k):
             self.times.append(time.perf_counter() - self.t0)
 
-    path = resolve(cfg.model)
+    if cfg.model == "tiny":  # smoke runs: the random-init tiny model, written where from_pretrained finds it
+        from agents.loading import tiny_model
+
+        m, t = tiny_model("causal", seed=cfg.seed)
+        path = tempfile.mkdtemp(prefix="rsim-tiny-")
+        m.save_pretrained(path); t.save_pretrained(path)
+    else:
+        path = resolve(cfg.model)
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-    args = TRLConfig(output_dir=cfg.output_dir + "/trl", per_device_train_batch_size=cfg.group_size,
-                     num_generations=cfg.group_size, max_completion_length=cfg.completion_tokens,
+    args = TRLConfig(output_dir=f"{cfg.output_dir}/trl_{'lora' if lora else 'full'}",
+                     per_device_train_batch_size=cfg.group_size, num_generations=cfg.group_size,
+                     max_completion_length=cfg.completion_tokens,
                      generation_kwargs={"min_new_tokens": cfg.completion_tokens}, max_steps=cfg.steps,
-                     learning_rate=cfg.lr, logging_steps=1, report_to="none", use_cpu=True, bf16=False,
-                     save_strategy="no", seed=cfg.seed, beta=0.0, disable_tqdm=True)
+                     learning_rate=cfg.lora_lr if lora else cfg.lr, logging_steps=1, report_to="none", use_cpu=True,
+                     bf16=False, save_strategy="no", seed=cfg.seed, beta=0.0, disable_tqdm=True)
     timer = Timer()
-    trainer = GRPOTrainer(model=model, reward_funcs=acc_reward, args=args, train_dataset=data,
-                          processing_class=tok, callbacks=[timer])
+    peft_config = _lora(cfg, True).peft_config() if lora else None
+    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=data, processing_class=tok,
+                          callbacks=[timer], peft_config=peft_config)
     trainer.train()
-    lengths = [h["completions/mean_length"] for h in trainer.state.log_history if "completions/mean_length" in h]
-    return _summary(timer.times[cfg.warmup:], [n * cfg.group_size for n in lengths[cfg.warmup:]])
+    logs = [h for h in trainer.state.log_history if "completions/mean_length" in h][cfg.warmup:]
+    out = _summary(timer.times[cfg.warmup:], [h["completions/mean_length"] * cfg.group_size for h in logs])
+    groups = sum(1.0 - h.get("frac_reward_zero_std", 1.0) for h in logs)
+    return dict(out, groups_updated=groups, trainable_params=_count(trainer.model), trl_version=trl.__version__)
+
+
+def run_demo(cfg: Config) -> dict:
+    from algos.cli import main as train
+    from algos.config import resolve
+
+    out = train(resolve("demo", {"train.output_dir": f"{cfg.output_dir}/demo", "train.steps": cfg.steps,
+                                 "train.progress": False, "train.save_every": 0}))
+    times = [m["step_time"] for m in out["history"][cfg.warmup:]]
+    ck = Path(out["checkpoint"])
+    return dict(_summary(times, []), checkpoint_mib=sum(f.stat().st_size for f in ck.iterdir()) / 2**20,
+                trainable_params={r: _count(m) for r, m in out["params"].items()})
 
 
 def _summary(times: list[float], tokens: list[float]) -> dict:
@@ -135,25 +217,44 @@ def _summary(times: list[float], tokens: list[float]) -> dict:
             "tokens_per_s": (sum(tokens) / sum(times)) if tokens else None}
 
 
-def main(cfg: Config) -> dict:
+def run_row(cfg: Config, row: str) -> dict:
+    """One row in this process (the parent runs each row in a fresh subprocess)."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    # "ours" always runs the backward pass (like TRL, which cannot skip); "ours_skip" is the default
-    # behaviour, which skips groups whose rewards are all equal (often every group, early on).
-    result: dict = {"config": asdict(cfg), "torch_threads": torch.get_num_threads(),
-                    "ours": run_ours(cfg, skip_zero_std=False), "ours_skip": run_ours(cfg, skip_zero_std=True)}
+    fn = {"ours_full": lambda: run_ours(cfg, False), "ours_lora": lambda: run_ours(cfg, True),
+          "ours_full_bf16": lambda: run_ours(cfg, False, "bfloat16"), "ours_lora_bf16": lambda: run_ours(cfg, True, "bfloat16"),
+          "trl_full": lambda: run_trl(cfg, False), "trl_lora": lambda: run_trl(cfg, True), "demo": lambda: run_demo(cfg)}
+    out = fn[row]()
+    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["torch_threads"] = torch.get_num_threads()
+    return out
+
+
+def _have_trl() -> bool:
     try:
         import trl  # noqa: F401
-
-        have_trl = True
     except ImportError:
-        have_trl = False
-    if cfg.trl and have_trl:
-        result["trl"] = run_trl(cfg)
-        result["trl_version"] = trl.__version__
-        result["speedup_vs_trl"] = result["trl"]["seconds_per_step"] / result["ours"]["seconds_per_step"]
-    else:
-        result["trl"] = None
+        return False
+    return True
+
+
+def main(cfg: Config) -> dict:
+    rows = [r for r in cfg.rows.split(",") if _have_trl() or not r.startswith("trl")]
+    result: dict = {"config": asdict(cfg), "rows": {}}
+    for row in rows:
+        with tempfile.NamedTemporaryFile(suffix=".json") as f:
+            argv = [sys.executable, "-m", "benchmarks.train_step", "--child", row, "--child-out", f.name]
+            argv += [f"--{k}={v}" for k, v in asdict(cfg).items() if k not in ("out", "rows") and v is not None]
+            subprocess.run(argv, check=True)
+            result["rows"][row] = json.loads(Path(f.name).read_text())
+        print(f"[train_step] {row}: {result['rows'][row]['seconds_per_step']:.2f} s/step", flush=True)
+    r = result["rows"]
+    by_mode = {m: r[f"ours_{m}"]["seconds_per_step"] / r[f"trl_{m}"]["seconds_per_step"]
+               for m in ("full", "lora") if f"ours_{m}" in r and f"trl_{m}" in r}
+    result["ratio_vs_trl_by_mode"] = by_mode
+    result["ratio_vs_trl"] = max(by_mode.values()) if by_mode else None
+    result["groups_updated"] = {k: v["groups_updated"] for k, v in r.items() if "groups_updated" in v}
+    result["peak_rss_mib"] = {k: v["peak_rss_mib"] for k, v in r.items()}
     _print(result)
     if cfg.out:
         Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
@@ -161,23 +262,32 @@ def main(cfg: Config) -> dict:
     return result
 
 
-def _print(r: dict) -> None:
-    print(f"{'trainer':>9} {'s/step':>8} {'tokens/step':>12} {'tokens/s':>9}")
-    for name in ("ours", "ours_skip", "trl"):
-        x = r.get(name)
-        if x:
-            print(f"{name:>9} {x['seconds_per_step']:>8.2f} {x['tokens_per_step'] or 0:>12.1f} {x['tokens_per_s'] or 0:>9.1f}")
-    if r.get("speedup_vs_trl"):
-        print(f"TRL s/step / ours s/step = {r['speedup_vs_trl']:.2f}")
+def _print(res: dict) -> None:
+    print(f"{'row':>10} {'s/step':>8} {'tokens/s':>9} {'groups upd':>11} {'trainable':>11} {'peak RSS MiB':>13}")
+    for name, x in res["rows"].items():
+        tp = x.get("trainable_params")
+        tp = sum(tp.values()) if isinstance(tp, dict) else tp
+        print(f"{name:>10} {x['seconds_per_step']:>8.2f} {x['tokens_per_s'] or 0:>9.1f} "
+              f"{x.get('groups_updated', float('nan')):>11.1f} {tp or 0:>11d} {x['peak_rss_mib']:>13.0f}")
+    for mode, v in res["ratio_vs_trl_by_mode"].items():
+        print(f"ours / TRL s/step ({mode}): {v:.2f}   (target <= 0.5)")
 
 
-def parse(argv: list[str]) -> Config:
+def parse(argv: list[str]) -> tuple[Config, str | None, str | None]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for f in dataclasses.fields(Config):
         kind = {bool: lambda s: s.lower() in ("1", "true", "yes")}.get(type(f.default), type(f.default))
         p.add_argument(f"--{f.name}", type=kind if f.default is not None else str, default=f.default)
-    return Config(**vars(p.parse_args(argv)))
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--child-out", default=None, help=argparse.SUPPRESS)
+    a = vars(p.parse_args(argv))
+    child, child_out = a.pop("child"), a.pop("child_out")
+    return Config(**a), child, child_out
 
 
 if __name__ == "__main__":
-    main(parse(sys.argv[1:]))
+    _cfg, _child, _child_out = parse(sys.argv[1:])
+    if _child:
+        Path(_child_out).write_text(json.dumps(run_row(_cfg, _child)))
+    else:
+        main(_cfg)

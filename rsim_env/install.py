@@ -30,7 +30,7 @@ __all__ = ["OUR_PACKAGES", "HEAVY_MODULES", "TRAIN_EXTRA_HINT", "PackageClashErr
 
 OUR_PACKAGES = ("agents", "algos", "benchmarks")
 MARKER = "RSIM_PACKAGE ="
-HEAVY_MODULES = frozenset({"torch", "transformers", "accelerate", "safetensors", "tensorboard", "datasets",
+HEAVY_MODULES = frozenset({"torch", "peft", "transformers", "accelerate", "safetensors", "tensorboard", "datasets",
                            "matplotlib", "gguf", "tqdm", "psutil"})
 """Top-level modules of the ``train`` extra (what ``rsim_env`` runs without)."""
 TRAIN_EXTRA_HINT = "pip install 'rsim[train]'   (from a checkout: pip install -e '.[train]')"

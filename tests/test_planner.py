@@ -169,3 +169,42 @@ def test_cached_act_matches_reencoding_act():
     for a, b in zip(cached, plain):
         assert a.actions == b.actions and a.input_ids == b.input_ids
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
+
+
+def test_shared_header_prefill_matches_separate_prefills():
+    """Copies of one question share the header's prefill; decisions and log-probs are unchanged."""
+    def run(share):
+        planner = make_planner(share_prefill=share)
+        planner.reset(4)
+        plans: dict[int, list[int]] = {c: [] for c in range(4)}
+        for r in range(3):
+            acts = planner.act(list(range(4)), [obs(QUESTIONS[c // 2], STEPS[:r], plans[c]) for c in range(4)])
+            for c, a in enumerate(acts):
+                plans[c].append(a)
+        return planner.records()
+
+    for a, b in zip(run(True), run(False)):
+        assert a.actions == b.actions and a.input_ids == b.input_ids
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
+
+
+def test_shared_header_scoring_equals_plain_scoring_values_and_gradients():
+    """trajectory_logprobs with the question header encoded once per group: same values and gradients."""
+    out = {}
+    for share in (True, False):
+        planner = make_planner(share_prefill=share)
+        planner.reset(4)
+        plans: dict[int, list[int]] = {c: [] for c in range(4)}
+        for r in range(3):
+            ids = [0, 1, 2, 3] if r < 2 else [0, 2]
+            acts = planner.act(ids, [obs(QUESTIONS[c // 2], STEPS[:r], plans[c]) for c in ids])
+            for c, a in zip(ids, acts):
+                plans[c].append(a)
+        planner.zero_grad()
+        logp, valid = planner.trajectory_logprobs(planner.records())
+        (logp * valid * torch.linspace(-1, 1, 4)[:, None]).sum().backward()
+        out[share] = (logp.detach(), valid, [p.grad.clone() for p in planner.parameters()])
+    assert torch.equal(out[True][1], out[False][1])
+    assert torch.allclose(out[True][0], out[False][0], atol=1e-5)
+    for a, b in zip(out[True][2], out[False][2]):
+        assert torch.allclose(a, b, atol=1e-5)

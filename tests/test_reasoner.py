@@ -56,7 +56,10 @@ class ScriptedLM(torch.nn.Module):
 def test_stop_at_delimiter_cap_and_leading_whitespace():
     scripts = ["First part.\n\nignored", "abcdefghijklmnopqrstuvwxyz", "\n\nLead.\n\n"]
     model = ScriptedLM(scripts)
-    r = Reasoner(model, model.tok, ReasonerConfig(max_step_tokens=16, greedy=True))
+    # the fake advances its script on every forward, so it needs round 0 in one forward (no prompt prefill)
+    # (and maps batch rows to scripts, so no row compaction either: the dynamic cache never compacts)
+    r = Reasoner(model, model.tok, ReasonerConfig(max_step_tokens=16, greedy=True, share_prefill=False,
+                                                  cache="dynamic"))
     r.reset(3)
     texts = r.act([0, 1, 2], [obs(q, 0, 1) for q in QUESTIONS])
     assert texts == ["First part.", "abcdefghijklmnop", "Lead."]
@@ -104,6 +107,26 @@ def test_cache_continuation_matches_reencoding_under_greedy(cache, stop):
         r.act(live, [obs(QUESTIONS[c], rnd, plans[c][rnd]) for c in live])
     for rec in r.records():
         reencode_greedy_check(model, rec)
+
+
+@pytest.mark.parametrize("cache", ["prealloc", "dynamic"])
+def test_prefix_sharing_gives_the_same_tokens_as_separate_prefills(cache):
+    """G copies of two questions: one prefill per distinct prompt, KV copied to the twins."""
+    model, tok = tiny_model(seed=5)
+    questions = [QUESTIONS[0]] * 3 + [QUESTIONS[1]] * 3
+    plans = [[1, 3, 8], [0, 8], [5, 6, 7], [2, 2, 8], [1, 4, 8], [3, 8]]
+    out = {}
+    for share in (True, False):
+        r = Reasoner(model, tok, ReasonerConfig(max_step_tokens=6, greedy=True, cache=cache, share_prefill=share))
+        r.reset(6)
+        for rnd in range(3):
+            live = [c for c in range(6) if rnd < len(plans[c])]
+            r.act(live, [obs(questions[c], rnd, plans[c][rnd]) for c in live])
+        out[share] = r.records()
+    assert [x.input_ids for x in out[True]] == [x.input_ids for x in out[False]]
+    for a, b in zip(out[True], out[False]):
+        assert a.gen_mask == b.gen_mask
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
 
 
 def test_masks_cover_exactly_the_generated_tokens_and_logprobs_recompute():
@@ -198,7 +221,9 @@ def test_protocol_conversation_is_exactly_the_chat_template_of_the_episode(proto
     first = space + ("6 * 7 = 42.<|im_end|>" if proto.startswith("chat") else "6 * 7 = 42.\n\n")
     last = "42}" if "lead" in proto else "So \\boxed{42}"
     model = ScriptedLM([first + last + "<|im_end|>"])
-    reasoner = Reasoner(model, model.tok, ReasonerConfig(max_step_tokens=40, greedy=True))
+    # the fake advances its script on every forward: round 0 in one forward (no prompt prefill sharing)
+    reasoner = Reasoner(model, model.tok, ReasonerConfig(max_step_tokens=40, greedy=True, share_prefill=False,
+                                                         cache="dynamic"))
     out = rollout(EnvGroup([prob], 1, protocol=proto), reasoner, FixedPlanner([3]), seed=0)
     info, rec = out.trajectories[0]["info"], out.trajectories[0]["reasoner"]
     assert info["steps"] == ["6 * 7 = 42.", last] and info["correct"] and info["components"]["format"] == 1.0
@@ -218,8 +243,63 @@ def test_no_planner_turn_stops_at_the_closed_boxed_answer():
 
     prob = Problem(id="p", question="What is 6 * 7?", answer="42", source="t")
     model = ScriptedLM(["6 * 7 = 42, so \\boxed{42}. Also 17 and more rambling 99 99 99"])
-    reasoner = Reasoner(model, model.tok, ReasonerConfig(max_answer_tokens=80, greedy=True))
+    reasoner = Reasoner(model, model.tok, ReasonerConfig(max_answer_tokens=80, greedy=True, share_prefill=False,
+                                                         cache="dynamic"))
     out = rollout(EnvGroup([prob], 1, planner=False), reasoner, None, seed=0)
     info = out.trajectories[0]["info"]
     assert info["steps"] == ["6 * 7 = 42, so \\boxed{42}"] and info["correct"]
     assert info["components"]["format"] == 1.0
+@pytest.mark.parametrize("kind", ["prealloc", "dynamic"])
+def test_rows_fed_nothing_leave_the_forward_and_logits_stay_exact(kind):
+    """Finished rows are skipped (prealloc: live rows swapped to the front); every live row's logits
+    equal a from-scratch forward over its own tokens, through swaps, drops and cache growth."""
+    from agents.kv import KVBatch
+
+    model, _ = tiny_model(seed=7)
+    gen = torch.Generator().manual_seed(0)
+    seqs = [[5, 9, 11], [7, 7, 7, 7, 1], [3], [8, 2]]
+    kv = KVBatch(model, 4, pad_id=0, kind=kind, capacity=4, share_prefill=False)
+    with torch.no_grad():
+        out = kv.feed(seqs)
+        for step in range(12):
+            if step == 6:
+                kv.keep([0, 2, 3])  # conversation 1 ends
+                seqs = [seqs[0], seqs[2], seqs[3]]
+            live = [r for r in range(len(seqs)) if torch.rand(1, generator=gen).item() < 0.6] or [0]
+            new = [[int(torch.randint(1, 250, (1,), generator=gen))] if r in live else [] for r in range(len(seqs))]
+            out = kv.feed(new)
+            for r in live:
+                seqs[r] = seqs[r] + new[r]
+                want = model(input_ids=torch.tensor([seqs[r]])).logits[0, -1]
+                assert torch.allclose(out[r], want, atol=1e-4), (step, r)
+
+
+def test_shared_prefix_scoring_equals_plain_scoring_values_and_gradients():
+    """Scoring G copies with their prompt encoded once gives the same log-probs and gradients."""
+    from agents.prefix import shared_prefix_logprobs
+    from agents.sampling import generated_logprobs
+
+    model, _ = tiny_model(seed=9)
+    model.train()
+    prompts = [[5, 6, 7, 8, 9], [11, 12, 13]]
+    seqs, masks, plens = [], [], []
+    g = torch.Generator().manual_seed(1)
+    for c in range(6):
+        p = prompts[c // 3]
+        n = 3 + c  # continuations of different lengths: injected (0) and generated (1) tokens mixed
+        cont = torch.randint(1, 250, (n,), generator=g).tolist()
+        seqs.append(p + cont); plens.append(len(p))
+        masks.append([0] * len(p) + [int(i % 4 != 0) for i in range(n)])
+    adv = torch.linspace(-1, 1, 6)[:, None]
+    out = {}
+    for name, fn in (("plain", lambda: generated_logprobs(model, seqs, masks, 0.9, [3], 0)),
+                     ("shared", lambda: shared_prefix_logprobs(model, seqs, masks, plens, 0.9, [3], 0))):
+        model.zero_grad()
+        logp, mask, ent = fn()
+        (logp * mask * adv).sum().backward()
+        out[name] = (logp.detach(), mask, ent, [p.grad.clone() for p in model.parameters()])
+    a, b = out["plain"], out["shared"]
+    assert torch.equal(a[1], b[1])
+    assert torch.allclose(a[0], b[0], atol=1e-5) and torch.allclose(a[2], b[2], atol=1e-4)
+    for ga, gb in zip(a[3], b[3]):
+        assert torch.allclose(ga, gb, atol=1e-5)

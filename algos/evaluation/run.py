@@ -33,22 +33,22 @@ def load_eval_problems(cfg: EvalConfig) -> list[Problem]:
     return load_problems(cfg.source, limit=cfg.limit, seed=cfg.data_seed, split=cfg.split or None)
 
 
-def build_reasoner(spec: str, cfg: EvalConfig, problems: Sequence[Problem]) -> Built:
+def build_reasoner(spec: str, cfg: EvalConfig, problems: Sequence[Problem], shared: dict | None = None) -> Built:
     """Reasoner for ``spec`` (greedy when ``k == 1``) plus a description of what was loaded."""
     from agents.reasoner import ReasonerConfig
 
     rc = ReasonerConfig(max_step_tokens=cfg.max_step_tokens, max_answer_tokens=cfg.answer_tokens,
                         greedy=cfg.k == 1, temperature=cfg.temperature, seed=cfg.seed)
     return build_agent(spec, AgentContext("reasoner", config=rc, seed=cfg.seed, max_rounds=cfg.max_steps,
-                                          problems=problems))
+                                          problems=problems, shared={} if shared is None else shared))
 
 
-def load_planner(spec: str, cfg: EvalConfig) -> Built:
+def load_planner(spec: str, cfg: EvalConfig, shared: dict | None = None) -> Built:
     """Greedy planner for ``spec`` plus what was loaded."""
     from agents.planner import PlannerConfig
 
     return build_agent(spec, AgentContext("planner", config=PlannerConfig(greedy=True, seed=cfg.seed), seed=cfg.seed,
-                                          max_rounds=cfg.max_steps))
+                                          max_rounds=cfg.max_steps, shared={} if shared is None else shared))
 
 
 def episode_tokens(planner: Any, planner_rec: Any, reasoner: Any, reasoner_rec: Any) -> dict[str, Any]:
@@ -172,8 +172,9 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
     if not problems:
         raise ValueError(f"source {cfg.source!r} gave no problems.")
     t_load = time.perf_counter()
-    reasoner, reasoner_info = build_reasoner(cfg.reasoner, cfg, problems)
-    trained, planner_info = (load_planner(cfg.planner, cfg) if "trained" in modes else (None, None))
+    shared: dict = {}  # LoRA agents of one run on the same base load that base once
+    reasoner, reasoner_info = build_reasoner(cfg.reasoner, cfg, problems, shared)
+    trained, planner_info = (load_planner(cfg.planner, cfg, shared) if "trained" in modes else (None, None))
     if planner_info is not None:  # plug-in: the planner plays with a reasoner it was not trained with
         base = planner_info.get("trained_with_reasoner")
         ck = reasoner_info.get("checkpoint")

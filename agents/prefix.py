@@ -15,7 +15,7 @@ from typing import Sequence
 import torch
 from transformers import DynamicCache
 
-from .sampling import generated_logprobs, masked_logprobs, right_pad
+from .sampling import generated_logprobs, right_pad, scatter_generated
 
 __all__ = ["shared_prefix_hidden", "shareable", "shared_prefix_logprobs"]
 
@@ -95,13 +95,5 @@ def shared_prefix_logprobs(
     # the token at column c is predicted by the hidden state at c - 1
     hidden = shared_prefix_hidden(model.get_decoder(), sequences, prefix_lens, rows, cols - 1, pad_id)
     logits = model.get_output_embeddings()(hidden)
-    suppressed = torch.as_tensor(list(suppressed_ids), dtype=torch.long, device=device)
-    lp_all = masked_logprobs(logits, temperature, suppressed)
     ids = right_pad(sequences, pad_id, device)[0]
-    lp = lp_all.gather(-1, ids[rows, cols][:, None]).squeeze(-1)
-    with torch.no_grad():
-        pr = lp_all.exp()
-        ent = -(pr * lp_all.masked_fill(pr == 0, 0)).sum(-1)
-    logp = torch.zeros(gen.shape, device=device, dtype=lp.dtype).index_put((rows, cols), lp)
-    entropy = torch.zeros(gen.shape, device=device).index_put((rows, cols), ent.float())
-    return logp, gen, entropy
+    return scatter_generated(logits, ids, gen, rows, cols, temperature, suppressed_ids)

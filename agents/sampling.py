@@ -108,12 +108,21 @@ def generated_logprobs(
     hidden = model.get_decoder()(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state
     rows, cols = gen.nonzero(as_tuple=True)
     logits = model.get_output_embeddings()(hidden[rows, cols - 1])
-    suppressed = torch.as_tensor(list(suppressed_ids), dtype=torch.long, device=device)
+    return scatter_generated(logits, ids, gen, rows, cols, temperature, suppressed_ids)
+
+
+def scatter_generated(
+    logits: torch.Tensor, ids: torch.Tensor, gen: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
+    temperature: float, suppressed_ids: Sequence[int],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Log-probs and entropies of the generated tokens ``ids[rows, cols]`` from their ``logits``
+    (one row per generated token), scattered back to ``[rows, max_len]``: ``(logp, gen, entropy)``."""
+    suppressed = torch.as_tensor(list(suppressed_ids), dtype=torch.long, device=logits.device)
     lp_all = masked_logprobs(logits, temperature, suppressed)
     lp = lp_all.gather(-1, ids[rows, cols][:, None]).squeeze(-1)
     with torch.no_grad():
         p = lp_all.exp()
         ent = -(p * lp_all.masked_fill(p == 0, 0)).sum(-1)
-    logp = torch.zeros(gen.shape, device=device, dtype=lp.dtype).index_put((rows, cols), lp)
-    entropy = torch.zeros(gen.shape, device=device).index_put((rows, cols), ent.float())
+    logp = torch.zeros(gen.shape, device=gen.device, dtype=lp.dtype).index_put((rows, cols), lp)
+    entropy = torch.zeros(gen.shape, device=gen.device).index_put((rows, cols), ent.float())
     return logp, gen, entropy

@@ -49,9 +49,17 @@ class ChatServer:
                     fault = server.faults.pop(0) if server.faults else None
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                self._counted = True
                 try:
                     self._answer(body, fault)
                 finally:
+                    self._leave()
+
+            def _leave(self):
+                # a request stops being in flight *before* its reply is written: once the client has the
+                # reply it may send its next request, which must not be seen overlapping this one
+                if getattr(self, "_counted", False):
+                    self._counted = False
                     with server._lock:
                         server.in_flight -= 1
 
@@ -78,6 +86,7 @@ class ChatServer:
 
             def _send(self, status, obj, headers=None, raw=None):
                 data = raw if raw is not None else json.dumps(obj).encode()
+                self._leave()
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")

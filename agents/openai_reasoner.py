@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from rsim_env.render import NO_PLANNER_SYSTEM, STEP_DELIMITER, reasoner_messages_from_observation
+from rsim_env.render import CHAT_API_PROTOCOL, NO_PLANNER_SYSTEM, STEP_DELIMITER, reasoner_messages_from_observation
 
 __all__ = ["OpenAIConfig", "OpenAIReasoner", "APIError", "parse_spec", "build"]
 
@@ -177,6 +177,15 @@ class OpenAIReasoner:
         self._records = [{"requests": 0, "prompt_tokens": 0, "completion_tokens": 0} for _ in range(num_copies)]
 
     def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[str]:
+        for o in observations:
+            proto = o.get("protocol", CHAT_API_PROTOCOL)
+            if proto not in (CHAT_API_PROTOCOL, "none"):
+                # the environment would grade lead-in + reply while the server never saw the lead-in
+                raise ValueError(
+                    f"the served reasoner speaks the {CHAT_API_PROTOCOL!r} turn protocol (a chat API cannot continue "
+                    f"an open assistant message, so lead-ins are impossible), but the environment uses {proto!r}; "
+                    f"run with --protocol {CHAT_API_PROTOCOL} (rsim eval) or --set env.protocol={CHAT_API_PROTOCOL} "
+                    "(rsim train).")
         jobs = [reasoner_messages_from_observation(o) for o in observations]
         singles = [_is_single_turn(m) for m in jobs]
         with ThreadPoolExecutor(max_workers=min(self.cfg.max_concurrency, max(1, len(jobs)))) as pool:

@@ -38,7 +38,7 @@ def test_messages_put_each_strategy_in_its_own_user_turn():
 
 def test_rollout_with_env_groups(server):
     r = make(server, price_prompt_per_1m=2.0, price_completion_per_1m=8.0)
-    groups = EnvGroup(PROBLEMS, group_size=3, max_steps=4)
+    groups = EnvGroup(PROBLEMS, group_size=3, max_steps=4, protocol="chat")
     out = rollout(groups, r, FixedPlanner([3, 8]), seed=0)
     assert len(out.trajectories) == 6 and all(t["info"]["correct"] for t in out.trajectories)
     first = out.trajectories[0]["info"]
@@ -120,7 +120,7 @@ def test_spec_and_config_errors():
 def _obs():
     import rsim_env
 
-    e = rsim_env.env(problems=PROBLEMS, max_steps=3)
+    e = rsim_env.env(problems=PROBLEMS, max_steps=3, protocol="chat")
     e.reset(seed=0)
     e.step(3)
     return e.observe("reasoner")
@@ -138,7 +138,7 @@ def test_registry_spec_and_rsim_eval_end_to_end(server, tmp_path):
     with pytest.raises(ValueError, match="is a reasoner"):
         build_agent(f"openai:m@{server.url}", AgentContext("planner"))
     out = evaluate(["--reasoner", f"openai:test-model@{server.url}", "--source", "tiny", "--limit", "4",
-                    "--modes", "none,fixed:3,8,random", "--max-step-tokens", "40", "--no-plots",
+                    "--modes", "none,fixed:3,8,random", "--max-step-tokens", "40", "--no-plots", "--protocol", "chat",
                     "--out", str(tmp_path / "eval")])
     assert out["modes"]["none"]["accuracy"] == 1.0 and out["modes"]["fixed:3,8"]["accuracy"] == 1.0
     steps = [q for q in server.requests if q["messages"][0]["content"] != NO_PLANNER_SYSTEM]
@@ -153,7 +153,14 @@ def test_frozen_served_reasoner_in_planner_only_training(server, tmp_path):
     from algos.cli import main as cli
 
     out = cli(["train", "--preset", "tiny", "--learner", "planner_only", "--set",
-               f"model.reasoner=openai:test-model@{server.url}", "--out", str(tmp_path / "po"), "--steps", "3"])
+               f"model.reasoner=openai:test-model@{server.url}", "--set", "env.protocol=chat", "--out", str(tmp_path / "po"), "--steps", "3"])
     assert out["steps"] == 3 and len(server.requests) > 0
     assert set(out["params"]) == {"planner"}  # only the planner trains; the served reasoner is frozen
     assert any(h.get("planner/grad_norm", 0) > 0 for h in out["history"])
+
+
+def test_a_lead_in_protocol_is_refused_with_the_fix(server):
+    """The env would grade lead-in + reply, but a chat API never sees an open assistant lead-in."""
+    r = make(server)
+    with pytest.raises(ValueError, match="--protocol chat"):
+        rollout(EnvGroup(PROBLEMS[:1], group_size=1, max_steps=2, protocol="chat+lead"), r, FixedPlanner([3, 8]), seed=0)

@@ -32,7 +32,7 @@ def test_served_embedded_model_plays_an_episode(served):
     chat, url = served
     r = OpenAIReasoner(OpenAIConfig(base_url=url, model="default", max_step_tokens=24, max_answer_tokens=48))
     p = Problem(id="q", question="What is 12 + 30?", answer="42")
-    out = rollout(EnvGroup([p], group_size=1, max_steps=3), r, FixedPlanner([1, 8]), seed=0)
+    out = rollout(EnvGroup([p], group_size=1, max_steps=3, protocol="chat"), r, FixedPlanner([1, 8]), seed=0)
     steps = out.trajectories[0]["info"]["steps"]
     assert len(steps) == 2 and all(isinstance(s, str) and s and "\n\n" not in s for s in steps)
     u = r.usage()

@@ -139,8 +139,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         "model.planner": "default", "model.reasoner": "default", "reasoner.max_step_tokens": 48,
         "reasoner.max_answer_tokens": 144, "reasoner.temperature": 0.7, "data.source": "curriculum", "data.size": 1024, "train.steps": 24,
         "train.groups_per_step": 2, "train.grpo.group_size": 8, "train.grpo.max_length": 160, "env.max_steps": 3,
-        "train.planner_optim.lr": 1e-3, "train.reasoner_optim.lr": 2e-5, "train.output_dir": "runs/study",
+        "train.planner_optim.lr": 1e-3, "train.reasoner_optim.lr": 2e-4, "train.output_dir": "runs/study",
         "train.save_every": 8, "train.mixed_precision": "no", "schedule.stage1_steps": 12,
+        # LoRA on one shared base, as in demo (issue 12): adapter learning rate 2e-4 (2e-5 was the full-FT rate)
+        "model.planner_lora.enabled": True, "model.reasoner_lora.enabled": True, "train.score_chunk": 4,
     },
     "paper": {  # GPUs: Qwen2.5-0.5B-Instruct planner and reasoner on GSM8K, two-stage lambda schedule
         "model.planner": "Qwen/Qwen2.5-0.5B-Instruct", "model.reasoner": "Qwen/Qwen2.5-0.5B-Instruct",

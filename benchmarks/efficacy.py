@@ -11,8 +11,12 @@ greedy (k = 1), on ``eval_limit`` held-out problems (disjoint from training by q
 * ``stackelberg``     the trained planner driving the jointly trained reasoner (one per seed);
 * ``grpo``            the GRPO-trained reasoner, no planner (one per seed).
 
-Every mode gets accuracy with a 95 % Wilson interval over all its (seed, problem) episodes, and
-``tests`` compares modes with McNemar's exact test on paired episodes (same problem, same seed).
+Greedy ``none`` and ``best_fixed`` do not depend on the seed: they run once and are reused for every seed.
+Every mode gets accuracy with a 95 % Wilson interval over its (seed, problem) episodes, and ``tests``
+compares modes on the same problems with a paired sign-flip permutation test clustered on problems
+(``p_value``; seeds of one problem are averaged), plus the pooled exact McNemar test for reference.
+Finished pieces are cached in ``<output_dir>/efficacy_cache.json``: rerun the same command to resume.
+Every evaluation's episodes go to ``<output_dir>/episodes/`` -- read them before believing a number.
 Learning curves (reward and accuracy per step, per seed and learner) go to ``curves.png``.
 
     python -m benchmarks.efficacy --out results/efficacy.json                     # hours on a CPU
@@ -25,6 +29,7 @@ toy scale).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -104,14 +109,71 @@ def mode_summary(outcomes: Sequence[bool]) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------- running
 
+def paired_permutation(a: Sequence[Sequence[bool]], b: Sequence[Sequence[bool]], rounds: int = 20000,
+                       seed: int = 0) -> dict[str, Any]:
+    """Two-sided paired sign-flip permutation test, clustered on problems.
+
+    ``a[i]`` and ``b[i]`` hold the outcomes of problem ``i`` (one per seed; a deterministic mode
+    repeats its single outcome). The statistic is the mean over problems of the per-problem
+    difference of seed-averaged accuracy; under the null the sign of each problem's difference is
+    exchangeable. Problems, not (seed, problem) pairs, are the unit: seeds of one problem are
+    correlated, and counting them as independent pairs (pooled McNemar) overstates significance.
+    """
+    import random
+
+    if len(a) != len(b) or not a:
+        raise ValueError(f"paired_permutation needs the same non-zero number of problems, got {len(a)} and {len(b)}.")
+    diffs = [sum(x) / len(x) - sum(y) / len(y) for x, y in zip(a, b)]
+    observed = sum(diffs) / len(diffs)
+    nonzero = [d for d in diffs if d != 0]
+    if not nonzero:
+        return {"difference": 0.0, "p_value": 1.0, "problems_differing": 0}
+    rng = random.Random(seed)
+    hits = 0
+    for _ in range(rounds):
+        t = sum(d if rng.random() < 0.5 else -d for d in nonzero) / len(diffs)
+        hits += abs(t) >= abs(observed) - 1e-12
+    return {"difference": observed, "p_value": (hits + 1) / (rounds + 1), "problems_differing": len(nonzero)}
+
+
+# ------------------------------------------------------------------------------------- running
+
+DETERMINISTIC = ("none", "best_fixed")
+"""Modes whose greedy outcome does not depend on the seed: evaluated once, reused for every seed."""
+
+
+class Cache:
+    """Finished pieces of a study (training runs, outcomes) in one JSON file, so a crash or a stop loses
+    at most the piece in flight: rerunning the same command picks up where it stopped."""
+
+    def __init__(self, path: Path, cfg: Config) -> None:
+        self.path = path
+        key = {k: v for k, v in asdict(cfg).items() if k not in ("out", "batch")}
+        key = json.loads(json.dumps(key))
+        self.data: dict[str, Any] = {"config": key, "runs": {}, "outcomes": {}, "timing": {}}
+        if path.is_file():
+            old = json.loads(path.read_text())
+            if old.get("config") != key:
+                raise ValueError(f"{path} holds a study with different settings ({old.get('config')}); "
+                                 f"use another --output-dir or delete it to start over.")
+            self.data = old
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data))
+        tmp.replace(self.path)
+
+
 def _train(cfg: Config, learner: str, seed: int) -> dict[str, Any]:
     from algos.cli import train
     from algos.config import resolve
 
     out = Path(cfg.output_dir) / f"{learner}_s{seed}"
     overrides = {"learner": learner, "train.seed": seed, "train.output_dir": str(out), "train.progress": False}
-    if cfg.steps:
+    if cfg.steps:  # the lambda schedule keeps its shape: half the steps in stage 1
         overrides["train.steps"] = cfg.steps
+        overrides["schedule.stage1_steps"] = max(1, cfg.steps // 2)
     t0 = time.perf_counter()
     res = train(resolve(cfg.preset, overrides))
     curve = [{k: float(v) for k, v in m.items() if isinstance(v, (int, float)) and math.isfinite(v)}
@@ -119,10 +181,14 @@ def _train(cfg: Config, learner: str, seed: int) -> dict[str, Any]:
     return {"run_dir": str(out), "seconds": time.perf_counter() - t0, "curve": curve}
 
 
-def _outcomes(mode: str, problems: Sequence[Any], reasoner: Any, planner: Any, ecfg: Any) -> dict[str, bool]:
+def _outcomes(mode: str, problems: Sequence[Any], reasoner: Any, planner: Any, ecfg: Any,
+              episodes: Path | None = None) -> dict[str, bool]:
     from algos.evaluation.run import evaluate_mode, make_planner
 
     rows, _ = evaluate_mode(mode, problems, reasoner, make_planner(mode, ecfg, planner), ecfg)
+    if episodes is not None:
+        episodes.parent.mkdir(parents=True, exist_ok=True)
+        episodes.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return {r["problem_id"]: bool(r["correct"]) for r in rows}
 
 
@@ -143,54 +209,110 @@ def _agents(spec_r: str, spec_p: str | None, ecfg: Any, problems: Sequence[Any])
     return reasoner, planner
 
 
+def _log(msg: str) -> None:
+    print(f"[efficacy {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
 def main(cfg: Config) -> dict[str, Any]:
-    """Train, evaluate, test; print a table; write JSON (+ curves.png) when ``cfg.out``."""
+    """Train, evaluate, test; print a table; write JSON (+ curves.png) when ``cfg.out``.
+
+    Resumable: finished runs and evaluations are kept in ``<output_dir>/efficacy_cache.json``.
+    """
     from algos.config import resolve
     from algos.evaluation.config import fixed_name
     from rsim_env.data import load_problems
 
     t0 = time.perf_counter()
+    cache = Cache(Path(cfg.output_dir) / "efficacy_cache.json", cfg)
+    done, outs, timing = cache.data["runs"], cache.data["outcomes"], cache.data["timing"]
     run_cfg = resolve(cfg.preset)
     base = run_cfg.model.reasoner
     scale = SCALES[cfg.preset]
     test = load_problems(scale["source"], limit=cfg.eval_limit, seed=1000)
     val = load_problems(scale["validation"], limit=cfg.validation_limit, seed=2000)
-    runs = {f"{learner}_s{s}": _train(cfg, learner, s) for s in cfg.seeds for learner in ("stackelberg", "grpo")}
+    episodes_dir = Path(cfg.output_dir) / "episodes"
+    for s in cfg.seeds:
+        for learner in ("stackelberg", "grpo"):
+            name = f"{learner}_s{s}"
+            if name not in done:
+                _log(f"training {name}")
+                done[name] = _train(cfg, learner, s)
+                cache.save()
+                _log(f"trained {name} in {done[name]['seconds']:.0f} s")
+    runs = {f"{learner}_s{s}": done[f"{learner}_s{s}"] for s in cfg.seeds for learner in ("stackelberg", "grpo")}
+
+    def evaluated(key: str, mode: str, problems: Sequence[Any], agents: Any, ecfg: Any,
+                  episodes: Path | None = None) -> dict[str, bool]:
+        """Outcomes of ``mode`` (cached under ``key``); ``agents()`` builds (reasoner, planner) only when needed."""
+        if key not in outs:
+            _log(f"evaluating {key}")
+            t = time.perf_counter()
+            reasoner, planner = agents()
+            outs[key] = _outcomes(mode, problems, reasoner, planner, ecfg, episodes)
+            timing[key] = time.perf_counter() - t
+            cache.save()
+            _log(f"{key}: {sum(outs[key].values())}/{len(outs[key])} right in {timing[key]:.0f} s")
+        return outs[key]
+
+    lazy: dict[str, Any] = {}
+
+    def base_agents(ecfg: Any, problems: Sequence[Any]) -> tuple[Any, None]:
+        if "base" not in lazy:  # one base reasoner for every mode that uses it
+            lazy["base"] = _agents(base, None, ecfg, problems)[0]
+        return lazy["base"], None
+
+    def episodes(key: str) -> Path:
+        return episodes_dir / (key.replace("/", "_").replace(":", "-").replace(",", "-") + ".jsonl")
 
     # the best fixed sequence, chosen on validation problems with the base reasoner
     vcfg = _eval_config(cfg, run_cfg, cfg.seeds[0], scale["validation"], cfg.validation_limit)
-    reasoner, _ = _agents(base, None, vcfg, val)
-    val_acc = {fixed_name(s): sum(_outcomes(fixed_name(s), val, reasoner, None, vcfg).values()) / len(val)
-               for s in cfg.fixed}
+    val_acc = {}
+    for seq in cfg.fixed:
+        name = fixed_name(seq)
+        got = evaluated(f"validation/{name}", name, val, functools.partial(base_agents, vcfg, val), vcfg)
+        val_acc[name] = sum(got.values()) / len(val)
     best = max(val_acc, key=val_acc.get)
 
-    per_seed: dict[str, dict[int, dict[str, bool]]] = {m: {} for m in
-                                                        ("none", "random", "best_fixed", "stackelberg", "grpo")}
+    modes = ("none", "random", "best_fixed", "stackelberg", "grpo")
+    per_seed: dict[str, dict[int, dict[str, bool]]] = {m: {} for m in modes}
+    s0 = cfg.seeds[0]
     for s in cfg.seeds:
         ecfg = _eval_config(cfg, run_cfg, s, scale["source"], cfg.eval_limit)
-        reasoner, _ = _agents(base, None, ecfg, test)
-        per_seed["none"][s] = _outcomes("none", test, reasoner, None, ecfg)
-        per_seed["random"][s] = _outcomes("random", test, reasoner, None, ecfg)
-        per_seed["best_fixed"][s] = _outcomes(best, test, reasoner, None, ecfg)
+        base_here = functools.partial(base_agents, ecfg, test)
+        per_seed["none"][s] = evaluated(f"none/s{s0}", "none", test, base_here, ecfg, episodes("none"))
+        per_seed["best_fixed"][s] = evaluated(f"{best}/s{s0}", best, test, base_here, ecfg, episodes(best))
+        per_seed["random"][s] = evaluated(f"random/s{s}", "random", test, base_here, ecfg, episodes(f"random_s{s}"))
         run = runs[f"stackelberg_s{s}"]["run_dir"]
-        reasoner_sl, planner_sl = _agents(run if run_cfg.learner != "planner_only" else base, run, ecfg, test)
-        per_seed["stackelberg"][s] = _outcomes("trained", test, reasoner_sl, planner_sl, ecfg)
-        reasoner_g, _ = _agents(runs[f"grpo_s{s}"]["run_dir"], None, ecfg, test)
-        per_seed["grpo"][s] = _outcomes("none", test, reasoner_g, None, ecfg)
+        trained = functools.partial(_agents, run if run_cfg.learner != "planner_only" else base, run, ecfg, test)
+        per_seed["stackelberg"][s] = evaluated(f"stackelberg/s{s}", "trained", test, trained, ecfg,
+                                               episodes(f"stackelberg_s{s}"))
+        grpo = functools.partial(_agents, runs[f"grpo_s{s}"]["run_dir"], None, ecfg, test)
+        per_seed["grpo"][s] = evaluated(f"grpo/s{s}", "none", test, grpo, ecfg, episodes(f"grpo_s{s}"))
 
-    def paired(m: str) -> list[bool]:
+    def by_problem(m: str) -> list[list[bool]]:
+        seeds = cfg.seeds[:1] if m in DETERMINISTIC else cfg.seeds
+        return [[per_seed[m][s][p.id] for s in seeds] for p in test]
+
+    def pooled(m: str) -> list[bool]:  # (seed, problem) pairs, the deterministic modes repeated per seed
         return [per_seed[m][s][p.id] for s in cfg.seeds for p in test]
 
-    modes = {m: mode_summary(paired(m)) | {"per_seed": {str(s): mode_summary(list(per_seed[m][s].values()))
-                                                       for s in cfg.seeds}} for m in per_seed}
-    modes["best_fixed"]["sequence"] = best
+    summary = {m: mode_summary([x for xs in by_problem(m) for x in xs])
+               | {"per_seed": {str(s): mode_summary(list(per_seed[m][s].values())) for s in cfg.seeds},
+                  "deterministic": m in DETERMINISTIC} for m in modes}
+    summary["best_fixed"]["sequence"] = best
     comparisons = [("stackelberg", "random"), ("stackelberg", "none"), ("stackelberg", "best_fixed"),
-                   ("stackelberg", "grpo"), ("grpo", "none"), ("random", "none")]
-    tests = {f"{a}_vs_{b}": {"a": a, "b": b, "test": "mcnemar_exact", **mcnemar_exact(paired(a), paired(b))}
-             for a, b in comparisons}
+                   ("stackelberg", "grpo"), ("grpo", "none"), ("random", "none"), ("best_fixed", "none")]
+    tests = {}
+    for a, b in comparisons:
+        perm = paired_permutation(by_problem(a), by_problem(b))
+        mc = mcnemar_exact(pooled(a), pooled(b))
+        tests[f"{a}_vs_{b}"] = {"a": a, "b": b, "test": "paired_permutation_over_problems", "p_value": perm["p_value"],
+                                "difference": perm["difference"], "problems_differing": perm["problems_differing"],
+                                "only_a": mc["only_a"], "only_b": mc["only_b"], "mcnemar_pooled_p": mc["p_value"]}
     result = {"config": asdict(cfg), "preset": cfg.preset, "eval_source": scale["source"], "eval_problems": len(test),
-              "validation_fixed_accuracy": val_acc, "modes": modes, "tests": tests,
-              "runs": runs, "wall_s": time.perf_counter() - t0}
+              "validation_fixed_accuracy": val_acc, "modes": summary, "tests": tests,
+              "runs": runs, "eval_seconds": timing, "wall_s": time.perf_counter() - t0,
+              "total_compute_s": sum(r["seconds"] for r in runs.values()) + sum(timing.values())}
     result["table_md"] = table(result)
     print(result["table_md"])
     if cfg.out:
@@ -208,9 +330,11 @@ def table(result: dict[str, Any]) -> str:
         name = f"{m} ({f['sequence']})" if "sequence" in f else m
         lines.append(f"| {name} | {100 * f['accuracy']:.1f}% | {100 * f['ci_low']:.1f}–{100 * f['ci_high']:.1f}% | "
                      f"{f['n']} |")
-    lines += ["", "| comparison | only a right | only b right | McNemar p |", "|---|---|---|---|"]
+    lines += ["", "| comparison | accuracy difference | paired permutation p (problems) | only a right | only b right "
+              "| pooled McNemar p |", "|---|---|---|---|---|---|"]
     for name, t in result["tests"].items():
-        lines.append(f"| {name} | {t['only_a']} | {t['only_b']} | {t['p_value']:.3g} |")
+        lines.append(f"| {name} | {100 * t['difference']:+.1f} pts | {t['p_value']:.3g} | {t['only_a']} | "
+                     f"{t['only_b']} | {t['mcnemar_pooled_p']:.3g} |")
     return "\n".join(lines)
 
 

@@ -32,3 +32,36 @@ def test_toy_scale_end_to_end(tmp_path):
     assert (tmp_path / "e_curves.png").is_file()
     curve = r["runs"]["stackelberg_s0"]["curve"]
     assert len(curve) == 4 and all(math.isfinite(m["planner/reward"]) for m in curve)
+
+
+def test_paired_permutation_clusters_on_problems():
+    from benchmarks.efficacy import paired_permutation
+
+    # identical modes: no difference, p = 1
+    same = [[True, False]] * 10
+    assert paired_permutation(same, same) == {"difference": 0.0, "p_value": 1.0, "problems_differing": 0}
+    # a better on 12 of 12 differing problems (every seed): p ~ 2 * 0.5**12, well below 0.01
+    a = [[True, True, True]] * 12 + [[False] * 3] * 8
+    b = [[False, False, False]] * 12 + [[False] * 3] * 8
+    r = paired_permutation(a, b)
+    assert r["difference"] == pytest.approx(12 / 20) and r["problems_differing"] == 12 and r["p_value"] < 0.01
+    # one problem decided by every seed counts once, not three times: 3 of 3 problems is not significant
+    r = paired_permutation([[True] * 3] * 3, [[False] * 3] * 3)
+    assert r["p_value"] > 0.2
+    with pytest.raises(ValueError, match="same non-zero number"):
+        paired_permutation([[True]], [])
+
+
+def test_study_resumes_from_its_cache(tmp_path, monkeypatch):
+    import benchmarks.efficacy as eff
+
+    cfg = Config(preset="tiny", seeds=(0,), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "runs"),
+                 fixed=((8,), (2, 8)))
+    first = main(cfg)
+    calls = []
+    monkeypatch.setattr(eff, "_train", lambda *a: calls.append(a))
+    monkeypatch.setattr(eff, "_outcomes", lambda *a, **k: calls.append(a))
+    again = main(cfg)  # everything comes from the cache: nothing is trained or evaluated again
+    assert calls == [] and again["modes"] == first["modes"]
+    with pytest.raises(ValueError, match="different settings"):
+        main(Config(preset="tiny", seeds=(0,), eval_limit=5, validation_limit=4, output_dir=str(tmp_path / "runs")))

@@ -21,7 +21,7 @@ from pettingzoo.utils import wrappers
 
 from . import render
 from .game import EnvConfig, Episode
-from .problems import Problem, default_source
+from .problems import KINDS, Problem, default_source
 from .rewards import RewardWeights
 from .strategies import NUM_STRATEGIES, TERMINATION
 
@@ -124,6 +124,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
             d["system"] = AnyText(max_length=bound, min_length=0)
             d["protocol"] = AnyText(max_length=max(len(p) for p in (*render.PROTOCOLS, "none")), min_length=0)
             d["no_planner"] = spaces.Discrete(2)  # 1 in no-planner mode: write the whole answer in one turn
+            d["kind"] = AnyText(max_length=max(len(k) for k in KINDS), min_length=0)  # the problem's kind
         return spaces.Dict(d)
 
     def observation_space(self, agent: str) -> gymnasium.Space:
@@ -199,20 +200,23 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
         open assistant message), ``injected`` the lead-in the assistant text continues, ``system``
         the system prompt, ``protocol`` the protocol name ("none" in no-planner mode, where the
         single turn is the concluding one: strategy 8, the question as instruction, nothing
-        injected). A dead observation reads strategy 0.
+        injected). A dead observation reads strategy 0. ``kind`` is the problem's kind: every text here
+        is built for it (code asks for a fenced program; see ``render.KIND_TEXTS``), and the reasoner's
+        stop rule depends on it (a closed program block ends a code step as a closed box ends a math one).
         """
+        kind = ep.problem.kind
         if not self.cfg.planner:
-            chat = render.no_planner_chat(ep.question)
+            chat = render.no_planner_chat(ep.question, kind)
             return {"prompt": render.chat_to_text(chat), "strategy": TERMINATION, "injected": "",
                     "instruction": ep.question if ep.round == 0 else "", "system": chat[0]["content"],
-                    "protocol": "none"}
+                    "protocol": "none", "kind": kind}
         proto = self.cfg.protocol
-        chat = render.reasoner_chat(ep.question, ep.steps, ep.strategies, ep.pending, proto)
+        chat = render.reasoner_chat(ep.question, ep.steps, ep.strategies, ep.pending, proto, kind)
         live = ep.pending is not None
         return {"prompt": render.chat_to_text(chat), "strategy": ep.pending if live else 0,
-                "injected": render.lead(proto, ep.round, ep.pending) if live else "",
-                "instruction": render.instruction(proto, ep.question, ep.round, ep.pending) if live else "",
-                "system": render.protocol(proto).system, "protocol": proto}
+                "injected": render.lead(proto, ep.round, ep.pending, kind) if live else "",
+                "instruction": render.instruction(proto, ep.question, ep.round, ep.pending, kind) if live else "",
+                "system": render.system(proto, kind), "protocol": proto, "kind": kind}
 
     def step(self, action: Any) -> None:
         ep = self._require_episode()

@@ -133,18 +133,38 @@ class Episode:
             self.truncated = True
 
     def _detect(self, round_index: int, strategy: int, text: str) -> set[int]:
-        """Strategies a generated step shows (R_follow, strategy counts): see ``echo.detect_generated``."""
+        """Strategies a generated step shows (R_follow, strategy counts): ``echo.detect_generated`` for
+        math, ``rsim_env.code.follow.detect_code_step`` (prose only; a program shows termination) for code."""
+        if self.problem.kind == "code":
+            from .code.follow import detect_code_step
+
+            return detect_code_step(text, self._lead(round_index, strategy))
         shown = render.shown_step(self.cfg.protocol, round_index, strategy, text) if self.cfg.planner else text
         return echo.detect_generated(text, shown)
 
+    def _lead(self, round_index: int, strategy: int) -> str:
+        """The lead-in injected before step ``round_index`` ("" in no-planner mode)."""
+        return render.lead(self.cfg.protocol, round_index, strategy, self.problem.kind) if self.cfg.planner else ""
+
+    def _code_answer(self, round_index: int, strategy: int, step: str) -> str:
+        """The text a code step's program is extracted from (``rsim_env.code.extract.answer_text``):
+        the generated step, preceded by its lead-in when the lead-in opened the fenced block."""
+        from .code.extract import answer_text
+
+        return answer_text(self._lead(round_index, strategy), step)
+
     # -- outcome ------------------------------------------------------------------------------
     def finishes_with(self, text: str) -> str | None:
-        """The stored form of ``text`` if writing it now would end the episode, else None."""
+        """If writing ``text`` now would end the episode, the final step as it will be graded (the stored
+        text; for code with a lead-in-opened block, lead-in + text), else None."""
         if self.done or self.due != "reasoner" or not isinstance(text, str):
             return None
         strategy = self.pending if self.pending is not None else TERMINATION
         ends = not self.cfg.planner or strategy == TERMINATION or len(self.steps) + 1 >= self.cfg.max_steps
-        return text[: self.cfg.max_step_chars] if ends else None
+        if not ends:
+            return None
+        text = text[: self.cfg.max_step_chars]
+        return self._code_answer(self.round, strategy, text) if self.problem.kind == "code" else text
 
     def outcome(self) -> dict[str, Any]:
         """Rewards and the full info of a finished episode (computed once, then cached)."""
@@ -158,17 +178,21 @@ class Episode:
         """Steps as the transcript reads them (lead-in + generated text; see ``render.shown_step``)."""
         if not self.cfg.planner:
             return list(self.steps)
-        return [render.shown_step(self.cfg.protocol, i, p, z) for i, (p, z) in enumerate(zip(self.strategies, self.steps))]
+        kind = self.problem.kind
+        return [render.shown_step(self.cfg.protocol, i, p, z, kind) for i, (p, z) in enumerate(zip(self.strategies, self.steps))]
 
     def _compute_outcome(self) -> dict[str, Any]:
         shown = self.shown_steps()
         # Math is graded on the steps as shown (a lead-in such as "The final answer is \\boxed{" belongs to
-        # the answer); code on the generated steps, as its sandbox prefetch does (EnvGroup).
+        # the answer); code on the generated steps, the last one preceded by its lead-in only when that
+        # opened the fenced block -- as its sandbox prefetch does (EnvGroup, ``finishes_with``).
         math = self.problem.kind == "math"
-        result = grading.grade(self.problem, shown if math else self.steps, self.cfg.check)  # dispatches on kind
+        graded = shown if math or not self.steps else (
+            self.steps[:-1] + [self._code_answer(self.round - 1, self.strategies[-1], self.steps[-1])])
+        result = grading.grade(self.problem, graded, self.cfg.check)  # dispatches on kind
         # An empty answer (``\boxed{}``) is no answer: no accuracy, whatever the checker says.
         correct = bool(result.correct) and (not math or bool((result.extracted or "").strip()))
-        final = (shown if math else self.steps)[-1] if self.steps else ""
+        final = graded[-1] if self.steps else ""
         plans = self.strategies if self.cfg.planner else []
         detected = self.detected if self.cfg.planner else []
         facts = rewards.Facts(correct, final, plans, detected)

@@ -28,13 +28,21 @@ The protocols (measured with ``python -m benchmarks.interaction``; figures in do
 
 :data:`DEFAULT_PROTOCOL` is the one the measurements favour (see its docstring).
 
+Problem kinds (:data:`rsim_env.problems.KINDS`): the texts that ask for the *answer* depend on the
+kind (:data:`KIND_TEXTS`): the system prompts, the termination instruction, lead-in and ``inline``
+header. Math asks for ``\\boxed{}``; code asks for the complete program in one fenced ``python``
+block, and its termination lead-in *opens* that block (``Here is the complete program:`` then an
+opening fence line), so the reasoner continues with the program itself and ends it with the closing
+fence (the extraction rule for such a step is in :mod:`rsim_env.code.extract`). Every other text is
+shared. Every function takes ``kind="math"`` by default, and math prompts are unchanged by kinds.
+
 Agents must not format prompts themselves; they call these functions (or read the observation's
 ``"prompt"``, ``"system"``, ``"instruction"`` and ``"injected"`` fields, which are built from them).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Sequence
 
 from .strategies import STRATEGIES, TERMINATION
@@ -91,6 +99,64 @@ Leads end where the natural continuation is the work itself. Measured: "The most
 to do next is" was continued with "to find the final answer." (an echo) in most greedy episodes;
 "... step now is to compute" is continued with the computation."""
 
+CODE_REASONER_SYSTEM = (
+    "You are a careful Python programmer. Solve the task one step at a time. Before each step you get an "
+    "instruction in parentheses; write only that one step, briefly, then a blank line. When told to "
+    "conclude, give the complete program in one ```python code block."
+)
+"""``inline`` system prompt of code problems."""
+CODE_STEPWISE_SYSTEM = (
+    "You are a careful Python programmer. Solve the task one short step at a time, following the "
+    "instructions you are given. When asked for the complete program, write the whole Python function "
+    "in one ```python code block."
+)
+"""System prompt of code problems under the ``chat``, ``lead`` and ``chat+lead`` protocols."""
+CODE_NO_PLANNER_SYSTEM = (
+    "You are a careful Python programmer. Think about the task briefly, then write the complete Python "
+    "function in one ```python code block."
+)
+"""No-planner system prompt of code problems."""
+CODE_FENCE = "```python\n"
+"""The opening fence line that code prompts ask for (and the code termination lead-in ends with)."""
+
+
+@dataclass(frozen=True)
+class KindTexts:
+    """The texts that ask for the answer, per problem kind (every other text is shared by all kinds)."""
+
+    inline_system: str
+    """System prompt of the ``inline`` protocol."""
+    stepwise_system: str
+    """System prompt of the ``chat``, ``lead`` and ``chat+lead`` protocols."""
+    no_planner_system: str
+    """System prompt of no-planner mode (one whole answer)."""
+    termination_instruction: str
+    """User-turn instruction of the termination strategy (``chat`` protocols)."""
+    termination_lead: str
+    """Assistant-side lead-in of the termination strategy (``lead`` protocols)."""
+    termination_prompt: str
+    """Strategy prompt in the ``inline`` termination header."""
+
+
+KIND_TEXTS: dict[str, KindTexts] = {
+    "math": KindTexts(REASONER_SYSTEM, STEPWISE_SYSTEM, NO_PLANNER_SYSTEM, INSTRUCTIONS[TERMINATION],
+                      LEADS[TERMINATION], STRATEGIES[TERMINATION].prompt),
+    "code": KindTexts(CODE_REASONER_SYSTEM, CODE_STEPWISE_SYSTEM, CODE_NO_PLANNER_SYSTEM,
+                      "Give the complete program: the whole Python function in one ```python code block.",
+                      "Here is the complete program:\n" + CODE_FENCE,
+                      "Conclude and give the complete program in one ```python code block."),
+}
+"""Answer-asking texts per problem kind. Math's are :data:`INSTRUCTIONS`/:data:`LEADS`'s termination
+entries and the strategy table's prompt (unchanged); code's termination lead-in ends inside an open
+fenced block, so what the reasoner generates is the program and its closing fence."""
+
+
+def kind_texts(kind: str) -> KindTexts:
+    """:data:`KIND_TEXTS` entry of ``kind``, with an error that lists the valid kinds."""
+    if kind not in KIND_TEXTS:
+        raise ValueError(f"unknown problem kind {kind!r}; choose one of {sorted(KIND_TEXTS)} (Problem.kind).")
+    return KIND_TEXTS[kind]
+
 
 @dataclass(frozen=True)
 class Protocol:
@@ -103,7 +169,7 @@ class Protocol:
     leads: bool
     """Each step's assistant text opens with the strategy's lead-in (:data:`LEADS`)."""
     system: str
-    """System prompt."""
+    """System prompt of math problems (:func:`system` gives any kind's)."""
 
 
 PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
@@ -125,24 +191,33 @@ def protocol(name: str) -> Protocol:
     return PROTOCOLS[name]
 
 
-def injection(round_index: int, strategy: int) -> str:
+def system(proto: str, kind: str = "math") -> str:
+    """System prompt of protocol ``proto`` for problems of ``kind``."""
+    t = kind_texts(kind)
+    return t.inline_system if protocol(proto).name == "inline" else t.stepwise_system
+
+
+def injection(round_index: int, strategy: int, kind: str = "math") -> str:
     """The ``inline`` protocol's header before step ``round_index`` (0-based).
 
     Example: ``"Step 2 (validation: Check the last result: ...)\\n"``.
     """
     s = STRATEGIES[strategy]
-    return f"Step {round_index + 1} ({s.name}: {s.prompt})\n"
+    prompt = kind_texts(kind).termination_prompt if strategy == TERMINATION else s.prompt
+    return f"Step {round_index + 1} ({s.name}: {prompt})\n"
 
 
-def lead(proto: str, round_index: int, strategy: int) -> str:
+def lead(proto: str, round_index: int, strategy: int, kind: str = "math") -> str:
     """Assistant-side text injected before the reasoner writes step ``round_index`` ("" if none)."""
     p = protocol(proto)
     if p.name == "inline":
-        return injection(round_index, strategy)
-    return LEADS[strategy] if p.leads else ""
+        return injection(round_index, strategy, kind)
+    if not p.leads:
+        return ""
+    return kind_texts(kind).termination_lead if strategy == TERMINATION else LEADS[strategy]
 
 
-def instruction(proto: str, question: str, round_index: int, strategy: int | None) -> str:
+def instruction(proto: str, question: str, round_index: int, strategy: int | None, kind: str = "math") -> str:
     """Content of the user turn that opens round ``round_index`` ("" = continue the assistant message).
 
     Round 0 always opens with the question; chat protocols add the round's instruction to it.
@@ -150,42 +225,43 @@ def instruction(proto: str, question: str, round_index: int, strategy: int | Non
     p = protocol(proto)
     if strategy is None or not p.separate_turns:
         return question if round_index == 0 else ""
-    text = INSTRUCTIONS[strategy]
+    text = kind_texts(kind).termination_instruction if strategy == TERMINATION else INSTRUCTIONS[strategy]
     return f"{question}\n\n{text}" if round_index == 0 else text
 
 
-def shown_step(proto: str, round_index: int, strategy: int, step: str) -> str:
+def shown_step(proto: str, round_index: int, strategy: int, step: str, kind: str = "math") -> str:
     """A finished step as it reads in the transcript: lead-in (if any) + generated text.
 
-    For ``inline`` the header is not part of the step (it is an instruction, not an answer).
+    For ``inline`` the header is not part of the step (it is an instruction, not an answer). A lead-in
+    ending in ``{`` or a line break (code's opened fence) is continued with no space.
     """
     if proto == "inline":
         return step
-    head = lead(proto, round_index, strategy)
+    head = lead(proto, round_index, strategy, kind)
     if not head:
         return step
-    glue = "" if head.endswith("{") or not step or step[:1] in " \n" else " "
+    glue = "" if head.endswith(("{", "\n")) or not step or step[:1] in " \n" else " "
     return head + glue + step
 
 
-def step_text(proto: str, round_index: int, strategy: int, step: str | None) -> str:
+def step_text(proto: str, round_index: int, strategy: int, step: str | None, kind: str = "math") -> str:
     """Assistant-side text of a round: the injected lead (or ``inline`` header), then the step if written."""
-    head = lead(proto, round_index, strategy)
+    head = lead(proto, round_index, strategy, kind)
     if step is None:
         return head
-    return head + step if proto == "inline" else shown_step(proto, round_index, strategy, step)
+    return head + step if proto == "inline" else shown_step(proto, round_index, strategy, step, kind)
 
 
 def reasoner_chat(question: str, steps: Sequence[str], strategies: Sequence[int], current: int | None,
-                  proto: str = DEFAULT_PROTOCOL) -> list[dict[str, str]]:
+                  proto: str = DEFAULT_PROTOCOL, kind: str = "math") -> list[dict[str, str]]:
     """Chat messages for the reasoner; the last (assistant) message is open and to be continued."""
-    msgs = [{"role": "system", "content": protocol(proto).system}]
+    msgs = [{"role": "system", "content": system(proto, kind)}]
     plans = list(strategies) + ([current] if current is not None else [])
     if not plans:
         return msgs + [{"role": "user", "content": question}, {"role": "assistant", "content": ""}]
     assistant: str | None = None
     for i, s in enumerate(plans):
-        user = instruction(proto, question, i, s)
+        user = instruction(proto, question, i, s, kind)
         if user:
             if assistant is not None:
                 msgs.append({"role": "assistant", "content": assistant})
@@ -193,14 +269,14 @@ def reasoner_chat(question: str, steps: Sequence[str], strategies: Sequence[int]
             assistant = ""
         else:
             assistant += STEP_DELIMITER
-        assistant += step_text(proto, i, s, steps[i] if i < len(steps) else None)
+        assistant += step_text(proto, i, s, steps[i] if i < len(steps) else None, kind)
     msgs.append({"role": "assistant", "content": assistant})
     return msgs
 
 
-def no_planner_chat(question: str) -> list[dict[str, str]]:
+def no_planner_chat(question: str, kind: str = "math") -> list[dict[str, str]]:
     """Chat for plain chain-of-thought (no planner): system + question, assistant to answer."""
-    return [{"role": "system", "content": NO_PLANNER_SYSTEM}, {"role": "user", "content": question}]
+    return [{"role": "system", "content": kind_texts(kind).no_planner_system}, {"role": "user", "content": question}]
 
 
 def chat_to_text(messages: Sequence[dict[str, str]]) -> str:
@@ -237,16 +313,20 @@ def transcript(question: str, steps: Sequence[str], strategies: Sequence[int]) -
 def max_planner_chars(max_question_chars: int, max_steps: int, max_step_chars: int) -> int:
     """Upper bound on ``len(planner_text(...))`` for the given limits (for observation spaces)."""
     longest_name = max(len(s.name) for s in STRATEGIES)
-    longest_lead = max(max(len(x) for x in LEADS), len(injection(max_steps - 1, 0)) + 200) + 1
+    leads = [*LEADS, *(t.termination_lead for t in KIND_TEXTS.values())]
+    longest_lead = max(max(len(x) for x in leads), len(injection(max_steps - 1, 0)) + 200) + 1
     seg = len(planner_segment(max_steps - 1, 0, "")) + longest_name + longest_lead + max_step_chars
     return len(planner_header("")) + max_question_chars + max_steps * seg
 
 
 def max_reasoner_chars(max_question_chars: int, max_steps: int, max_step_chars: int) -> int:
     """Upper bound on the reasoner prompt's length (``chat_to_text(reasoner_chat(...))``), any protocol."""
-    longest = max(len(injection(max_steps - 1, s.index)) for s in STRATEGIES)
-    longest = max(longest, max(len(x) for x in LEADS) + max(len(x) for x in INSTRUCTIONS) + 40)
-    overhead = max(len(chat_to_text(reasoner_chat("", [], [], None, p))) for p in PROTOCOLS) + 2 * max_question_chars
+    longest = max(len(injection(max_steps - 1, s.index, k)) for s in STRATEGIES for k in KIND_TEXTS)
+    leads = [*LEADS, *(t.termination_lead for t in KIND_TEXTS.values())]
+    instructions = [*INSTRUCTIONS, *(t.termination_instruction for t in KIND_TEXTS.values())]
+    longest = max(longest, max(len(x) for x in leads) + max(len(x) for x in instructions) + 40)
+    overhead = max(len(chat_to_text(reasoner_chat("", [], [], None, p, k))) for p in PROTOCOLS
+                   for k in KIND_TEXTS) + 2 * max_question_chars
     return overhead + max_steps * (longest + max_step_chars + len(STEP_DELIMITER) + 40)
 
 
@@ -258,7 +338,10 @@ def injected_texts() -> list[str]:
     out = [REASONER_SYSTEM, STEPWISE_SYSTEM, NO_PLANNER_SYSTEM, *INSTRUCTIONS, *LEADS]
     for s in STRATEGIES:
         out += [s.name, s.prompt, injection(0, s.index)]
-    return out
+    for kind, t in KIND_TEXTS.items():  # other kinds' answer-asking texts (math's are already in)
+        out += [x for x in (getattr(t, f.name) for f in fields(t)) if x not in out]
+        out.append(injection(0, TERMINATION, kind))
+    return list(dict.fromkeys(out))
 
 
 CODE_INSTRUCTION = (
@@ -274,6 +357,7 @@ def code_question(task: str, entry_point: str) -> str:
 
 
 assert len(INSTRUCTIONS) == len(LEADS) == len(STRATEGIES) and LEADS[TERMINATION].endswith("\\boxed{")
+assert KIND_TEXTS["code"].termination_lead.endswith(CODE_FENCE)
 
 
 # -- Chat-API form (OpenAI-compatible servers) ------------------------------------------------
@@ -286,7 +370,7 @@ CHAT_API_PROTOCOL = "chat"
 
 
 def reasoner_messages(
-    question: str, steps: Sequence[str], strategies: Sequence[int], current: int | None
+    question: str, steps: Sequence[str], strategies: Sequence[int], current: int | None, kind: str = "math"
 ) -> list[dict[str, str]]:
     """Chat messages for a chat-completions reasoner; ``current=None`` means no planner (one answer).
 
@@ -294,8 +378,8 @@ def reasoner_messages(
     per finished round the step (assistant) and the next instruction (user). The reply is the next step.
     """
     if current is None:
-        return no_planner_chat(question)
-    msgs = reasoner_chat(question, steps, strategies, current, proto=CHAT_API_PROTOCOL)
+        return no_planner_chat(question, kind)
+    msgs = reasoner_chat(question, steps, strategies, current, proto=CHAT_API_PROTOCOL, kind=kind)
     assert msgs[-1] == {"role": "assistant", "content": ""}, "the chat protocol opens no assistant text"
     return msgs[:-1]
 
@@ -303,8 +387,22 @@ def reasoner_messages(
 def reasoner_messages_from_observation(obs: dict) -> list[dict[str, str]]:
     """:func:`reasoner_messages` for a reasoner observation of :mod:`rsim_env.env`.
 
-    No-planner mode (``env(planner=False)``) is the observation's ``no_planner`` flag.
+    No-planner mode (``env(planner=False)``) is the observation's ``no_planner`` flag; the problem
+    kind its ``kind`` field (math when absent).
     """
+    kind = str(obs.get("kind", "math"))
     if obs.get("no_planner"):
-        return reasoner_messages(obs["question"], [], [], None)
-    return reasoner_messages(obs["question"], obs["steps"], obs["strategies"], int(obs["strategy"]))
+        return reasoner_messages(obs["question"], [], [], None, kind)
+    return reasoner_messages(obs["question"], obs["steps"], obs["strategies"], int(obs["strategy"]), kind)
+
+
+def whole_answer_turn(messages: Sequence[dict[str, str]]) -> bool:
+    """True when the reply to ``messages`` (:func:`reasoner_messages`) is one whole answer, not one step.
+
+    No-planner chats (any kind's no-planner system prompt) and code's termination turn (the program,
+    which has blank lines of its own) are whole answers: no step-delimiter stop, the answer token cap.
+    """
+    if messages and messages[0]["content"] in {t.no_planner_system for t in KIND_TEXTS.values()}:
+        return True
+    last = messages[-1]["content"] if messages else ""
+    return any(last.endswith(t.termination_instruction) for k, t in KIND_TEXTS.items() if k != "math")

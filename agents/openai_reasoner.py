@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from rsim_env.render import CHAT_API_PROTOCOL, NO_PLANNER_SYSTEM, STEP_DELIMITER, reasoner_messages_from_observation
+from rsim_env.render import CHAT_API_PROTOCOL, STEP_DELIMITER, reasoner_messages_from_observation, whole_answer_turn
 
 __all__ = ["OpenAIConfig", "OpenAIReasoner", "APIError", "parse_spec", "build"]
 
@@ -64,11 +64,11 @@ class OpenAIConfig:
     max_step_tokens: int = 256
     """``max_tokens`` of one step."""
     max_answer_tokens: int = 1024
-    """``max_tokens`` of the single answer in no-planner mode."""
+    """``max_tokens`` of the single answer in no-planner mode and of a code problem's final program."""
     temperature: float = 0.0
     """Sampling temperature (0 = greedy on most servers)."""
     stop_at_delimiter: bool = True
-    """Send ``stop=["\\n\\n"]`` so a reply is one step (not in no-planner mode)."""
+    """Send ``stop=["\\n\\n"]`` so a reply is one step (not in no-planner mode, nor for a code program)."""
     price_prompt_per_1m: float = 0.0
     """Price per million prompt tokens (for the cost count; 0 = not counted)."""
     price_completion_per_1m: float = 0.0
@@ -296,8 +296,9 @@ class OpenAIReasoner:
 
 
 def _is_single_turn(messages: list[dict[str, str]]) -> bool:
-    """No-planner mode: the chat is the no-planner system prompt + the question; one whole answer."""
-    return messages[0]["content"] == NO_PLANNER_SYSTEM
+    """The reply is one whole answer (no stop at the step delimiter, the answer token cap): no-planner
+    mode, or a code problem's termination turn (a program has blank lines); see ``render.whole_answer_turn``."""
+    return whole_answer_turn(messages)
 
 
 class _Retryable(Exception):

@@ -23,10 +23,14 @@ Stop rules of a step (first that applies):
 * the model's end-of-turn token (``tokenizer.eos_token``, never suppressed; it is recorded as a
   generated token so learners train the decision to stop);
 * a closed, non-empty ``\\boxed{...}`` in lead-in + generated text (the answer is stated);
+* code problems (the observation's ``kind`` is ``"code"``): a closed fenced Python block with a
+  non-blank body in lead-in + generated text (the program is stated; code's termination lead-in
+  opens the block, so the closing fence ends it) -- the boxed rule does not apply to code;
 * the step delimiter ``render.STEP_DELIMITER`` (planner rounds other than termination, if
   ``stop_at_delimiter``);
 * the token cap: ``max_step_tokens``, or ``max_answer_tokens`` for the single turn of no-planner
-  mode (the observation's ``no_planner`` field), which stops only at end-of-turn, a boxed answer or the cap.
+  mode (the observation's ``no_planner`` field), which stops only at end-of-turn, a boxed answer (code:
+  a closed program block) or the cap, and for a code problem's termination step (a whole program).
 
 Other special tokens (chat markers) are suppressed. The text returned to the environment is the
 generated step before any delimiter, without the end-of-turn token, stripped.
@@ -47,6 +51,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rsim_env.answers.extract import boxed_spans
+from rsim_env.code.extract import answer_text, closes_program
 from rsim_env.render import REASONER_SYSTEM, STEP_DELIMITER, no_planner_chat
 from rsim_env.strategies import TERMINATION
 from rsim_env.validation import check_finite
@@ -81,7 +86,8 @@ class ReasonerConfig:
     cache_capacity: int = 512
     """Initial cache columns (grows by doubling)."""
     max_answer_tokens: int = 512
-    """Token cap of the single turn in no-planner mode (``env(planner=False)``, GRPO baseline)."""
+    """Token cap of the single turn in no-planner mode (``env(planner=False)``, GRPO baseline) and of a
+    code problem's termination step (the whole program)."""
     seed: int | None = None
     """Seed of the sampling generator (None: torch's global RNG)."""
     sample_dtype: str = "float32"
@@ -142,7 +148,8 @@ class _Conversation:
     open: bool = True  # the assistant message is open (its end-of-turn token was not generated)
     single_turn: bool = False  # no-planner mode: one whole answer, no delimiter stop
     terminating: bool = False  # this round's strategy is termination: no delimiter stop
-    lead: str = ""  # this round's injected lead-in (for the boxed-answer stop rule)
+    lead: str = ""  # this round's injected lead-in (for the boxed-answer / program stop rule)
+    kind: str = "math"  # the problem's kind (the observation's "kind"): decides the answer stop rule
 
     def extend(self, ids: Sequence[int]) -> None:
         self.ids.extend(ids)
@@ -339,6 +346,7 @@ class Reasoner:
         user = obs.get("instruction", obs["question"] if not written else "")
         conv.lead = str(obs.get("injected", ""))
         conv.terminating = int(obs.get("strategy", TERMINATION)) == TERMINATION
+        conv.kind = str(obs.get("kind", "math"))
         if not conv.ids:
             # env(planner=False): one whole answer (the no_planner field; older observations: protocol "none")
             conv.single_turn = bool(obs.get("no_planner", obs.get("protocol") == "none"))
@@ -384,7 +392,8 @@ class Reasoner:
         starts = [len(c.ids) for c in convs]
         step_tokens: list[list[int]] = [[] for _ in rows]
         active = [True] * len(rows)
-        caps = [cfg.max_answer_tokens if c.single_turn else cfg.max_step_tokens for c in convs]
+        caps = [cfg.max_answer_tokens if c.single_turn or (c.terminating and c.kind == "code") else cfg.max_step_tokens
+                for c in convs]
         if any(feeds):
             fed = kv.feed(feeds)
             logits = fed if logits is None else torch.where(torch.tensor([bool(f) for f in feeds], device=fed.device)[:, None], fed, logits)
@@ -418,7 +427,10 @@ class Reasoner:
     def _stops(self, conv: _Conversation, tokens: list[int]) -> bool:
         """Stop rules other than end-of-turn and the cap (see module docstring)."""
         text = self._text(tokens)
-        if "}" in text and "\\boxed" in conv.lead + text:
+        if conv.kind == "code":
+            if closes_program(answer_text(conv.lead, text)):
+                return True
+        elif "}" in text and "\\boxed" in conv.lead + text:
             spans = boxed_spans(conv.lead + text)
             if spans and spans[-1][2].strip():
                 return True

@@ -7,7 +7,12 @@
   (:data:`rsim_env.strategies.EXAMPLES`: it shows its strategy to detection and copies no injected
   text) and, on termination, a boxed answer taken from an optional ``oracle`` (``question ->
   answer``), right with probability ``p_correct`` (when the protocol's lead-in already opened
-  ``\\boxed{``, it writes only the answer and the closing brace).
+  ``\\boxed{``, it writes only the answer and the closing brace). On a code problem (the
+  observation's ``kind``) it writes a program in a fenced ``python`` block instead: the oracle's
+  answer, which for code problems is the reference solution every code loader stores, with
+  probability ``p_correct``, else :data:`WRONG_PROGRAM` (it parses but defines no entry point, so
+  every test fails); when the lead-in already opened the block it writes the program and the
+  closing fence only.
 
 All implement :class:`agents.base.Policy`.
 """
@@ -20,7 +25,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from rsim_env.code.extract import leaves_open
 from rsim_env.strategies import NUM_STRATEGIES, TERMINATION, example
+
+WRONG_PROGRAM = "def wrong_answer():\n    return None"
+"""The template reasoner's wrong program (and its program without an oracle): valid Python that
+defines no entry point, so a code problem's tests fail (the code analogue of a wrong number)."""
 
 @dataclass
 class PlanRecord:
@@ -116,6 +126,17 @@ class TemplateReasoner:
             return str(gold)
         return f"{gold}1"  # a different answer: same digits with one more appended
 
+    def _program(self, obs: dict[str, Any]) -> str:
+        """A fenced program for a code problem (see module docstring)."""
+        gold = None
+        if self.oracle is not None:
+            gold = self.oracle(obs["question"]) if callable(self.oracle) else self.oracle.get(obs["question"])
+        right = gold is not None and self._rng.random() < self.p_correct
+        program = str(gold).strip("\n") if right else WRONG_PROGRAM
+        if leaves_open(str(obs.get("injected", ""))):  # the lead-in opened the block: continue it
+            return f"{program}\n```"
+        return f"```python\n{program}\n```"
+
     def reset(self, num_copies: int) -> None:
         self._n = num_copies
 
@@ -125,6 +146,8 @@ class TemplateReasoner:
             s = int(obs.get("strategy", TERMINATION))
             if s != TERMINATION:
                 out.append(example(s))
+            elif obs.get("kind", "math") == "code":
+                out.append(self._program(obs))
             elif str(obs.get("injected", "")).endswith("\\boxed{"):  # the protocol opened the box: close it
                 out.append(self._answer(obs["question"]) + "}.")
             else:

@@ -131,7 +131,8 @@ def check_free_space(root: Path, expected: int, last: Path | None) -> None:
             f"checkpoint: not enough disk space in {root}: a checkpoint needs about {need / 1e6:.1f} MB "
             f"(+{SPACE_MARGIN - 1:.0%} margin) and {free / 1e6:.1f} MB are free; nothing was written and "
             "the existing checkpoints are intact. Free some space (or point train.output_dir elsewhere) "
-            "and resume from the last checkpoint.")
+            "and resume from the last checkpoint; LoRA adapters (model.<role>_lora.enabled=true) make "
+            "checkpoints of a few MB.")
 
 
 # ------------------------------------------------------------------------------ non-finite

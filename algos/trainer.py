@@ -23,7 +23,6 @@ import contextlib
 import copy
 import dataclasses
 import math
-import shutil
 import time
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
@@ -321,28 +320,10 @@ class Trainer:
                 "history": self.history}
 
     # ------------------------------------------------------------------ checkpoints
-    def checkpoint_bytes(self) -> int:
-        """Estimated size of one checkpoint: trained weights + optimizer tensors (+ 1 MiB of JSON/RNG)."""
-        n = sum(t.numel() * t.element_size() for r in self.learner.trained
-                for t in self.agents[r].module.state_dict().values())
-        n += sum(v.numel() * v.element_size() for opt in self.optimizers.values()
-                 for st in opt.state.values() for v in st.values() if isinstance(v, torch.Tensor))
-        return n + (1 << 20)
-
-    def _check_free_space(self, root: Path) -> None:
-        need = self.checkpoint_bytes()
-        root.mkdir(parents=True, exist_ok=True)
-        free = shutil.disk_usage(root).free
-        if free < need:
-            raise OSError(f"checkpoint: {root} has {free / 2**20:.0f} MiB free but one checkpoint needs about "
-                          f"{need / 2**20:.0f} MiB; free disk space, set train.output_dir elsewhere, or train "
-                          "LoRA adapters (model.<role>_lora.enabled=true) for checkpoints of a few MB.")
-
     def save(self) -> Path | None:
         """Atomic checkpoint of everything needed to continue exactly (main process writes)."""
         check_replicas_agree(self.acc, [self.agents[r].module for r in self.learner.trained])
-        if self.acc.is_main_process:
-            self._check_free_space(self.out / "checkpoints")
+        # free disk space is checked once, inside ckpt.save_checkpoint, before anything is written
         rng = gather_object([ckpt.capture_rng()]) if self.acc.num_processes > 1 else [ckpt.capture_rng()]
         path = None
         if self.acc.is_main_process:

@@ -1,7 +1,8 @@
 """A real (local, stdlib) HTTP server speaking the OpenAI chat-completions protocol, for tests.
 
 Scripted replies: the last user message decides (a termination instruction — it asks for the
-boxed final answer — gets the boxed sum of the "What is A + B?" question, anything else a validation-flavoured step followed by a second
+boxed final answer — gets the boxed sum of the "What is A + B?" question; one that asks for a program
+(code) a fenced ``double`` with blank lines in it; anything else a validation-flavoured step followed by a second
 paragraph, which ``stop=["\\n\\n"]`` cuts off as a real server does). Faults are injected per
 request from ``server.faults`` (an HTTP status, or ``("slow", seconds)``), consumed in order.
 """
@@ -20,6 +21,8 @@ def scripted_reply(messages: list[dict[str, str]]) -> str:
     last = messages[-1]["content"]
     question = next(m["content"] for m in messages if m["role"] == "user").split("\n\n")[0]
     nums = [int(x) for x in re.findall(r"-?\d+", question)]
+    if "```python code block" in last or messages[0]["content"].startswith("You are a careful Python programmer. Think"):
+        return "Here it is.\n\n```python\ndef double(x):\n\n    return 2 * x\n```"  # blank lines: no delimiter cut
     if "\\boxed" in last or messages[0]["content"].startswith("You are a careful math tutor. Solve the problem step by step"):
         return f"Adding them gives {sum(nums)}. So the final answer is \\boxed{{{sum(nums)}}}."
     return "Let me check the numbers: substitute them back.\n\nThen we add them up."

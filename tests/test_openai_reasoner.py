@@ -164,3 +164,18 @@ def test_a_lead_in_protocol_is_refused_with_the_fix(server):
     r = make(server)
     with pytest.raises(ValueError, match="--protocol chat"):
         rollout(EnvGroup(PROBLEMS[:1], group_size=1, max_steps=2, protocol="chat+lead"), r, FixedPlanner([3, 8]), seed=0)
+
+
+def test_code_programs_are_requested_whole(server):
+    """A code problem's final program has blank lines: its turn is sent without the delimiter stop."""
+    from tests.test_code_prompts import DOUBLE
+
+    for planner in (True, False):
+        server.requests.clear()
+        out = rollout(EnvGroup([DOUBLE], 1, protocol="chat", planner=planner), make(server, max_answer_tokens=300),
+                      FixedPlanner([3]) if planner else None, seed=0)
+        info = out.trajectories[0]["info"]
+        assert info["correct"] and info["extracted"] == "def double(x):\n\n    return 2 * x"
+        final = server.requests[-1]
+        assert "stop" not in final and final["max_tokens"] == 300
+        assert all("stop" in q for q in server.requests[:-1])  # planner-mode steps still stop at a blank line

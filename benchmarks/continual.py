@@ -9,7 +9,8 @@
 
 The table gives each accuracy with its 95% Wilson CI and the change B - A, so forgetting on math
 and gain on code are visible; JSON, markdown and a PNG plot go to ``out``. Held-out problems come
-from the same sources at ``eval_seed`` (training uses seed 0).
+from ``math_eval`` / ``code_eval`` (default: the curriculum's held-out split; the code source at
+``eval_seed``, while training uses seed 0).
 
     flock /tmp/rsim-heavy.lock python -m benchmarks.continual --out results/continual
 """
@@ -37,10 +38,15 @@ class Config:
     """Planner to start run A from (agent spec)."""
     reasoner: str = "default"
     """The one frozen reasoner used for training and evaluation (agent spec)."""
-    math_data: str = "default"
-    """Math training / evaluation source (data spec)."""
+    math_data: str = "curriculum"
+    """Math training source (data spec; the embedded curriculum's train split)."""
     code_data: str = "code_tasks"
-    """Code training / evaluation source (data spec)."""
+    """Code training source (data spec)."""
+    math_eval: str = "curriculum:heldout"
+    """Math evaluation source ("" = math_data at eval_seed); the curriculum's held-out split shares no
+    question text with its train split."""
+    code_eval: str = ""
+    """Code evaluation source ("" = code_data at eval_seed)."""
     math_run: str = ""
     """Existing run dir to use as run A ("" = train it here)."""
     steps_math: int = 10
@@ -128,7 +134,7 @@ def main(cfg: Config) -> dict:
     run_a = cfg.math_run or _train(cfg, out / "run_math", cfg.math_data, cfg.steps_math, None)
     run_b = _train(cfg, out / "run_code", cfg.code_data, cfg.steps_code, run_a)
     rows = []
-    for name, source in (("math", cfg.math_data), ("code", cfg.code_data)):
+    for name, source in (("math", cfg.math_eval or cfg.math_data), ("code", cfg.code_eval or cfg.code_data)):
         a = _eval(cfg, run_a, source, ("none", "trained"), out / f"eval_{name}_A")
         b = _eval(cfg, run_b, source, ("trained",), out / f"eval_{name}_B")
         rows.append({"set": name, "source": source, "none": a["none"], "A": a["trained"], "B": b["trained"],

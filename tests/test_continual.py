@@ -70,7 +70,7 @@ def test_continual_benchmark_produces_the_table(tmp_path):
 
     extra = ("train.groups_per_step=1 train.grpo.group_size=2 train.skip_zero_std_groups=false "
              "train.progress=false")
-    r = continual(Config(preset="", planner="tiny", reasoner="template:0.5", math_data="tiny", steps_math=1, steps_code=1,
+    r = continual(Config(preset="", planner="tiny", reasoner="template:0.5", math_data="tiny", math_eval="", steps_math=1, steps_code=1,
                          train_size=4, eval_limit=3, max_steps=2, max_step_tokens=4, extra=extra, out=str(tmp_path)))
     assert [row["set"] for row in r["rows"]] == ["math", "code"]
     assert all(0 <= row[k]["accuracy"] <= 1 and row[k]["problems"] == 3 for row in r["rows"] for k in ("none", "A", "B"))

@@ -41,10 +41,12 @@ class EnvConfig:
     """Weights of the reward components."""
     protocol: str = render.DEFAULT_PROTOCOL
     """Turn protocol of the reasoner's prompts (``rsim_env.render.PROTOCOLS``: chat+lead, chat, lead, inline)."""
-    check: answers.CheckConfig = field(default_factory=lambda: answers.CheckConfig(last_number_fallback=False))
+    check: answers.CheckConfig = field(default_factory=lambda: answers.CheckConfig(last_number_fallback=False,
+                                                                                   require_evaluated=True))
     """Answer checking (``timeout_s`` of the sympy part, ``last_number_fallback``). The fallback is off by
     default: a response must state its answer (``\\boxed{}``, "the answer is") to earn R_acc, so a rambling
-    single answer is not graded by whatever number it ended on (measured in docs/interaction.md)."""
+    single answer is not graded by whatever number it ended on (measured in docs/interaction.md).
+    ``require_evaluated`` is on: ``\\boxed{37 * 22}`` restates the question and earns nothing (docs/efficacy.md)."""
 
     def __post_init__(self) -> None:
         check_finite(self)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from .answers import check
+from .answers import CheckConfig, check
 from .problems import ANSWER_TYPES
 from .render import STEP_DELIMITER
 from .rewards import r_follow, r_format
@@ -61,6 +61,10 @@ def _column(kwargs: dict[str, Any], name: str, n: int, fn: str, maker: str) -> l
     return values
 
 
+_REWARD_CHECK = CheckConfig(require_evaluated=True)
+"""A reward must not pay for the question's own expression (``\\boxed{6 * 7}`` for 42); see CheckConfig."""
+
+
 def make_accuracy_reward(answer_column: str = "answer", answer_type_column: str = "answer_type") -> RewardFn:
     """``R_acc`` reading the gold from ``answer_column`` (and the type from ``answer_type_column`` if present)."""
 
@@ -73,7 +77,7 @@ def make_accuracy_reward(answer_column: str = "answer", answer_type_column: str 
             t = t or "auto"
             if t not in ANSWER_TYPES:
                 raise ValueError(f"accuracy_reward: answer_type {t!r} is not one of {ANSWER_TYPES}.")
-            out.append(1.0 if check(completion_text(c), str(gold), t).correct else 0.0)
+            out.append(1.0 if check(completion_text(c), str(gold), t, _REWARD_CHECK).correct else 0.0)
         return out
 
     return accuracy_reward

@@ -260,3 +260,22 @@ def test_number_words_and_truth_sentences(response, gold, answer_type, expected)
 ])
 def test_or_joins_parts_when_the_gold_has_parts(response, gold, expected):
     assert check(response, gold).correct is expected
+
+
+@pytest.mark.parametrize("answer,gold,evaluated", [
+    ("37 * 22", "814", False), ("2^3", "8", False), ("3 \\times 4", "12", False), ("-6 - -1", "-5", False),
+    ("14 = 9 + 5", "14", False), ("7 \\cdot 6", "42", False),
+    ("24 \\div 2", "12", True),  # a quotient of two integers is a fraction, which is a number
+    ("9 + 5 = 14", "14", True), ("x = 12", "12", True), ("24/2", "12", True), ("\\frac{24}{2}", "12", True),
+    ("1.2 \\times 10^{3}", "1200", True), ("(814)", "814", True), ("- 3", "-3", True), ("(-3)", "-3", True),
+    ("1,000", "1000", True), ("\\$12", "12", True), ("12.5%", "12.5%", True),
+    ("\\sqrt{12}", "2\\sqrt{3}", True), ("3 - 5", "3 - 5", True),  # a non-numeric gold is compared as before
+])
+def test_require_evaluated_refuses_a_computation_for_a_number(answer, gold, evaluated):
+    from rsim_env.answers import CheckConfig, check
+
+    strict = check(f"\\boxed{{{answer}}}", gold, "auto", CheckConfig(require_evaluated=True))
+    assert strict.correct is evaluated and (strict.reason == "ok") is evaluated
+    if not evaluated:
+        assert strict.reason == "unevaluated"
+        assert check(f"\\boxed{{{answer}}}", gold).correct  # equivalence alone (the default) accepts it

@@ -134,3 +134,25 @@ def test_lead_protocol_answer_is_graded_with_its_lead():
 def test_bad_protocol_is_rejected():
     with pytest.raises(ValueError, match="chat\\+lead"):
         rsim_env.env(protocol="nope")
+
+
+@pytest.mark.parametrize("proto", sorted(render.PROTOCOLS))
+def test_boxing_the_question_expression_earns_no_accuracy(proto):
+    # A Stackelberg run on SmolLM2 learned to answer "37 * 22" with \boxed{37 * 22}: the symbolic value
+    # equals the gold, so the checker paid for restating the question (docs/efficacy.md).
+    def restate(text, obs):
+        return "6 * 7}" if render.lead(proto, 0, 8).endswith("{") else "\\boxed{6 * 7}"  # a lead may open the box
+
+    info, ret = play(FixedPlanner([8]), WrapReasoner(TemplateReasoner(), restate), protocol=proto)
+    assert info["reason"] == "unevaluated" and info["components"]["acc"] == 0.0 and not info["correct"]
+    solved, ret_solved = play(FixedPlanner([8]), TemplateReasoner({PROB.question: "42"}), protocol=proto)
+    assert solved["correct"] and ret_solved["reasoner"] > ret["reasoner"] and ret_solved["planner"] > ret["planner"]
+
+
+def test_restated_expression_in_no_planner_mode_and_trl_reward():
+    from rsim_env.trl_rewards import make_accuracy_reward
+
+    info, _ = play(FixedPlanner([8]), WrapReasoner(TemplateReasoner(), lambda t, o: "So \\boxed{6 * 7}."), planner=False)
+    assert info["reason"] == "unevaluated" and info["components"]["acc"] == 0.0
+    reward = make_accuracy_reward()
+    assert reward(["\\boxed{6 * 7}", "\\boxed{42}", "6 * 7 = 42, \\boxed{6 * 7 = 42}"], answer=["42"] * 3) == [0.0, 1.0, 1.0]

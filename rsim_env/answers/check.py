@@ -35,10 +35,16 @@ from .units import units_conflict
 _GOLD_LETTER = re.compile(r"^\(?([A-J])\)?$")
 _WORDS = re.compile(r"[A-Za-z]{3,}(?: [A-Za-z]+){0,8}")
 _PLAIN_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?%?|-?\\frac\{\d+\}\{\d+\}")
+_NUMBER_LIKE = re.compile(r"[-+]?\s*\(?\s*[-+]?\d[\d,]*(?:\.\d+)?\s*\)?%?|[-+]?\d+\s*/\s*\d+|-?\\frac\{\d+\}\{\d+\}"
+                          r"|[-+]?\d(?:\.\d+)?\s*\*\s*10\^\{?-?\d+\}?")
+"""A number as a final answer: an integer or decimal (sign, brackets, percent), a fraction of two
+integers, or scientific notation (``1.2 * 10^{3}``, as :func:`normalize` writes ``\\times``)."""
+_ARITHMETIC = re.compile(r"\d\s*\)?\s*(?:[-+*/^]|\\cdot|\\div)\s*\(?\s*[-+]?\s*\d")
+"""A binary operation between two numbers (``37 * 22``, ``-6 - -1``, ``2^3``)."""
 WORKER_REASONS = ("ok", "unparsable", "too_large", "sympy_error", "worker_error")
 """Reasons a worker may reply with; anything else is a ``protocol_error``."""
 REASONS = ("ok", "no_answer", "hedged", "unparsable", "too_large", "timeout", "sympy_error", "overloaded",
-           "worker_crashed", "protocol_error", "worker_error")
+           "worker_crashed", "protocol_error", "worker_error", "unevaluated")
 """Every ``AnswerCheck.reason``, in a fixed order (the trainer logs a count of each per step)."""
 
 
@@ -51,6 +57,12 @@ class CheckConfig:
     in-process fast path is microseconds; starting a new worker process is not charged)."""
     last_number_fallback: bool = True
     """Use the last number in the response when no explicit answer is found (GSM8K style)."""
+    require_evaluated: bool = False
+    """A plain-number gold needs a number, not an unevaluated computation (``37 * 22`` for 814 is then
+    "unevaluated", not correct). Off here: as a test of mathematical equivalence ``2×3`` *is* 6. On in
+    every reward (``EnvConfig.check``, ``rsim eval``, the TRL reward functions): a reasoner rewarded
+    for the symbolic value learns to box the question's own expression (it did, in the efficacy
+    study: docs/efficacy.md). Equations are judged by their last side (``9 + 5 = 14`` answers 14)."""
 
     def __post_init__(self) -> None:
         if not self.timeout_s > 0:
@@ -72,7 +84,8 @@ class AnswerCheck:
             checker itself, never of the answer: ``"overloaded"`` (every worker stayed busy until
             this check's deadline), ``"worker_crashed"`` (the worker process died or did not
             start), ``"protocol_error"`` (garbled worker reply), ``"worker_error"`` (a bug raised
-            inside the worker). All count as not correct; the trainer logs each per step as
+            inside the worker). ``"unevaluated"``: the gold is a number and the answer is a
+            computation (``37 * 22``), see ``CheckConfig.require_evaluated``. All count as not correct; the trainer logs each per step as
             ``answers/reason/<reason>`` so checker failures are visible, not silent zeros.
         method: How the answer was found (``"boxed"``, ``"answer_tag"``, ``"answer_is"``,
             ``"choice"``, ``"last_number"``) or ``""``.
@@ -101,6 +114,16 @@ def _is_list(normalized: str) -> bool:
     return len(split_top(normalized, (",", ";", "\\cup"))) > 1
 
 
+def _unevaluated(p: str, g: str) -> bool:
+    """True when the gold is a plain number and the answer (its last side, for ``a = b = c``) is a
+    computation between numbers rather than a number: ``\\boxed{37 * 22}`` restates the question
+    ``37 * 22`` instead of answering it (an RL reasoner learned exactly that; see CheckConfig)."""
+    if not _PLAIN_NUMBER.fullmatch(g):
+        return False
+    side = p.rsplit("=", 1)[-1].strip()
+    return not _NUMBER_LIKE.fullmatch(side) and bool(_ARITHMETIC.search(side))
+
+
 def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[bool, str]:
     """Return ``(correct, reason)`` for an extracted answer ``pred`` against ``gold``."""
     g, g_unit = normalize_with_unit(gold)
@@ -116,6 +139,8 @@ def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[b
         return True, "ok"  # a word answer in another case: "Odd" is "odd"
     if _is_list(g):  # "x = 2 or x = 3" lists the solutions when the gold is a list of them
         p = p.replace(" or ", " \\cup " if "\\cup" in g else ", ")
+    if cfg.require_evaluated and _unevaluated(p, g):
+        return False, "unevaluated"
     if p == g or (answer_type == "text" and p.lower() == g.lower()):
         return True, "ok"
     if len(p) > MAX_CHARS or len(g) > MAX_CHARS:

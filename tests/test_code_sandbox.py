@@ -292,7 +292,9 @@ def test_network_is_unreachable(ex, machine):
 def test_a_hostile_run_does_not_block_a_parallel_benign_one(ex, machine):
     tests = "def check(candidate):\n    assert candidate(2) == 4\n"
     slow = ex.submit("while True: pass\n", tests, timeout_s=1.0)
-    fast = ex.submit("def solution(x):\n    return x * 2\n", tests, timeout_s=1.0)
+    # the benign run gets room to start on a loaded machine (a 1 s bound failed it under a parallel model job);
+    # what is tested is that it finishes while the hostile one still holds its slot
+    fast = ex.submit("def solution(x):\n    return x * 2\n", tests, timeout_s=10.0)
     assert fast.result().passed
     assert not slow.done() or slow.result().reason == "timeout"
     assert slow.result().reason == "timeout"

@@ -63,6 +63,9 @@ class Config:
     """Candidate fixed sequences."""
     batch: int = 32
     """Problems per batched evaluation rollout."""
+    random_seeds: int = 0
+    """Evaluate the random planner with the first ``random_seeds`` seeds only (0 = every seed): each
+    seed is another 400-problem evaluation of the same base reasoner, and the study's time is bounded."""
     output_dir: str = "runs/efficacy"
     """Where the training runs go (one subdirectory per learner and seed)."""
     out: str = ""
@@ -77,6 +80,8 @@ class Config:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"Config.{name}={v!r} is invalid: use an int >= 1.")
+        if isinstance(self.random_seeds, bool) or not isinstance(self.random_seeds, int) or self.random_seeds < 0:
+            raise ValueError(f"Config.random_seeds={self.random_seeds!r}: use 0 (every seed) or a positive count.")
         if self.steps < 0:
             raise ValueError(f"Config.steps={self.steps!r}: use 0 (the preset's) or a positive count.")
 
@@ -148,7 +153,7 @@ class Cache:
 
     def __init__(self, path: Path, cfg: Config) -> None:
         self.path = path
-        key = {k: v for k, v in asdict(cfg).items() if k not in ("out", "batch")}
+        key = {k: v for k, v in asdict(cfg).items() if k not in ("out", "batch", "random_seeds")}
         key = json.loads(json.dumps(key))
         self.data: dict[str, Any] = {"config": key, "runs": {}, "outcomes": {}, "timing": {}}
         if path.is_file():
@@ -276,12 +281,15 @@ def main(cfg: Config) -> dict[str, Any]:
     modes = ("none", "random", "best_fixed", "stackelberg", "grpo")
     per_seed: dict[str, dict[int, dict[str, bool]]] = {m: {} for m in modes}
     s0 = cfg.seeds[0]
+    random_seeds = cfg.seeds[:cfg.random_seeds] if cfg.random_seeds else cfg.seeds
     for s in cfg.seeds:
         ecfg = _eval_config(cfg, run_cfg, s, scale["source"], cfg.eval_limit)
         base_here = functools.partial(base_agents, ecfg, test)
         per_seed["none"][s] = evaluated(f"none/s{s0}", "none", test, base_here, ecfg, episodes("none"))
         per_seed["best_fixed"][s] = evaluated(f"{best}/s{s0}", best, test, base_here, ecfg, episodes(best))
-        per_seed["random"][s] = evaluated(f"random/s{s}", "random", test, base_here, ecfg, episodes(f"random_s{s}"))
+        if s in random_seeds:
+            per_seed["random"][s] = evaluated(f"random/s{s}", "random", test, base_here, ecfg,
+                                              episodes(f"random_s{s}"))
         run = runs[f"stackelberg_s{s}"]["run_dir"]
         trained = functools.partial(_agents, run if run_cfg.learner != "planner_only" else base, run, ecfg, test)
         per_seed["stackelberg"][s] = evaluated(f"stackelberg/s{s}", "trained", test, trained, ecfg,
@@ -290,14 +298,14 @@ def main(cfg: Config) -> dict[str, Any]:
         per_seed["grpo"][s] = evaluated(f"grpo/s{s}", "none", test, grpo, ecfg, episodes(f"grpo_s{s}"))
 
     def by_problem(m: str) -> list[list[bool]]:
-        seeds = cfg.seeds[:1] if m in DETERMINISTIC else cfg.seeds
+        seeds = cfg.seeds[:1] if m in DETERMINISTIC else list(per_seed[m])
         return [[per_seed[m][s][p.id] for s in seeds] for p in test]
 
-    def pooled(m: str) -> list[bool]:  # (seed, problem) pairs, the deterministic modes repeated per seed
-        return [per_seed[m][s][p.id] for s in cfg.seeds for p in test]
+    def pooled(m: str) -> list[bool]:  # (seed, problem) pairs; a mode run with fewer seeds repeats its first
+        return [per_seed[m].get(s, per_seed[m][next(iter(per_seed[m]))])[p.id] for s in cfg.seeds for p in test]
 
     summary = {m: mode_summary([x for xs in by_problem(m) for x in xs])
-               | {"per_seed": {str(s): mode_summary(list(per_seed[m][s].values())) for s in cfg.seeds},
+               | {"per_seed": {str(s): mode_summary(list(per_seed[m][s].values())) for s in per_seed[m]},
                   "deterministic": m in DETERMINISTIC} for m in modes}
     summary["best_fixed"]["sequence"] = best
     comparisons = [("stackelberg", "random"), ("stackelberg", "none"), ("stackelberg", "best_fixed"),
@@ -370,12 +378,14 @@ def parse(argv: Sequence[str]) -> Config:
     p.add_argument("--eval-limit", type=int, default=d.eval_limit)
     p.add_argument("--validation-limit", type=int, default=d.validation_limit)
     p.add_argument("--batch", type=int, default=d.batch)
+    p.add_argument("--random-seeds", type=int, default=d.random_seeds)
     p.add_argument("--output-dir", default=d.output_dir)
     p.add_argument("--out", default=d.out)
     a = p.parse_args(list(argv))
     try:
         return Config(preset=a.preset, seeds=tuple(int(s) for s in a.seeds.split(",") if s), steps=a.steps,
                       eval_limit=a.eval_limit, validation_limit=a.validation_limit, batch=a.batch,
+                      random_seeds=a.random_seeds,
                       output_dir=a.output_dir, out=a.out)
     except ValueError as e:
         p.error(str(e))

@@ -65,3 +65,12 @@ def test_study_resumes_from_its_cache(tmp_path, monkeypatch):
     assert calls == [] and again["modes"] == first["modes"]
     with pytest.raises(ValueError, match="different settings"):
         main(Config(preset="tiny", seeds=(0,), eval_limit=5, validation_limit=4, output_dir=str(tmp_path / "runs")))
+
+
+def test_random_planner_on_fewer_seeds(tmp_path):
+    r = main(Config(preset="tiny", seeds=(0, 1), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "runs"),
+                    fixed=((8,),), random_seeds=1))
+    assert list(r["modes"]["random"]["per_seed"]) == ["0"] and r["modes"]["random"]["n"] == 6
+    assert r["modes"]["stackelberg"]["n"] == 12 and 0 <= r["tests"]["stackelberg_vs_random"]["p_value"] <= 1
+    with pytest.raises(ValueError, match="random_seeds"):
+        Config(random_seeds=-1)

@@ -356,13 +356,15 @@ def plot_curves(runs: dict[str, Any], path: Path) -> Path:
     keys = ("planner/reward", "reasoner/reward", "accuracy")
     fig, axes = plt.subplots(1, len(keys), figsize=(5 * len(keys), 3.5))
     for ax, key in zip(axes, keys):
-        for name, run in runs.items():
+        for i, (name, run) in enumerate(runs.items()):  # one colour per run in every panel (GRPO has no planner)
             ys = [m.get(key) for m in run["curve"]]
             if any(y is not None for y in ys):
-                ax.plot(range(1, len(ys) + 1), [float("nan") if y is None else y for y in ys], label=name)
+                ax.plot(range(1, len(ys) + 1), [float("nan") if y is None else y for y in ys], label=name,
+                        color=f"C{i}", linestyle="-" if name.startswith("stackelberg") else "--")
         ax.set_title(key)
         ax.set_xlabel("step")
-    axes[-1].legend(fontsize=7)
+    handles = {h.get_label(): h for ax in axes for h in ax.get_lines()}
+    axes[-1].legend(list(handles.values()), list(handles), fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

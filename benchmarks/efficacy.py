@@ -302,7 +302,8 @@ def main(cfg: Config) -> dict[str, Any]:
         return [[per_seed[m][s][p.id] for s in seeds] for p in test]
 
     def pooled(m: str) -> list[bool]:  # (seed, problem) pairs; a mode run with fewer seeds repeats its first
-        return [per_seed[m].get(s, per_seed[m][next(iter(per_seed[m]))])[p.id] for s in cfg.seeds for p in test]
+        first = next(iter(per_seed[m].values()))
+        return [per_seed[m].get(s, first)[p.id] for s in cfg.seeds for p in test]
 
     summary = {m: mode_summary([x for xs in by_problem(m) for x in xs])
                | {"per_seed": {str(s): mode_summary(list(per_seed[m][s].values())) for s in per_seed[m]},

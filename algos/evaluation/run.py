@@ -112,10 +112,9 @@ def evaluate_mode(mode: str, problems: Sequence[Problem], reasoner: Any, planner
     torch.manual_seed(cfg.seed)
     for agent in (reasoner, planner):
         _reseed(agent, cfg.seed)
-    from rsim_env.answers import CheckConfig
-
-    env = EnvConfig(max_steps=cfg.max_steps, planner=mode != "none", protocol=cfg.protocol,
-                    check=CheckConfig(last_number_fallback=cfg.last_number_fallback, require_evaluated=True))
+    # the env's reward check (require_evaluated, ...) with only the fallback taken from the eval config
+    check = dataclasses.replace(EnvConfig().check, last_number_fallback=cfg.last_number_fallback)
+    env = EnvConfig(max_steps=cfg.max_steps, planner=mode != "none", protocol=cfg.protocol, check=check)
     rows: list[dict[str, Any]] = []
     stats = {"wall_s": 0.0, "planner_s": 0.0, "reasoner_s": 0.0, "planner_calls": 0, "reasoner_calls": 0}
     for b in range(0, len(problems), cfg.batch):

@@ -91,9 +91,9 @@ class ReasonerConfig:
     seed: int | None = None
     """Seed of the sampling generator (None: torch's global RNG)."""
     sample_dtype: str = "float32"
-    """Weights dtype of the copy that decodes ("float32": the model itself; "bfloat16": a bf16 copy,
-    refreshed after every update, ~2x faster on CPUs with bf16 support; pair it with
-    ``train.grpo.tis_cap`` since the loss rescores in full precision)."""
+    """Weights dtype of the copy that decodes ("float32": the model itself, in whatever dtype it has;
+    "bfloat16": a bf16 copy, refreshed after every update, ~2x faster on CPUs with bf16 support; pair it
+    with ``train.grpo.tis_cap`` since the loss rescores in full precision)."""
     share_prefill: bool = True
     """Encode each distinct prompt once and copy its KV cache to every copy that shares it (the G
     copies of a group); tokens are the same as with separate prefills."""
@@ -200,11 +200,15 @@ class Reasoner:
         return self.lora.disabled() if self._reference else self.lora.active()
 
     def _decode_model(self) -> torch.nn.Module:
-        """What decoding runs: the model, a copy in ``sample_dtype``, or for LoRA its merged sampler."""
-        dtype = getattr(torch, self.config.sample_dtype)
+        """What decoding runs: the model, a copy in ``sample_dtype``, or for LoRA its merged sampler.
+
+        ``sample_dtype="float32"`` means no cast: the model decodes in its own dtype (a frozen bf16 or
+        int8 reasoner, ``model.frozen``, decodes as it is, not through a float32 copy).
+        """
+        dtype = None if self.config.sample_dtype == "float32" else getattr(torch, self.config.sample_dtype)
         if self.lora is not None and self.lora.base.adapters[self.lora.name].merged_sampler:
-            return self.lora.base.sampler(self.lora.name, dtype)
-        if dtype == next(self.model.parameters()).dtype:
+            return self.lora.base.sampler(self.lora.name, dtype)  # None: the base's dtype
+        if dtype is None or dtype == next(self.model.parameters()).dtype:
             return self.model
         from .lora import cast_copy
 

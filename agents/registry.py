@@ -41,7 +41,7 @@ from .runs import RunCheckpoint, find_checkpoint, weights_file
 __all__ = ["AgentContext", "Built", "Builder", "build_agent", "check_spec", "NAMES", "PREFIXES", "spec_help", "lazy"]
 
 ROLES = ("planner", "reasoner")
-FROZEN = ("same", "bfloat16", "int8")
+FROZEN = ("same", "bfloat16", "int8", "compile")
 
 
 @dataclass(frozen=True)
@@ -144,6 +144,9 @@ def _freeze(model: Any, how: str) -> Any:
     model.requires_grad_(False)
     if how == "bfloat16":
         return model.to(torch.bfloat16)
+    if how == "compile":  # same weights and tokens; the first calls build kernels (minutes on a CPU, needs a C++ compiler)
+        model.forward = torch.compile(model.forward, dynamic=True)
+        return model
     return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
 
 

@@ -43,7 +43,8 @@ class ModelConfig:
     planner_lora: LoraSpec = field(default_factory=LoraSpec)
     """Planner as a LoRA adapter (+ its full head) on a frozen base; enabled=false trains the whole backbone."""
     frozen: str = "same"
-    """Agents the learner never trains (planner_only's reasoner): "same", "bfloat16" or "int8" (sampling only)."""
+    """Agents the learner never trains (planner_only's reasoner): "same", "bfloat16", "int8" (sampling only) or
+    "compile" (torch.compile; same tokens). docs/lean.md measures speed and accuracy of each."""
     reasoner_lora: LoraSpec = field(default_factory=LoraSpec)
     """Reasoner as a LoRA adapter on a frozen base (one base in memory when both agents use the same spec)."""
 
@@ -52,8 +53,10 @@ class ModelConfig:
         for f in ("planner", "reasoner"):
             if not isinstance(getattr(self, f), str) or not getattr(self, f):
                 raise ValueError(f"ModelConfig.{f}={getattr(self, f)!r} is invalid: use a model spec such as 'default'.")
-        if self.frozen not in ("same", "bfloat16", "int8"):
-            raise ValueError(f"ModelConfig.frozen={self.frozen!r} is invalid: use 'same', 'bfloat16' or 'int8'.")
+        from agents.registry import FROZEN
+
+        if self.frozen not in FROZEN:
+            raise ValueError(f"ModelConfig.frozen={self.frozen!r} is invalid: use one of {FROZEN}.")
         if self.dtype not in ("float32", "bfloat16"):
             raise ValueError(f"ModelConfig.dtype={self.dtype!r} is invalid: use 'float32' or 'bfloat16'.")
 

@@ -233,3 +233,19 @@ def test_paper_benchmark_rows_and_missing(tmp_path, capsys):
     assert doc["rows"][1]["reasoner_info"]["kind"] == "checkpoint" and doc["rows"][1]["planner_info"]["step"] == 2
     saved = json.loads((tmp_path / "p" / "paper.json").read_text())
     assert saved["table_md"] == doc["table_md"] and "| +rSIM |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("frozen", ["bfloat16", "int8"])
+def test_eval_reasoner_on_frozen_low_precision_weights(frozen):
+    import torch
+
+    from algos.evaluation.run import build_reasoner
+
+    r = build_reasoner("tiny", EvalConfig(reasoner="tiny", frozen=frozen), []).agent
+    if frozen == "bfloat16":
+        assert next(r.model.parameters()).dtype == torch.bfloat16
+    else:
+        assert any(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in r.model.modules())
+    assert next(build_reasoner("tiny", EvalConfig(reasoner="tiny"), []).agent.model.parameters()).dtype == torch.float32
+    with pytest.raises(ValueError, match="frozen='fp8'"):
+        EvalConfig(frozen="fp8")

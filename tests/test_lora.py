@@ -223,6 +223,8 @@ def test_eval_of_a_lora_run_loads_one_shared_base(tmp_path):
     r = build_reasoner(run, cfg, [], shared).agent
     p = load_planner(run, cfg, shared).agent
     assert r.lora.base is p.lora.base and len(shared) == 1
+    with pytest.raises(ValueError, match="rsim export"):  # --frozen would be silently ignored on an adapter
+        build_reasoner(run, EvalConfig(reasoner=run, frozen="bfloat16"), [])
 
 
 @pytest.mark.parametrize("frozen", ["bfloat16", "int8"])
@@ -341,3 +343,32 @@ def test_export_of_a_full_fine_tuning_run(tmp_path):
     ids = torch.tensor([[5, 17, 99, 3]])
     got = AutoModelForCausalLM.from_pretrained(tmp_path / "exp" / "reasoner")(input_ids=ids).logits
     assert torch.allclose(got, trained.model(input_ids=ids).logits, atol=1e-5)
+
+
+@pytest.mark.parametrize("frozen", ["bfloat16", "int8"])
+def test_frozen_reasoner_decodes_on_its_own_weights_not_a_float32_copy(frozen):
+    """model.frozen / rsim eval --frozen: the default sample_dtype decodes the low-precision model as it is
+    (it used to build a float32 copy, which also failed on inference-mode tensors)."""
+    from agents.reasoner import ReasonerConfig
+
+    with torch.inference_mode():  # benchmarks build their frozen copies under inference mode
+        r = build_agent("tiny", AgentContext("reasoner", ReasonerConfig(max_step_tokens=3, greedy=True),
+                                             frozen=frozen)).agent
+        r.reset(2)
+        obs = {"question": "1+1?", "round": 0, "strategy": 8, "injected": "", "no_planner": True}
+        texts = r.act([0, 1], [obs, obs])
+        assert r._decode_model() is r.model and not hasattr(r, "_sampler")
+    assert len(texts) == 2 and sum(r.records()[0].gen_mask) >= 1
+
+
+def test_frozen_compile_wraps_the_forward_without_building_kernels():
+    """model.frozen="compile": the forward is torch.compile'd (kernels are built at the first call, which
+    takes minutes on a CPU; benchmarks/rollout.py measures it); configs accept the choice."""
+    from algos.evaluation.config import EvalConfig
+
+    r = build_agent("tiny", AgentContext("reasoner", frozen="compile")).agent
+    assert hasattr(r.model.forward, "_torchdynamo_orig_callable")
+    assert not any(p.requires_grad for p in r.model.parameters())
+    assert resolve("tiny", {"model.frozen": "compile"}).model.frozen == EvalConfig(frozen="compile").frozen == "compile"
+    with pytest.raises(ValueError, match="model.frozen|ModelConfig.frozen"):
+        resolve("tiny", {"model.frozen": "fp8"})

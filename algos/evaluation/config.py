@@ -100,6 +100,11 @@ class EvalConfig:
     """Token cap of the single no-planner generation; 0 = max_steps * max_step_tokens (same budget)."""
     protocol: str = EnvConfig.protocol
     """Reasoner turn protocol (env.protocol; rsim_env.render.PROTOCOLS)."""
+    frozen: str = "same"
+    """Weights the reasoner decodes with: "same" (as loaded), "bfloat16" or "int8" (dynamic quantisation of the
+    linear layers), which read fewer bytes per token on a CPU, or "compile" (torch.compile: same weights, the
+    first batches build kernels). docs/lean.md measures speed and accuracy of each.
+    A LoRA run's reasoner always decodes on its merged fp32 sampler."""
     last_number_fallback: bool = False
     """Grade the last number of a response that states no explicit answer (env.check.last_number_fallback)."""
     out: str = ""
@@ -122,6 +127,10 @@ class EvalConfig:
         from rsim_env.render import protocol
 
         protocol(self.protocol)
+        from agents.registry import FROZEN
+
+        if self.frozen not in FROZEN:
+            raise ValueError(f"EvalConfig.frozen={self.frozen!r} is invalid: use one of {FROZEN}.")
         for seq in self.fixed:
             if not seq or any(not isinstance(s, int) or not 0 <= s < NUM_STRATEGIES for s in seq):
                 raise ValueError(f"EvalConfig.fixed has sequence {seq!r}: use ints in 0..{NUM_STRATEGIES - 1}, "

@@ -39,8 +39,13 @@ def build_reasoner(spec: str, cfg: EvalConfig, problems: Sequence[Problem], shar
 
     rc = ReasonerConfig(max_step_tokens=cfg.max_step_tokens, max_answer_tokens=cfg.answer_tokens,
                         greedy=cfg.k == 1, temperature=cfg.temperature, seed=cfg.seed)
-    return build_agent(spec, AgentContext("reasoner", config=rc, seed=cfg.seed, max_rounds=cfg.max_steps,
-                                          problems=problems, shared={} if shared is None else shared))
+    built = build_agent(spec, AgentContext("reasoner", config=rc, seed=cfg.seed, max_rounds=cfg.max_steps,
+                                           problems=problems, shared={} if shared is None else shared,
+                                           frozen=cfg.frozen))
+    if cfg.frozen != "same" and getattr(built.agent, "lora", None) is not None:
+        raise ValueError(f"--frozen {cfg.frozen}: the reasoner {spec!r} is a LoRA adapter, which decodes on its merged "
+                         f"sampler; export it first (rsim export {spec} --out DIR) and evaluate DIR/reasoner with --frozen.")
+    return built
 
 
 def load_planner(spec: str, cfg: EvalConfig, shared: dict | None = None) -> Built:

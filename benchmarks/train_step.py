@@ -16,7 +16,8 @@ Rows (each in its own subprocess, so that ``peak_rss_mib`` is that row's alone):
   with truncated importance sampling (``tis_cap=2``); not compared with TRL (its CPU generate has no
   such mode) and its effect on learning is not measured here;
 * ``demo``: ``rsim train --preset demo`` (planner + reasoner, LoRA adapters on one shared base),
-  its s/step and peak RSS (a different workload: 2 groups x G=4, 3 rounds of 32 tokens).
+  its s/step, peak RSS and checkpoint size (a different workload: 2 groups x G=4, 3 rounds of 32 tokens);
+* ``demo_full``: the same with LoRA off (both agents fully fine-tuned, as before issue 12): the old demo.
 
 ``ratio_vs_trl`` is our s/step over TRL's in the same mode (the larger of the two modes; both are
 in ``ratio_vs_trl_by_mode``). The first ``warmup`` steps of each row are not counted. TRL is optional
@@ -41,7 +42,7 @@ from pathlib import Path
 
 import torch
 
-ROWS = ("ours_full", "trl_full", "ours_lora", "trl_lora", "ours_full_bf16", "ours_lora_bf16", "demo")
+ROWS = ("ours_full", "trl_full", "ours_lora", "trl_lora", "ours_full_bf16", "ours_lora_bf16", "demo", "demo_full")
 
 
 @dataclass(frozen=True)
@@ -132,15 +133,17 @@ def run_ours(cfg: Config, lora: bool, sample_dtype: str = "float32") -> dict:
                           stop_at_delimiter=False, sample_dtype=sample_dtype)
     reasoner = build_agent(cfg.model, AgentContext("reasoner", rcfg, lora=_lora(cfg, lora))).agent
     trainer = DenseRewardTrainer(tcfg, GRPOBaseline(), {"reasoner": reasoner}, [_problem()], acc)
-    times, tokens, groups = [], [], 0.0
+    times, tokens, groups, rollout = [], [], 0.0, []
     for i in range(cfg.steps):
         m = trainer.train_step()
         if i >= cfg.warmup:
             times.append(m["step_time"]); tokens.append(m["completions/mean_length"] * cfg.group_size)
+            rollout.append(m["rollout_time"])
             if m.get("reasoner/skipped", 1.0) == 0.0:
                 groups += 1.0 - m["reasoner/frac_reward_zero_std"]
     acc.end_training()
-    return dict(_summary(times, tokens), groups_updated=groups, trainable_params=_count(reasoner.module))
+    return dict(_summary(times, tokens), groups_updated=groups, trainable_params=_count(reasoner.module),
+                rollout_seconds_per_step=statistics.median(rollout))
 
 
 def _count(module: torch.nn.Module) -> int:
@@ -199,15 +202,17 @@ def run_trl(cfg: Config, lora: bool) -> dict:
     return dict(out, groups_updated=groups, trainable_params=_count(trainer.model), trl_version=trl.__version__)
 
 
-def run_demo(cfg: Config) -> dict:
+def run_demo(cfg: Config, lora: bool = True) -> dict:
     from algos.cli import main as train
     from algos.config import resolve
 
-    out = train(resolve("demo", {"train.output_dir": f"{cfg.output_dir}/demo", "train.steps": cfg.steps,
-                                 "train.progress": False, "train.save_every": 0}))
+    full = {} if lora else {"model.planner_lora.enabled": False, "model.reasoner_lora.enabled": False,
+                            "train.planner_optim.lr": 2e-5, "train.reasoner_optim.lr": 2e-5}
+    out = train(resolve("demo", {"train.output_dir": f"{cfg.output_dir}/demo{'' if lora else '_full'}",
+                                 "train.steps": cfg.steps, "train.progress": False, "train.save_every": 0, **full}))
     times = [m["step_time"] for m in out["history"][cfg.warmup:]]
     ck = Path(out["checkpoint"])
-    return dict(_summary(times, []), checkpoint_mib=sum(f.stat().st_size for f in ck.iterdir()) / 2**20,
+    return dict(_summary(times, []), checkpoint_mib=sum(f.stat().st_size for f in ck.rglob("*") if f.is_file()) / 2**20,
                 trainable_params={r: _count(m) for r, m in out["params"].items()})
 
 
@@ -223,7 +228,8 @@ def run_row(cfg: Config, row: str) -> dict:
         torch.set_num_threads(cfg.threads)
     fn = {"ours_full": lambda: run_ours(cfg, False), "ours_lora": lambda: run_ours(cfg, True),
           "ours_full_bf16": lambda: run_ours(cfg, False, "bfloat16"), "ours_lora_bf16": lambda: run_ours(cfg, True, "bfloat16"),
-          "trl_full": lambda: run_trl(cfg, False), "trl_lora": lambda: run_trl(cfg, True), "demo": lambda: run_demo(cfg)}
+          "trl_full": lambda: run_trl(cfg, False), "trl_lora": lambda: run_trl(cfg, True), "demo": lambda: run_demo(cfg),
+          "demo_full": lambda: run_demo(cfg, lora=False)}
     out = fn[row]()
     out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["torch_threads"] = torch.get_num_threads()
@@ -263,12 +269,18 @@ def main(cfg: Config) -> dict:
 
 
 def _print(res: dict) -> None:
-    print(f"{'row':>10} {'s/step':>8} {'tokens/s':>9} {'groups upd':>11} {'trainable':>11} {'peak RSS MiB':>13}")
+    print(f"{'row':>14} {'s/step':>8} {'rollout s':>9} {'tokens/s':>9} {'groups upd':>11} {'trainable':>11} "
+          f"{'peak RSS MiB':>13}")
     for name, x in res["rows"].items():
         tp = x.get("trainable_params")
         tp = sum(tp.values()) if isinstance(tp, dict) else tp
-        print(f"{name:>10} {x['seconds_per_step']:>8.2f} {x['tokens_per_s'] or 0:>9.1f} "
-              f"{x.get('groups_updated', float('nan')):>11.1f} {tp or 0:>11d} {x['peak_rss_mib']:>13.0f}")
+        roll = x.get("rollout_seconds_per_step")
+        print(f"{name:>14} {x['seconds_per_step']:>8.2f} {'' if roll is None else f'{roll:.2f}':>9} "
+              f"{x['tokens_per_s'] or 0:>9.1f} {x.get('groups_updated', float('nan')):>11.1f} {tp or 0:>11d} "
+              f"{x['peak_rss_mib']:>13.0f}")
+    for name, x in res["rows"].items():
+        if "checkpoint_mib" in x:
+            print(f"{name}: checkpoint {x['checkpoint_mib']:.0f} MiB")
     for mode, v in res["ratio_vs_trl_by_mode"].items():
         print(f"ours / TRL s/step ({mode}): {v:.2f}   (target <= 0.5)")
 

@@ -70,6 +70,12 @@ class Config:
     """Where the training runs go (one subdirectory per learner and seed)."""
     out: str = ""
     """JSON result path; ``curves.png`` is written next to it ("" = print only)."""
+    train_set: tuple[str, ...] = ()
+    """Extra training overrides, ``KEY=VALUE`` as in ``rsim train --set`` (e.g. ``reasoner.sample_dtype=bfloat16``):
+    a variant of the study's training. Evaluation is unchanged (the preset's reasoner settings, fp32, greedy)."""
+    baselines_from: str = ""
+    """Another study's ``output_dir`` whose base-reasoner evaluations (validation, ``none``, fixed sequences,
+    ``random``) to reuse when its evaluation settings match: they do not depend on training ("" = evaluate)."""
 
     def __post_init__(self) -> None:
         if self.preset not in SCALES:
@@ -84,6 +90,13 @@ class Config:
             raise ValueError(f"Config.random_seeds={self.random_seeds!r}: use 0 (every seed) or a positive count.")
         if self.steps < 0:
             raise ValueError(f"Config.steps={self.steps!r}: use 0 (the preset's) or a positive count.")
+        bad = [x for x in self.train_set if "=" not in x]
+        if bad:
+            raise ValueError(f"Config.train_set: {bad} are not KEY=VALUE (e.g. train.grpo.tis_cap=2).")
+
+    def overrides(self) -> dict[str, str]:
+        """``train_set`` as a dict for :func:`algos.config.resolve`."""
+        return dict(x.split("=", 1) for x in self.train_set)
 
 
 # ------------------------------------------------------------------------------------- statistics
@@ -153,7 +166,9 @@ class Cache:
 
     def __init__(self, path: Path, cfg: Config) -> None:
         self.path = path
-        key = {k: v for k, v in asdict(cfg).items() if k not in ("out", "batch", "random_seeds")}
+        key = {k: v for k, v in asdict(cfg).items() if k not in ("out", "batch", "random_seeds", "baselines_from")}
+        if not key["train_set"]:  # studies without training overrides keep the key they had before the field
+            del key["train_set"]
         key = json.loads(json.dumps(key))
         self.data: dict[str, Any] = {"config": key, "runs": {}, "outcomes": {}, "timing": {}}
         if path.is_file():
@@ -162,6 +177,28 @@ class Cache:
                 raise ValueError(f"{path} holds a study with different settings ({old.get('config')}); "
                                  f"use another --output-dir or delete it to start over.")
             self.data = old
+
+    def adopt_baselines(self, other_dir: str) -> list[str]:
+        """Copy the base-reasoner evaluations of the study in ``other_dir`` (see ``Config.baselines_from``);
+        refuses when its evaluation settings differ. Returns the keys copied."""
+        path = Path(other_dir) / "efficacy_cache.json"
+        if not path.is_file():
+            raise ValueError(f"--baselines-from {other_dir}: no efficacy_cache.json there; give a study's --output-dir.")
+        other = json.loads(path.read_text())
+        same = ("preset", "eval_limit", "validation_limit", "fixed")
+        mine, theirs = self.data["config"], other.get("config", {})
+        diff = [k for k in same if mine.get(k) != theirs.get(k)]
+        if diff or mine["seeds"][:1] != theirs.get("seeds", [])[:1]:
+            raise ValueError(f"--baselines-from {other_dir}: its evaluation settings differ ({diff or ['first seed']}); "
+                             f"its base-reasoner evaluations are not these. Drop --baselines-from.")
+        keys = [k for k in other["outcomes"] if k.split("/")[0] in ("validation", "none", "random")
+                or k.startswith("fixed:")]
+        for k in keys:
+            self.data["outcomes"].setdefault(k, other["outcomes"][k])
+            if k in other.get("timing", {}):
+                self.data["timing"].setdefault(k, other["timing"][k])
+        self.save()
+        return keys
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -175,7 +212,8 @@ def _train(cfg: Config, learner: str, seed: int) -> dict[str, Any]:
     from algos.config import resolve
 
     out = Path(cfg.output_dir) / f"{learner}_s{seed}"
-    overrides = {"learner": learner, "train.seed": seed, "train.output_dir": str(out), "train.progress": False}
+    overrides = {**cfg.overrides(), "learner": learner, "train.seed": seed, "train.output_dir": str(out),
+                 "train.progress": False}
     if cfg.steps:  # the lambda schedule keeps its shape: half the steps in stage 1
         overrides["train.steps"] = cfg.steps
         overrides["schedule.stage1_steps"] = max(1, cfg.steps // 2)
@@ -229,6 +267,8 @@ def main(cfg: Config) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     cache = Cache(Path(cfg.output_dir) / "efficacy_cache.json", cfg)
+    if cfg.baselines_from:
+        _log(f"reusing {len(cache.adopt_baselines(cfg.baselines_from))} base-reasoner evaluations from {cfg.baselines_from}")
     done, outs, timing = cache.data["runs"], cache.data["outcomes"], cache.data["timing"]
     run_cfg = resolve(cfg.preset)
     base = run_cfg.model.reasoner
@@ -384,12 +424,17 @@ def parse(argv: Sequence[str]) -> Config:
     p.add_argument("--random-seeds", type=int, default=d.random_seeds)
     p.add_argument("--output-dir", default=d.output_dir)
     p.add_argument("--out", default=d.out)
+    p.add_argument("--set", dest="train_set", action="append", default=[], metavar="KEY=VALUE",
+                   help="training override as in `rsim train --set` (repeatable), e.g. reasoner.sample_dtype=bfloat16")
+    p.add_argument("--baselines-from", default=d.baselines_from, metavar="DIR",
+                   help="reuse the base-reasoner evaluations of the study in DIR (same evaluation settings)")
     a = p.parse_args(list(argv))
     try:
         return Config(preset=a.preset, seeds=tuple(int(s) for s in a.seeds.split(",") if s), steps=a.steps,
                       eval_limit=a.eval_limit, validation_limit=a.validation_limit, batch=a.batch,
                       random_seeds=a.random_seeds,
-                      output_dir=a.output_dir, out=a.out)
+                      output_dir=a.output_dir, out=a.out, train_set=tuple(a.train_set),
+                      baselines_from=a.baselines_from)
     except ValueError as e:
         p.error(str(e))
         raise

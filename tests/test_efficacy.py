@@ -74,3 +74,34 @@ def test_random_planner_on_fewer_seeds(tmp_path):
     assert r["modes"]["stackelberg"]["n"] == 12 and 0 <= r["tests"]["stackelberg_vs_random"]["p_value"] <= 1
     with pytest.raises(ValueError, match="random_seeds"):
         Config(random_seeds=-1)
+
+
+def test_training_variant_reuses_the_base_reasoner_evaluations(tmp_path, monkeypatch):
+    import benchmarks.efficacy as eff
+
+    base = Config(preset="tiny", seeds=(0,), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "a"),
+                  fixed=((8,), (2, 8)))
+    first = main(base)
+    trained, evaluated = [], []
+    real_train, real_outcomes = eff._train, eff._outcomes
+    monkeypatch.setattr(eff, "_train", lambda cfg, *a: trained.append(cfg.overrides()) or real_train(cfg, *a))
+    monkeypatch.setattr(eff, "_outcomes", lambda mode, *a, **k: evaluated.append(mode) or real_outcomes(mode, *a, **k))
+    variant = Config(preset="tiny", seeds=(0,), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "b"),
+                     fixed=((8,), (2, 8)), train_set=("train.grpo.clip_eps_low=0.1",), baselines_from=str(tmp_path / "a"))
+    r = main(variant)
+    # both learners train again with the override; only the trained agents are evaluated again
+    assert trained == [{"train.grpo.clip_eps_low": "0.1"}] * 2
+    assert sorted(evaluated) == ["none", "trained"]  # grpo is evaluated in mode "none" with its own reasoner
+    for m in ("none", "random", "best_fixed"):
+        assert r["modes"][m] == first["modes"][m]
+    with pytest.raises(ValueError, match="evaluation settings differ"):
+        main(Config(preset="tiny", seeds=(0,), eval_limit=5, validation_limit=4, output_dir=str(tmp_path / "c"),
+                    baselines_from=str(tmp_path / "a")))
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        Config(train_set=("reasoner.sample_dtype",))
+
+
+def test_old_cache_without_training_overrides_still_resumes(tmp_path):
+    cfg = Config(preset="tiny", seeds=(0,), eval_limit=4, validation_limit=4, output_dir=str(tmp_path), fixed=((8,),))
+    cache = __import__("benchmarks.efficacy", fromlist=["Cache"]).Cache(tmp_path / "efficacy_cache.json", cfg)
+    assert "train_set" not in cache.data["config"]

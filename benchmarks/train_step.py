@@ -15,6 +15,8 @@ Rows (each in its own subprocess, so that ``peak_rss_mib`` is that row's alone):
 * ``ours_full_bf16`` / ``ours_lora_bf16``: ours decoding on a bf16 copy (``reasoner.sample_dtype``)
   with truncated importance sampling (``tis_cap=2``); not compared with TRL (its CPU generate has no
   such mode) and its effect on learning is not measured here;
+* ``ours_full_amp`` / ``trl_full_amp``: full fine-tuning under bf16 autocast (ours: ``train.mixed_precision=bf16``,
+  TRL: ``bf16=True``), fp32 weights and optimizer states; its effect on learning is not measured here;
 * ``demo``: ``rsim train --preset demo`` (planner + reasoner, LoRA adapters on one shared base),
   its s/step, peak RSS and checkpoint size (a different workload: 2 groups x G=4, 3 rounds of 32 tokens);
 * ``demo_full``: the same with LoRA off (both agents fully fine-tuned, as before issue 12): the old demo.
@@ -42,7 +44,8 @@ from pathlib import Path
 
 import torch
 
-ROWS = ("ours_full", "trl_full", "ours_lora", "trl_lora", "ours_full_bf16", "ours_lora_bf16", "demo", "demo_full")
+ROWS = ("ours_full", "trl_full", "ours_lora", "trl_lora", "ours_full_bf16", "ours_lora_bf16", "ours_full_amp", "trl_full_amp",
+        "demo", "demo_full")
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,7 @@ def _lora(cfg: Config, enabled: bool):
     return LoraSpec(enabled=enabled, rank=cfg.lora_rank, alpha=2.0 * cfg.lora_rank)
 
 
-def run_ours(cfg: Config, lora: bool, sample_dtype: str = "float32") -> dict:
+def run_ours(cfg: Config, lora: bool, sample_dtype: str = "float32", mixed_precision: str = "no") -> dict:
     from accelerate.utils import set_seed
 
     from agents.reasoner import ReasonerConfig
@@ -122,8 +125,9 @@ def run_ours(cfg: Config, lora: bool, sample_dtype: str = "float32") -> dict:
                 res["rewards"] = dict(res["rewards"], reasoner=dense_reward(tok.decode(gen)))
             return results, records
 
-    tcfg = TrainConfig(steps=cfg.steps, groups_per_step=1, seed=cfg.seed, progress=False, mixed_precision="no",
-                       output_dir=f"{cfg.output_dir}/ours_{'lora' if lora else 'full'}_{sample_dtype}", save_every=0,
+    tcfg = TrainConfig(steps=cfg.steps, groups_per_step=1, seed=cfg.seed, progress=False, mixed_precision=mixed_precision,
+                       output_dir=f"{cfg.output_dir}/ours_{'lora' if lora else 'full'}_{sample_dtype}_{mixed_precision}",
+                       save_every=0,
                        grpo=GRPOConfig(group_size=cfg.group_size, max_length=cfg.completion_tokens,
                                        tis_cap=2.0 if sample_dtype != "float32" else 0.0),
                        reasoner_optim=OptimConfig(lr=cfg.lora_lr if lora else cfg.lr))
@@ -150,7 +154,7 @@ def _count(module: torch.nn.Module) -> int:
     return sum(p.numel() for p in module.parameters() if p.requires_grad)
 
 
-def run_trl(cfg: Config, lora: bool) -> dict:
+def run_trl(cfg: Config, lora: bool, bf16: bool = False) -> dict:
     import trl
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
@@ -185,12 +189,12 @@ def run_trl(cfg: Config, lora: bool) -> dict:
         path = resolve(cfg.model)
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-    args = TRLConfig(output_dir=f"{cfg.output_dir}/trl_{'lora' if lora else 'full'}",
+    args = TRLConfig(output_dir=f"{cfg.output_dir}/trl_{'lora' if lora else 'full'}{'_bf16' if bf16 else ''}",
                      per_device_train_batch_size=cfg.group_size, num_generations=cfg.group_size,
                      max_completion_length=cfg.completion_tokens,
                      generation_kwargs={"min_new_tokens": cfg.completion_tokens}, max_steps=cfg.steps,
                      learning_rate=cfg.lora_lr if lora else cfg.lr, logging_steps=1, report_to="none", use_cpu=True,
-                     bf16=False, save_strategy="no", seed=cfg.seed, beta=0.0, disable_tqdm=True)
+                     bf16=bf16, save_strategy="no", seed=cfg.seed, beta=0.0, disable_tqdm=True)
     timer = Timer()
     peft_config = _lora(cfg, True).peft_config() if lora else None
     trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=data, processing_class=tok,
@@ -228,7 +232,9 @@ def run_row(cfg: Config, row: str) -> dict:
         torch.set_num_threads(cfg.threads)
     fn = {"ours_full": lambda: run_ours(cfg, False), "ours_lora": lambda: run_ours(cfg, True),
           "ours_full_bf16": lambda: run_ours(cfg, False, "bfloat16"), "ours_lora_bf16": lambda: run_ours(cfg, True, "bfloat16"),
-          "trl_full": lambda: run_trl(cfg, False), "trl_lora": lambda: run_trl(cfg, True), "demo": lambda: run_demo(cfg),
+          "ours_full_amp": lambda: run_ours(cfg, False, mixed_precision="bf16"),
+          "trl_full": lambda: run_trl(cfg, False), "trl_lora": lambda: run_trl(cfg, True),
+          "trl_full_amp": lambda: run_trl(cfg, False, bf16=True), "demo": lambda: run_demo(cfg),
           "demo_full": lambda: run_demo(cfg, lora=False)}
     out = fn[row]()
     out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -256,9 +262,10 @@ def main(cfg: Config) -> dict:
         print(f"[train_step] {row}: {result['rows'][row]['seconds_per_step']:.2f} s/step", flush=True)
     r = result["rows"]
     by_mode = {m: r[f"ours_{m}"]["seconds_per_step"] / r[f"trl_{m}"]["seconds_per_step"]
-               for m in ("full", "lora") if f"ours_{m}" in r and f"trl_{m}" in r}
+               for m in ("full", "lora", "full_amp") if f"ours_{m}" in r and f"trl_{m}" in r}
     result["ratio_vs_trl_by_mode"] = by_mode
-    result["ratio_vs_trl"] = max(by_mode.values()) if by_mode else None
+    fp32 = [v for m, v in by_mode.items() if m in ("full", "lora")]  # the target: fp32, full and LoRA
+    result["ratio_vs_trl"] = max(fp32) if fp32 else None
     result["groups_updated"] = {k: v["groups_updated"] for k, v in r.items() if "groups_updated" in v}
     result["peak_rss_mib"] = {k: v["peak_rss_mib"] for k, v in r.items()}
     _print(result)

@@ -38,7 +38,8 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from .runs import RunCheckpoint, find_checkpoint, weights_file
 
-__all__ = ["AgentContext", "Built", "Builder", "build_agent", "check_spec", "NAMES", "PREFIXES", "spec_help", "lazy"]
+__all__ = ["AgentContext", "Built", "Builder", "build_agent", "check_spec", "freeze", "FROZEN", "NAMES", "PREFIXES",
+           "spec_help", "lazy"]
 
 ROLES = ("planner", "reasoner")
 FROZEN = ("same", "bfloat16", "int8", "compile")
@@ -132,11 +133,12 @@ def _hf(spec: str, ctx: AgentContext) -> Built:
     load = load_backbone if ctx.role == "planner" else load_causal_lm
     model, tok = load(spec, dtype=_torch_dtype(ctx.dtype))
     info = {"kind": "model", "spec": spec} | ({"frozen": ctx.frozen} if ctx.frozen != "same" else {})
-    return Built(_wrap(_freeze(model.to(ctx.device), ctx.frozen), tok, ctx), info)
+    return Built(_wrap(freeze(model.to(ctx.device), ctx.frozen), tok, ctx), info)
 
 
-def _freeze(model: Any, how: str) -> Any:
-    """A sampling-only copy that reads fewer bytes per token (``benchmarks/rollout.py`` measures it)."""
+def freeze(model: Any, how: str) -> Any:
+    """``model`` as a sampling-only agent (``how`` in :data:`FROZEN`), converted in place: bf16 or int8 read
+    fewer bytes per token, ``compile`` builds kernels (``benchmarks/rollout.py`` measures each)."""
     import torch
 
     if how == "same":
@@ -181,7 +183,7 @@ def _tiny(rest: str, ctx: AgentContext) -> Built:
     if _lora_on(ctx):
         return _with_lora("tiny", ctx, lambda: tiny_model("causal", seed=ctx.seed))
     model, tok = tiny_model("backbone" if ctx.role == "planner" else "causal", seed=ctx.seed)
-    return Built(_wrap(_freeze(model.to(ctx.device), ctx.frozen), tok, ctx), {"kind": "tiny"})
+    return Built(_wrap(freeze(model.to(ctx.device), ctx.frozen), tok, ctx), {"kind": "tiny"})
 
 
 def _toy(rest: str, ctx: AgentContext) -> Built:

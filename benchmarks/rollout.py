@@ -156,19 +156,19 @@ def run_cached(model, tok, cfg: BenchConfig, keep: list | None = None) -> int:
     return sum(sum(r.gen_mask) for r in reasoner.records())
 
 
+VARIANTS = {"bf16": "bfloat16", "int8": "int8", "compile": "compile"}
+"""(e)'s variant names and the ``model.frozen`` choice each one measures."""
+
+
 def frozen_variant(model, name: str):
-    """A frozen copy of ``model`` for sampling only: "bf16" weights, "int8" dynamic quantisation, "compile"."""
+    """A frozen copy of ``model`` for sampling only, built as ``model.frozen`` builds it (agents.registry.freeze)."""
     import copy
 
-    m = copy.deepcopy(model).eval()
-    if name == "bf16":
-        return m.to(torch.bfloat16)
-    if name == "int8":
-        return torch.ao.quantization.quantize_dynamic(m, {torch.nn.Linear}, dtype=torch.qint8)
-    if name == "compile":
-        m.forward = torch.compile(m.forward, dynamic=True)
-        return m
-    raise ValueError(f"unknown variant {name!r}: use bf16, int8 or compile")
+    from agents.registry import freeze
+
+    if name not in VARIANTS:
+        raise ValueError(f"unknown variant {name!r}: use one of {sorted(VARIANTS)}")
+    return freeze(copy.deepcopy(model).eval(), VARIANTS[name])
 
 
 def same_token_share(a: list, b: list) -> float:

@@ -104,7 +104,7 @@ class EvalConfig:
     """Weights the reasoner decodes with: "same" (as loaded), "bfloat16" or "int8" (dynamic quantisation of the
     linear layers), which read fewer bytes per token on a CPU, or "compile" (torch.compile: same weights, the
     first batches build kernels). docs/lean.md measures speed and accuracy of each.
-    A LoRA run's reasoner always decodes on its merged fp32 sampler."""
+    A LoRA run's reasoner refuses it (it decodes on its merged sampler): evaluate its ``rsim export`` instead."""
     last_number_fallback: bool = False
     """Grade the last number of a response that states no explicit answer (env.check.last_number_fallback)."""
     out: str = ""

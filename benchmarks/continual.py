@@ -86,8 +86,21 @@ def _eval(cfg: Config, planner: str, source: str, modes: tuple[str, ...], out: P
                               limit=cfg.eval_limit, modes=modes, max_steps=cfg.max_steps,
                               max_step_tokens=cfg.max_step_tokens, out=str(out), plots=False, progress=False))
     return {m: {k: res["modes"][m][k] for k in ("accuracy", "ci95", "problems", "format_rate", "mean_rounds")}
-            for m in modes} | {"examples": [{k: r.get(k) for k in ("mode", "problem_id", "correct", "strategies")}
-                                            for r in res["per_problem"][:3]]}
+            for m in modes} | {"examples": examples(res["per_problem"])}
+
+
+EXAMPLE_KEYS = ("mode", "problem_id", "answer", "extracted", "correct", "injected", "shown_steps")
+
+
+def examples(per_problem: list[dict], mode: str = "trained", per_outcome: int = 2) -> list[dict]:
+    """Episodes of the planner being reported (``mode``), correct ones first, then wrong ones.
+
+    Each carries its plan (``injected``) and its steps as shown, so a reader can judge the reasoning.
+    (The first version took the first three rows of the file, which were the reasoner-alone mode.)
+    """
+    rows = [r for r in per_problem if r.get("mode") == mode]
+    picked = [r for r in rows if r.get("correct")][:per_outcome] + [r for r in rows if not r.get("correct")][:per_outcome]
+    return [{k: r.get(k) for k in EXAMPLE_KEYS} for r in picked]
 
 
 def _pct(fig: dict) -> str:

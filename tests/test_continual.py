@@ -76,3 +76,14 @@ def test_continual_benchmark_produces_the_table(tmp_path):
     assert all(0 <= row[k]["accuracy"] <= 1 and row[k]["problems"] == 3 for row in r["rows"] for k in ("none", "A", "B"))
     assert "| code |" in r["table_md"] and (tmp_path / "continual.png").is_file()
     assert (tmp_path / "continual.json").is_file() and r["run_code"].endswith("run_code")
+
+
+def test_continual_examples_are_the_reported_planners_episodes_with_their_plans():
+    from benchmarks.continual import examples
+
+    rows = [{"mode": "none", "problem_id": "p/0", "correct": True, "injected": []},
+            {"mode": "trained", "problem_id": "p/1", "correct": False, "injected": [3, 8], "shown_steps": ["a", "b"]},
+            {"mode": "trained", "problem_id": "p/2", "correct": True, "injected": [1, 8], "shown_steps": ["c", "d"]}]
+    ex = examples(rows)
+    assert [e["problem_id"] for e in ex] == ["p/2", "p/1"]          # the trained mode only, correct first
+    assert ex[0]["injected"] == [1, 8] and ex[0]["shown_steps"] == ["c", "d"]

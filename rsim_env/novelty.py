@@ -143,3 +143,35 @@ def assess(question: str, steps: Sequence[str], planned: Sequence[int], detected
         vacuous.append(not answer and is_vacuous(step, context, kind))
         repeat.append(not answer and is_self_repeat(step, steps[:i]))
     return StepNovelty(tuple(vacuous), tuple(repeat))
+
+
+def detect_steps(steps: Sequence[str], shown: Sequence[str] | None = None, kind: str = "math") -> list[set[int]]:
+    """Strategies each generated step shows, by the env's rule: :func:`rsim_env.echo.detect_generated` (math),
+    :func:`rsim_env.code.follow.detect_code_step` (code; its lead-in is what ``shown`` holds before the step)."""
+    shown = list(steps) if shown is None else list(shown)
+    if kind not in _DETECTORS:
+        raise ValueError(f"unknown problem kind {kind!r}; choose one of {sorted(_DETECTORS)}.")
+    return [_DETECTORS[kind](z, s) for z, s in zip(steps, shown)]
+
+
+def _detect_code(step: str, shown: str) -> set[int]:
+    from .code.follow import detect_code_step
+
+    return detect_code_step(step, shown[: len(shown) - len(step)] if step and shown.endswith(step) else "")
+
+
+_DETECTORS: dict[str, Callable[[str, str], set[int]]] = {"math": echo.detect_generated, "code": _detect_code}
+
+
+def follow_from_texts(planned: Sequence[int], steps: Sequence[str], shown: Sequence[str] | None = None,
+                      question: str = "", kind: str = "math") -> tuple[float, list[set[int]], StepNovelty]:
+    """R_follow of recorded texts, with the detection and novelty behind it (for readers of saved episodes).
+
+    The env's rule when ``shown`` (lead-ins included) and ``question`` are given; without the question,
+    a step that only restates the question's numbers is not recognised as vacuous.
+    """
+    from .rewards import r_follow
+
+    detected = detect_steps(steps, shown, kind)
+    fresh = assess(question, steps, planned, detected, shown, (), kind)
+    return r_follow(planned, detected, fresh.void), detected, fresh

@@ -267,3 +267,29 @@ def test_a_step_repeating_an_earlier_step_follows_nothing(proto):
     steps[1] = "So, verifying again: 42 / 7 = 6, so 6 * 7 = 42 holds."
     info, _ = play(FixedPlanner([3, 3, 8]), StepsReasoner(steps, "42"), protocol=proto)
     assert info["self_repeat"] == [False, True, False] and info["components"]["follow"] == 0.5
+
+
+def test_step_flags_are_counted_in_the_training_metrics():
+    from algos.metrics import step_flag_counts
+
+    a, _ = play(FixedPlanner([3, 3, 8]), StepsReasoner(["Verify: 42 / 7 = 6.", "Verify: 42 / 7 = 6."], "42"))
+    b, _ = play(FixedPlanner([1, 8]), EchoReasoner("instruction"))
+    c, _ = play(FixedPlanner([3, 8]), StepsReasoner(["Let me double-check whether that is correct."], "42"))
+    assert step_flag_counts([{"info": i} for i in (a, b, c)]) == {
+        "steps/total": 7.0, "steps/echo": 2.0, "steps/vacuous": 4.0, "steps/self_repeat": 1.0}  # echoes hold nothing new
+
+
+def test_the_viewer_recomputes_follow_by_the_env_rule(tmp_path):
+    import json
+
+    from algos.viewer.load import load_dir
+
+    steps = [render.INSTRUCTIONS[3], "Let me double-check whether that is correct.", "Verify: 42 / 7 = 6.", "\\boxed{42}"]
+    row = {"mode": "fixed:3,3,3,8", "problem_id": "t/1", "answer": "42", "correct": True, "injected": [3, 3, 3, 8],
+           "steps": steps, "question": PROB.question}  # an old eval row: no detected, no follow
+    (tmp_path / "episodes.jsonl").write_text(json.dumps(row) + "\n")
+    r = load_dir(tmp_path).groups[0].rollouts[0]
+    assert r.detected_computed and 3 not in r.detected[0]  # the echoed instruction shows nothing
+    assert r.components["follow"] == pytest.approx(1 / 3)  # the announcement is vacuous; the answer step skipped
+    info, _ = play(FixedPlanner([3, 3, 3, 8]), StepsReasoner(steps, "42"), protocol="chat")
+    assert info["components"]["follow"] == r.components["follow"]

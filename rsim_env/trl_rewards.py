@@ -52,6 +52,8 @@ RewardFn = Callable[..., list[float]]
 
 BRIDGE_CONFIG = EnvConfig(max_step_chars=20_000, max_question_chars=20_000)
 """The env's default rules (answer check, weights, echo and novelty); longer caps than the env's spaces need."""
+_NO_QUESTION = "(no prompt given)"
+"""Question text when neither a ``question`` column nor a prompt is passed (novelty then sees no question)."""
 _EXTRAS = ("trainer_state", "log_metric", "log_extra", "completion_ids")
 
 
@@ -73,9 +75,13 @@ def completion_text(completion: Any) -> str:
 
 
 def completion_steps(completion: Any, n: int) -> list[str]:
-    """The completion as ``n`` steps (see module docstring); missing steps are ``""``."""
+    """The completion as ``n`` steps (see module docstring); missing steps are ``""``.
+
+    Several assistant messages are one step each (the last takes any surplus); a string or a single
+    message (what TRL passes) is split at its first ``n - 1`` blank lines.
+    """
     msgs = _messages(completion) if not isinstance(completion, str) else None
-    if msgs is None:
+    if msgs is None or len(msgs) < 2:
         parts = completion_text(completion).split(STEP_DELIMITER, max(0, n - 1))
     else:
         parts = msgs[: n - 1] + ([STEP_DELIMITER.join(msgs[n - 1:])] if len(msgs) >= n else [])
@@ -134,7 +140,7 @@ def components(prompt: Any, completion: Any, row: dict[str, Any], cfg: EnvConfig
         raise ValueError(f"protocol {protocol!r} is not one of {sorted(PROTOCOLS)}; set the dataset's 'protocol' column.")
     plan = _plan(row[strategies_column]) if row.get(strategies_column) not in (None, "", [], ()) else ()
     steps = tuple(completion_steps(completion, len(plan))) if plan else (completion_text(completion),)
-    question = str(row["question"]) if row.get("question") else _prompt_text(prompt)
+    question = (str(row["question"]) if row.get("question") else _prompt_text(prompt)).strip() or _NO_QUESTION
     return dict(_components(question, steps, plan, protocol, kind, str(row.get(answer_column, "")), answer_type,
                             str(row.get("tests") or ""), str(row.get("entry_point") or ""), cfg))
 

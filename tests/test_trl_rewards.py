@@ -64,12 +64,27 @@ def test_follow_scores_step_i_against_strategy_i():
     assert call_like_trl(follow_reward, q[:1], [again], strategies=[[3, 3, 8]]) == [0.5]
 
 
+def test_the_readme_example_prints_what_its_comment_says():
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = re.search(r"```python\n(from rsim_env.trl_rewards import .*?)```", readme, re.S).group(1)
+    assert "# [1.0] [1.0] [1.0]" in block
+    completions = [[{"role": "assistant", "content": "Verify: 5 - 3 = 2.\n\nSo the answer is \\boxed{5}."}]]
+    assert completions[0][0]["content"].replace("\\", "\\\\").replace("\n", "\\n") in block
+    assert (accuracy_reward(completions, answer=["5"]), format_reward(completions),
+            follow_reward(completions, strategies=[["validation", "termination"]])) == ([1.0], [1.0], [1.0])
+
+
 def test_steps_split_only_as_often_as_the_plan_needs():
     program = "```python\ndef f(x):\n\n    return x\n```"
     assert completion_steps("a\n\nb\n\n" + program, 3) == ["a", "b", program]
     assert completion_steps("a", 3) == ["a", "", ""]
     msgs = [{"role": "assistant", "content": t} for t in ("a", "b\n\nc", "d")]
     assert completion_steps(msgs, 2) == ["a", "b\n\nc\n\nd"] and completion_steps(msgs, 3) == ["a", "b\n\nc", "d"]
+    one = [{"role": "assistant", "content": "a\n\nb\n\nc"}]  # what TRL passes: one message holding every step
+    assert completion_steps(one, 2) == ["a", "b\n\nc"] and completion_steps(one, 3) == ["a", "b", "c"]
 
 
 def test_column_names_are_configurable():

@@ -137,11 +137,15 @@ def assess(question: str, steps: Sequence[str], planned: Sequence[int], detected
         raise ValueError(f"novelty.assess: {len(steps)} steps, {len(planned)} planned, {len(detected)} detected, "
                          f"{len(shown)} shown; pass one of each per step.")
     vacuous, repeat = [], []
-    for i, step in enumerate(steps):
+    known = set(_injected_units(kind) | units(question, kind))  # grows by each step's shown text and lead-in
+    contents = [echo.generated_content(z) for z in steps]  # each step cut into clauses once
+    for i, content in enumerate(contents):
         answer = planned[i] == TERMINATION and TERMINATION in detected[i]  # the reasoner's own, as in rsim_env.echo
-        context = [question, *shown[:i], *injected[: i + 1]]
-        vacuous.append(not answer and is_vacuous(step, context, kind))
-        repeat.append(not answer and is_self_repeat(step, steps[:i]))
+        if i < len(injected):
+            known |= units(injected[i], kind)
+        vacuous.append(not answer and not (units(content, kind) - known))
+        repeat.append(not answer and i > 0 and bool(echo.words(content)) and echo.is_echo(content, contents[:i]))
+        known |= units(shown[i], kind)
     return StepNovelty(tuple(vacuous), tuple(repeat))
 
 

@@ -21,7 +21,19 @@ from rsim_env.strategies import NUM_STRATEGIES, STRATEGIES
 from .grpo import zero_std_groups
 from .learners import StepPlan
 
-__all__ = ["TrainLog", "flat_hparams"]
+__all__ = ["TrainLog", "flat_hparams", "step_flag_counts", "STEP_FLAGS"]
+
+STEP_FLAGS = ("echo", "vacuous", "self_repeat")
+"""Per-step flags of ``info`` counted in ``steps/<flag>`` (rsim_env.echo, rsim_env.novelty): steps that copy
+injected text, that say nothing new, that repeat an earlier step -- none of them earns R_follow."""
+
+
+def step_flag_counts(results: list[dict]) -> dict[str, float]:
+    """``steps/total`` and ``steps/<flag>`` (count of flagged steps) over ``results``' episodes."""
+    out = {"steps/total": float(sum(len(r["info"]["steps"]) for r in results))}
+    for flag in STEP_FLAGS:
+        out[f"steps/{flag}"] = float(sum(sum(map(bool, r["info"].get(flag, []))) for r in results))
+    return out
 
 
 class TrainLog:
@@ -57,6 +69,9 @@ class TrainLog:
         m.update(self._answer_reasons(results))
         m["completions/mean_rounds"] = self._mean([r["info"]["num_rounds"] for r in results])
         m["completions/mean_chars"] = self._mean([r["info"]["chars"]["steps"] for r in results])
+        counts = step_flag_counts(results)
+        totals = self.acc.reduce(torch.tensor(list(counts.values()), dtype=torch.float32, device=self.acc.device), "sum")
+        m.update(zip(counts, totals.cpu().tolist()))
         counter = getattr(reasoner, "num_generated", None)
         if counter is not None:
             lengths = self._gather([counter(rec) for rec in reasoner_records])

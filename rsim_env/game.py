@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import answers, echo, grading, render, rewards
+from . import answers, echo, grading, novelty, render, rewards
 from .problems import Problem
 from .rewards import RewardWeights
 from .strategies import NUM_STRATEGIES, TERMINATION
@@ -197,7 +197,9 @@ class Episode:
         final = graded[-1] if self.steps else ""
         plans = self.strategies if self.cfg.planner else []
         detected = self.detected if self.cfg.planner else []
-        facts = rewards.Facts(correct, final, plans, detected)
+        fresh = novelty.assess(self.question, self.steps, self.strategies, self.detected, shown,
+                               [self._lead(i, p) for i, p in enumerate(self.strategies)], self.problem.kind)
+        facts = rewards.Facts(correct, final, plans, detected, fresh.void if self.cfg.planner else None)
         comps = rewards.components(facts, planner=self.cfg.planner)  # plan-based ones are 0 without plans
         if result.format is not None:  # kinds with their own format rule (code: a program that parses)
             comps["format"] = result.format
@@ -218,6 +220,8 @@ class Episode:
             "steps": list(self.steps),
             "shown_steps": shown,
             "echo": list(self.echoes),
+            "vacuous": list(fresh.vacuous),
+            "self_repeat": list(fresh.self_repeat),
             "protocol": self.cfg.protocol if self.cfg.planner else "none",
             "num_rounds": len(self.steps),
             "terminated": self.terminated,

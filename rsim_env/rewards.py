@@ -38,18 +38,32 @@ def r_format(final_step: str) -> float:
     return 1.0 if spans and spans[-1][2].strip() else 0.0
 
 
-def r_follow(planned: Sequence[int], detected: Sequence[set[int]]) -> float:
-    """Fraction of steps whose detected strategies include the planned one (0.0 for no steps).
+def r_follow(planned: Sequence[int], detected: Sequence[set[int]], void: Sequence[bool] | None = None) -> float:
+    """Share of the plan's non-termination steps whose detected strategies include the planned one.
 
-    ``detected`` must come from the text the reasoner generated with echoes of injected text removed
-    (:func:`rsim_env.echo.generated_content`, as :class:`rsim_env.game.Episode` does): a step that
-    repeats its instruction follows nothing.
+    Rules (documented contract; issue 19's audit found each of these paid for nothing):
+
+    * ``detected`` must come from the text the reasoner generated with echoes of injected text removed
+      (:func:`rsim_env.echo.detect_generated`, as :class:`rsim_env.game.Episode` does): a step that
+      repeats its instruction follows nothing.
+    * Steps planned as **termination** are skipped (neither numerator nor denominator): giving the answer
+      is what R_format (a closed, non-empty box; a program that parses) and R_acc pay for, and under the
+      lead-in protocols the injected ``The final answer is \\boxed{`` makes closing the box all that
+      "following" termination would take. So a one-step plan earns no follow, and a wrong one-step guess
+      (R_format only) never out-earns an honest attempt that performs any of its steps.
+    * A ``void`` step (vacuous or a self-repeat, :mod:`rsim_env.novelty`) follows nothing.
+
+    Returns 0.0 when no step is planned as something other than termination.
     """
     if len(planned) != len(detected):
         raise ValueError(f"r_follow: {len(planned)} plans but {len(detected)} detected sets; pass one per step.")
-    if not planned:
+    void = [False] * len(planned) if void is None else list(void)
+    if len(void) != len(planned):
+        raise ValueError(f"r_follow: {len(planned)} plans but {len(void)} void flags; pass one per step.")
+    scored = [(p, d, v) for p, d, v in zip(planned, detected, void) if p != TERMINATION]
+    if not scored:
         return 0.0
-    return sum(p in d for p, d in zip(planned, detected)) / len(planned)
+    return sum(p in d and not v for p, d, v in scored) / len(scored)
 
 
 def r_terminal(planned: Sequence[int]) -> float:
@@ -101,6 +115,8 @@ class Facts:
     """Planned strategy per step (empty without a planner)."""
     detected: Sequence[set[int]] = field(default_factory=tuple)
     """Detected strategies per step (empty without a planner)."""
+    void: Sequence[bool] | None = None
+    """Per step: vacuous or a self-repeat (:mod:`rsim_env.novelty`), so it follows nothing; None = none are."""
 
 
 @dataclass(frozen=True)
@@ -120,7 +136,7 @@ class Component:
 COMPONENTS: tuple[Component, ...] = (
     Component("acc", lambda f: r_acc(f.correct), ("planner", "reasoner")),
     Component("format", lambda f: r_format(f.final_step), ("reasoner",)),
-    Component("follow", lambda f: r_follow(f.planned, f.detected), ("reasoner",), needs_plans=True),
+    Component("follow", lambda f: r_follow(f.planned, f.detected, f.void), ("reasoner",), needs_plans=True),
     Component("terminal", lambda f: r_terminal(f.planned), ("planner",), needs_plans=True),
     Component("penalty", lambda f: r_penalty(f.planned), ("planner",), needs_plans=True),
 )

@@ -129,8 +129,8 @@ def test_a_program_written_for_another_strategy_does_not_follow_it():
     out = rollout(group, _Fixed([f"```python\n{TRICKY}```", TRICKY + "```"]), FixedPlanner([6]), seed=0)
     info = out.trajectories[0]["info"]
     assert info["detected"] == [[TERMINATION], [TERMINATION]]
-    # R_follow = share of rounds whose planned strategy (6, then 8) was shown: only the last round
-    assert info["components"]["follow"] == pytest.approx(0.5) and info["correct"]
+    # R_follow = share of non-answer rounds whose planned strategy was shown: round 1 (6) shows only termination
+    assert info["components"]["follow"] == 0.0 and info["correct"]
 
 
 class _Fixed:
@@ -170,13 +170,16 @@ def test_mixed_math_and_code_envgroup_episode_under_the_kind_aware_prompts():
     group.step(["6}.", f"{TRICKY}```\nThis doubles x."])  # copy 3: right program, then a line of prose
     res = group.results()
     # planner R_p = acc + terminal + penalty (-1/rounds); reasoner R = acc + format + follow
-    # copy 0: [8]    math right, boxed,            follow 1   -> (1 + 1 - 1,   1 + 1 + 1)
-    # copy 1: [1, 8] math wrong (6), "first part" shows decomposition, follow 1 -> (0 + 1 - 0.5, 0 + 1 + 1)
-    # copy 2: [8]    program passes all 3 tests,   follow 1   -> (1 + 1 - 1,   1 + 1 + 1)
+    # R_follow skips the answer step (R_format pays for it) and refuses steps with nothing new (rsim_env.novelty)
+    # copy 0: [8]    math right, boxed,            follow 0   -> (1 + 1 - 1,   1 + 1 + 0)
+    # copy 1: [1, 8] math wrong (6), "first part" shows decomposition but "2 + 3" is the question's: vacuous,
+    #         follow 0 -> (0 + 1 - 0.5, 0 + 1 + 0)
+    # copy 2: [8]    program passes all 3 tests,   follow 0   -> (1 + 1 - 1,   1 + 1 + 0)
     # copy 3: [1, 8] passes; step 1 prose "we handle negative x." shows continuation, not decomposition
-    #         (the lead-in's words do not count) -> follow 1/2 -> (1 + 1 - 0.5, 1 + 1 + 0.5)
+    #         (the lead-in's words do not count) -> follow 0/1 -> (1 + 1 - 0.5, 1 + 1 + 0)
     got = [x for r in res for x in (r["rewards"]["planner"], r["rewards"]["reasoner"])]
-    assert got == pytest.approx([1, 3, 0.5, 2, 1, 3, 1.5, 2.5])
+    assert got == pytest.approx([1, 2, 0.5, 1, 1, 2, 1.5, 2])
+    assert res[1]["info"]["vacuous"] == [True, False] and res[3]["info"]["vacuous"] == [False, False]
     assert [r["info"]["correct"] for r in res] == [True, False, True, True]
     assert res[2]["info"]["shown_steps"] == [CODE_LEAD + "def double(x):\n    return 2 * x\n```"]
     assert res[2]["info"]["extracted"] == "def double(x):\n    return 2 * x" and res[2]["info"]["reason"] == "ok"

@@ -84,3 +84,57 @@ def test_scripted_templates_perform_without_echo(k):
     assert not echo.is_echo(text)
     shows = detect(echo.generated_content(text))
     assert k in shows or (k == TERMINATION and "\\boxed{42}" in text)
+
+
+# -- novelty (rsim_env.novelty): what counts as new content, what as a repeat -------------------------------------
+
+from rsim_env import novelty  # noqa: E402
+
+
+@pytest.mark.parametrize("text,units", [
+    ("6 * 7 = 42.", {"6", "7", "42", "6*7=42"}),
+    ("So 1,000.50 \\times 2 = 2001", {"1000.5", "2", "2001", "1000.5*2=2001"}),
+    ("x = 70 + 26", {"70", "26", "x=70+26"}),
+    ("(5 + 8) ÷ 2", {"5", "8", "2", "5+8/2"}),
+    ("Split it: part 1 is the tens, part 2 the units.", set()),  # labels are not content
+    ("Here is my plan:\n1. add\n2. check", set()),
+    ("Let me think carefully about this step.", set()),
+], ids=["equation", "latex_commas", "variable", "division_sign", "part_labels", "list_markers", "words_only"])
+def test_math_content_units(text, units):
+    assert novelty.math_units(text) == units
+
+
+@pytest.mark.parametrize("step,vacuous", [
+    ("The most important step now is to compute the final answer to the given arithmetic problem.", True),
+    ("The most important step now is to compute the result of 59 * 20.", True),  # the question's expression
+    ("So 59 * 20 = 1180.", False),
+    ("59 * 2 = 118, then times 10.", False),
+    ("Step 2 (validation: Check the last result.)", True),  # an echo: nothing generated at all
+], ids=["announcement", "restates_question", "computes", "partial_product", "echo"])
+def test_vacuous_means_no_number_or_expression_the_context_lacks(step, vacuous):
+    assert novelty.is_vacuous(step, ["What is 59 * 20?"]) is vacuous
+
+
+def test_earlier_steps_and_injected_texts_are_context():
+    assert novelty.is_vacuous("So 59 * 20 = 1180.", ["What is 59 * 20?", "59 * 20 = 1180"])
+    assert novelty.is_vacuous("Step 2: ok", ["Q"])  # "Step 2" is a label; "ok" no content
+    assert not novelty.is_vacuous("we loop over the items", ["Write f."], kind="code")  # code: new words count
+    assert novelty.is_vacuous("Let me think carefully about this step.", ["Write f."], kind="code")
+
+
+def test_self_repeat_is_the_echo_rule_against_earlier_steps():
+    earlier = ["Verify: 42 / 7 = 6, so 6 * 7 = 42 holds."]
+    assert novelty.is_self_repeat("So, verifying again: 42 / 7 = 6, so 6 * 7 = 42 holds.", earlier)
+    assert not novelty.is_self_repeat("Verify: 42 / 6 = 7 as well.", earlier)  # a new number: its own work
+    assert not novelty.is_self_repeat("Verify: 42 / 7 = 6, so 6 * 7 = 42 holds.", [])
+
+
+def test_an_answer_step_is_never_flagged():
+    steps = ["6 * 7 = 42.", "6 * 7 = 42. So \\boxed{42}."]
+    fresh = novelty.assess("What is 6 * 7?", steps, [6, TERMINATION], [{6}, {6, TERMINATION}])
+    assert fresh.vacuous == (False, False) and fresh.self_repeat == (False, False)
+    # the same text planned as another strategy is a repeat with nothing new
+    fresh = novelty.assess("What is 6 * 7?", steps, [6, 3], [{6}, {6, TERMINATION}])
+    assert fresh.vacuous == (False, True) and fresh.self_repeat == (False, True) and fresh.void == (False, True)
+    with pytest.raises(ValueError, match="one of each per step"):
+        novelty.assess("q", steps, [6], [{6}, {6}])

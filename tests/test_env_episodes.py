@@ -32,9 +32,10 @@ def play(env, planner, reasoner, seed=None, options=None):
 def test_terminate_in_round_one_correct_boxed():
     env = rsim_env.env()
     info, ret = play(env, FixedPlanner([8]), TemplateReasoner({PROB.question: "42"}), options={"problem": PROB})
-    # planner: R_acc 1 + R_terminal 1 + R_penalty -(1/1) = 1 ; reasoner: 1 + 1 + follow 1 = 3
-    assert ret == {"planner": 1.0, "reasoner": 3.0}
-    assert info["components"] == {"acc": 1.0, "format": 1.0, "follow": 1.0, "terminal": 1.0, "penalty": -1.0}
+    # planner: R_acc 1 + R_terminal 1 + R_penalty -(1/1) = 1 ; reasoner: 1 + 1 + follow 0 = 2
+    # (R_follow skips the answer step: giving it is R_format's, see rsim_env.rewards.r_follow)
+    assert ret == {"planner": 1.0, "reasoner": 2.0}
+    assert info["components"] == {"acc": 1.0, "format": 1.0, "follow": 0.0, "terminal": 1.0, "penalty": -1.0}
     assert info["correct"] is True and info["extracted"] == "42" and info["num_rounds"] == 1
     assert info["terminated"] and not info["truncated"]
 
@@ -43,9 +44,11 @@ def test_three_rounds_wrong_answer_hand_computed():
     env = rsim_env.env()
     info, ret = play(env, FixedPlanner([1, 1, 8]), TemplateReasoner({PROB.question: "42"}, p_correct=0.0),
                      options={"problem": PROB})
-    # acc 0; terminal +1; penalty -(2/3); format 1; follow 3/3 (templates show their strategy)
+    # acc 0; terminal +1; penalty -(2/3); format 1; follow 0/2: the templates show their strategy's keywords but
+    # hold no number (announcements: vacuous), and the second repeats the first (rsim_env.novelty)
     assert ret["planner"] == pytest.approx(0 + 1 - 2 / 3)
-    assert ret["reasoner"] == pytest.approx(0 + 1 + 1)
+    assert ret["reasoner"] == pytest.approx(0 + 1 + 0)
+    assert info["vacuous"] == [True, True, False] and info["self_repeat"] == [False, True, False]
     assert info["strategies"] == [1, 1, 8] and info["correct"] is False
 
 
@@ -53,8 +56,8 @@ def test_truncation_at_max_steps():
     env = rsim_env.env(max_steps=3)
     info, ret = play(env, FixedPlanner([2, 2, 2, 2, 2]), TemplateReasoner(), options={"problem": PROB})
     assert info["truncated"] and not info["terminated"] and info["num_rounds"] == 3
-    # no answer: acc 0, terminal -1, penalty -1; format 0, follow 1
-    assert ret == {"planner": -2.0, "reasoner": 1.0}
+    # no answer: acc 0, terminal -1, penalty -1; format 0, follow 0 (three content-free announcements)
+    assert ret == {"planner": -2.0, "reasoner": 0.0}
     assert info["reason"] == "no_answer"
 
 

@@ -23,8 +23,12 @@ def test_r_penalty(planned, expected):
 
 
 def test_r_follow():
-    assert R.r_follow([1, 3, 8], [{1}, {6}, {8, 3}]) == pytest.approx(2 / 3)
+    assert R.r_follow([1, 3, 8], [{1}, {6}, {8, 3}]) == pytest.approx(1 / 2)  # the answer step is skipped
+    assert R.r_follow([1, 3, 8], [{1}, {3}, {8}]) == 1.0 and R.r_follow([8], [{8}]) == 0.0
+    assert R.r_follow([1, 3, 8], [{1}, {3}, {8}], [False, True, False]) == pytest.approx(1 / 2)  # a void step
     assert R.r_follow([], []) == 0.0
+    with pytest.raises(ValueError, match="void flags"):
+        R.r_follow([1], [{1}], [])
     with pytest.raises(ValueError, match="one per step"):
         R.r_follow([1], [])
 

@@ -81,6 +81,8 @@ def _row(mode: str, problem: Problem, traj: dict[str, Any], sample: int, planner
         "injected": list(info["strategies"]) if planner is not None else [],
         "detected": [list(d) for d in info["detected"]], "steps": list(info["steps"]),
         "shown_steps": list(info.get("shown_steps", info["steps"])), "echo": list(info.get("echo", [])),
+        "vacuous": list(info.get("vacuous", [])), "self_repeat": list(info.get("self_repeat", [])),
+        "follow": float(info["components"].get("follow", 0.0)),
         "final_text": (info.get("shown_steps") or info["steps"] or [""])[-1],
         "tokens": episode_tokens(planner, traj.get("planner"), reasoner, traj.get("reasoner")),
     }

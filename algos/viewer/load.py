@@ -7,8 +7,9 @@
 
 Both become a list of :class:`Rollout` grouped into :class:`Problem` groups (a run: one group per
 training step and problem, its G rollouts; an eval: one group per problem, one rollout per mode
-and sample). Detected strategies missing from a file are computed with :func:`rsim_env.detect`
-(the same table the env uses) and marked as such.
+and sample). Detected strategies and R_follow missing from a file are computed by the env's own rule
+(:func:`rsim_env.novelty.follow_from_texts`: echo-aware detection, vacuous and self-repeating steps void)
+and marked as such.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rsim_env.rewards import r_follow
-from rsim_env.strategies import detect
+from rsim_env.novelty import detect_steps, follow_from_texts
 
 __all__ = ["Rollout", "Group", "Loaded", "load_dir", "read_curves"]
 
@@ -78,10 +78,15 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _shown(row: dict[str, Any], steps: list[str]) -> list[str]:
+    shown = row.get("shown_steps")
+    return [str(s) for s in shown] if isinstance(shown, list) and len(shown) == len(steps) else steps
+
+
 def _detected(row: dict[str, Any], steps: list[str]) -> tuple[list[list[int]], bool]:
     if isinstance(row.get("detected"), list) and len(row["detected"]) == len(steps):
         return [sorted(int(s) for s in d) for d in row["detected"]], False
-    return [sorted(detect(s)) for s in steps], True
+    return [sorted(d) for d in detect_steps(steps, _shown(row, steps), str(row.get("kind") or "math"))], True
 
 
 def _run_rollout(i: int, row: dict[str, Any]) -> Rollout:
@@ -101,8 +106,11 @@ def _eval_rollout(row: dict[str, Any]) -> Rollout:
     comps = {"acc": 1.0 if row.get("correct") else 0.0}
     if "format" in row:
         comps["format"] = float(row["format"])
-    if injected and len(injected) == len(det):
-        comps["follow"] = r_follow(injected, [set(d) for d in det])
+    if "follow" in row:
+        comps["follow"] = float(row["follow"])
+    elif injected and len(injected) == len(steps):  # an older file: recomputed by the env's rule
+        comps["follow"] = follow_from_texts(injected, steps, _shown(row, steps), str(row.get("question") or ""),
+                                            str(row.get("kind") or "math"))[0]
     extra = {k: row[k] for k in ("reason", "rounds", "terminated", "truncated") if k in row}
     tokens = row.get("tokens") or {}
     extra.update({f"tokens {k.replace('_', ' ')}": v for k, v in tokens.items() if v is not None})

@@ -1,0 +1,181 @@
+"""Novelty of a reasoner step: does it say anything new, or announce and repeat? The rules behind R_follow's credit.
+
+An audit of study episodes (issue 19) found about 30 % of reasoner steps only *announce* the step ("The
+most important step now is to compute the final answer to the given arithmetic problem.") and 11 %
+repeat the reasoner's own earlier step. Keyword detection counts both as following their strategy.
+Here is what :func:`rsim_env.rewards.r_follow` uses to refuse them (documented contract, tested in
+``tests/test_reward_holes.py`` and ``tests/test_echo.py``):
+
+* The step is read as **generated content**: the generated text with echoes of injected text removed
+  (:func:`rsim_env.echo.generated_content`).
+* The **context** of step *i* is the question, the earlier steps as the transcript shows them, every
+  text any protocol injects (:func:`rsim_env.render.injected_texts`) and the lead-ins or headers
+  injected up to step *i*.
+* **Content units** of a math text: its numbers (thousands commas dropped, ``3.50`` = ``3.5``) and its
+  expressions/equations (two or more numbers or one-letter variables joined by ``+ - * / ^ = < >``,
+  ``×``, ``÷``, ``\\times``, ``\\cdot``; parentheses and braces ignored; spaces removed). Labels are not
+  content: a number after ``step``/``part``/``case`` and a list marker (``1.``, ``2)``) at a line start. Of a code text:
+  its normalised words (:func:`rsim_env.echo.words`), since a code step's content is prose or a program.
+* An **answer** step (planned as termination, and its detected strategies include it: a closed,
+  non-empty box, a final-answer phrase, a program) is neither vacuous nor a self-repeat -- the answer is the reasoner's own, as in
+  :mod:`rsim_env.echo`; R_format and R_acc judge it (and R_follow skips it, see :func:`rsim_env.rewards.r_follow`).
+* A step is **vacuous** (announcement-only) when its content has no unit the context lacks: no new
+  number, equation or expression (math), no new word (code). ``I will verify 6 * 7 carefully.`` on
+  "What is 6 * 7?" is vacuous; ``42 / 7 = 6`` is not.
+* A step is a **self-repeat** when its generated content is mostly a copy of the episode's earlier generated steps: the echo rule of
+  :mod:`rsim_env.echo` with those steps as the references (a clause holding a number the earlier steps
+  lack is never a copy; at least :data:`rsim_env.echo.ECHO_STEP_THRESHOLD` of its words copied).
+
+Pure Python on bounded input, like :mod:`rsim_env.echo`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable, Sequence
+
+from . import echo
+from .strategies import TERMINATION
+
+__all__ = ["StepNovelty", "units", "math_units", "word_units", "is_vacuous", "is_self_repeat", "assess"]
+
+_SYMBOLS = ((r"\times", "*"), (r"\cdot", "*"), ("×", "*"), ("·", "*"), (r"\div", "/"), ("÷", "/"), ("−", "-"),
+            ("–", "-"))
+_BRACKETS = re.compile(r"[(){}\[\]]")
+_LABELS = re.compile(r"\b(?:step|part|case)\s+\d+\b|^\s*\d+[.)](?=\s)", re.MULTILINE)
+_NUMBER = r"\d+(?:,\d{3})*(?:\.\d+)?"
+_OPERAND = rf"(?:{_NUMBER}|(?<![a-z\\])[a-z](?![a-z]))"
+_EXPR = re.compile(rf"{_OPERAND}(?:\s*[-+*/^=<>]\s*{_OPERAND})+")
+_NUMBERS = re.compile(rf"(?<![\d.]){_NUMBER}")
+
+
+def _number(text: str) -> str:
+    text = text.replace(",", "")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def math_units(text: str) -> frozenset[str]:
+    """Numbers and expressions of ``text`` (see module docstring)."""
+    text = text[: echo.MAX_SCAN].lower()
+    for a, b in _SYMBOLS:
+        text = text.replace(a, b)
+    text = _BRACKETS.sub(" ", _LABELS.sub(" ", text))
+    found = {_number(m.group()) for m in _NUMBERS.finditer(text)}
+    found |= {re.sub(r"\s+", "", re.sub(_NUMBER, lambda m: _number(m.group()), m.group())) for m in _EXPR.finditer(text)}
+    return frozenset(found)
+
+
+def word_units(text: str) -> frozenset[str]:
+    """Normalised words of ``text`` (the content units of code steps)."""
+    return frozenset(echo.words(text[: echo.MAX_SCAN]))
+
+
+UNITS: dict[str, Callable[[str], frozenset[str]]] = {"math": math_units, "code": word_units}
+"""Content units per problem kind."""
+
+
+def units(text: str, kind: str = "math") -> frozenset[str]:
+    """Content units of ``text`` for problems of ``kind``."""
+    if kind not in UNITS:
+        raise ValueError(f"unknown problem kind {kind!r} for novelty; choose one of {sorted(UNITS)}.")
+    return UNITS[kind](text)
+
+
+@lru_cache(maxsize=4)
+def _injected_units(kind: str) -> frozenset[str]:
+    from .render import injected_texts  # render imports strategies only; no cycle at call time
+
+    return frozenset().union(*(units(t, kind) for t in injected_texts()))
+
+
+def is_vacuous(step: str, context: Sequence[str], kind: str = "math") -> bool:
+    """True if the step's generated content has no content unit that ``context`` (plus every injected text) lacks."""
+    known = _injected_units(kind).union(*(units(t, kind) for t in context))
+    return not (units(echo.generated_content(step), kind) - known)
+
+
+def is_self_repeat(step: str, earlier: Sequence[str]) -> bool:
+    """True if ``step``'s generated content mostly copies the ``earlier`` steps' (echo rule, those as references)."""
+    if not earlier:
+        return False
+    content = echo.generated_content(step)
+    return bool(echo.words(content)) and echo.is_echo(content, [echo.generated_content(e) for e in earlier])
+
+
+@dataclass(frozen=True)
+class StepNovelty:
+    """Per step of one episode: announcement-only and self-repeat flags."""
+
+    vacuous: tuple[bool, ...]
+    """Step *i* adds no content unit to its context."""
+    self_repeat: tuple[bool, ...]
+    """Step *i* mostly repeats the episode's earlier steps."""
+
+    @property
+    def void(self) -> tuple[bool, ...]:
+        """Steps that earn no follow whatever they show (vacuous or self-repeat)."""
+        return tuple(v or r for v, r in zip(self.vacuous, self.self_repeat))
+
+
+def assess(question: str, steps: Sequence[str], planned: Sequence[int], detected: Sequence[set[int]],
+           shown: Sequence[str] | None = None, injected: Sequence[str] = (), kind: str = "math") -> StepNovelty:
+    """Novelty flags of every step of an episode.
+
+    Args:
+        question: The question as the reasoner saw it.
+        steps: Generated step texts.
+        planned: Strategy planned for each step (termination for a no-planner answer).
+        detected: Strategies each step shows (``rsim_env.echo.detect_generated`` or the code rule).
+        shown: The steps as the transcript reads them (lead-in included); default ``steps``.
+        injected: Lead-in or header injected before each step ("" for none).
+        kind: Problem kind (:data:`UNITS`).
+    """
+    shown = list(steps) if shown is None else list(shown)
+    if not len(shown) == len(detected) == len(planned) == len(steps):
+        raise ValueError(f"novelty.assess: {len(steps)} steps, {len(planned)} planned, {len(detected)} detected, "
+                         f"{len(shown)} shown; pass one of each per step.")
+    vacuous, repeat = [], []
+    known = set(_injected_units(kind) | units(question, kind))  # grows by each step's shown text and lead-in
+    contents = [echo.generated_content(z) for z in steps]  # each step cut into clauses once
+    for i, content in enumerate(contents):
+        answer = planned[i] == TERMINATION and TERMINATION in detected[i]  # the reasoner's own, as in rsim_env.echo
+        if i < len(injected):
+            known |= units(injected[i], kind)
+        vacuous.append(not answer and not (units(content, kind) - known))
+        repeat.append(not answer and i > 0 and bool(echo.words(content)) and echo.is_echo(content, contents[:i]))
+        known |= units(shown[i], kind)
+    return StepNovelty(tuple(vacuous), tuple(repeat))
+
+
+def detect_steps(steps: Sequence[str], shown: Sequence[str] | None = None, kind: str = "math") -> list[set[int]]:
+    """Strategies each generated step shows, by the env's rule: :func:`rsim_env.echo.detect_generated` (math),
+    :func:`rsim_env.code.follow.detect_code_step` (code; its lead-in is what ``shown`` holds before the step)."""
+    shown = list(steps) if shown is None else list(shown)
+    if kind not in _DETECTORS:
+        raise ValueError(f"unknown problem kind {kind!r}; choose one of {sorted(_DETECTORS)}.")
+    return [_DETECTORS[kind](z, s) for z, s in zip(steps, shown)]
+
+
+def _detect_code(step: str, shown: str) -> set[int]:
+    from .code.follow import detect_code_step
+
+    return detect_code_step(step, shown[: len(shown) - len(step)] if step and shown.endswith(step) else "")
+
+
+_DETECTORS: dict[str, Callable[[str, str], set[int]]] = {"math": echo.detect_generated, "code": _detect_code}
+
+
+def follow_from_texts(planned: Sequence[int], steps: Sequence[str], shown: Sequence[str] | None = None,
+                      question: str = "", kind: str = "math") -> tuple[float, list[set[int]], StepNovelty]:
+    """R_follow of recorded texts, with the detection and novelty behind it (for readers of saved episodes).
+
+    The env's rule when ``shown`` (lead-ins included) and ``question`` are given; without the question,
+    a step that only restates the question's numbers is not recognised as vacuous.
+    """
+    from .rewards import r_follow
+
+    detected = detect_steps(steps, shown, kind)
+    fresh = assess(question, steps, planned, detected, shown, (), kind)
+    return r_follow(planned, detected, fresh.void), detected, fresh

@@ -5,14 +5,14 @@
 * :class:`FixedPlanner` plays a fixed strategy sequence, then terminates.
 * :class:`TemplateReasoner` writes the planned strategy's example step
   (:data:`rsim_env.strategies.EXAMPLES`: it shows its strategy to detection and copies no injected
-  text) and, on termination, a boxed answer taken from an optional ``oracle`` (``question ->
-  answer``), right with probability ``p_correct`` (when the protocol's lead-in already opened
-  ``\\boxed{``, it writes only the answer and the closing brace). On a code problem (the
-  observation's ``kind``) it writes a program in a fenced ``python`` block instead: the oracle's
-  answer, which for code problems is the reference solution every code loader stores, with
-  probability ``p_correct``, else :data:`WRONG_PROGRAM` (it parses but defines no entry point, so
-  every test fails); when the lead-in already opened the block it writes the program and the
-  closing fence only.
+  text) and, on termination, the final step of the problem's kind (the observation's ``kind``;
+  ``rsim_env.kinds.Kind.final_step``) giving the answer of an optional ``oracle`` (``question ->
+  answer``) with probability ``p_correct``, else the kind's wrong answer (``Kind.wrong_answer``).
+  Math boxes the answer (when the protocol's lead-in already opened ``\\boxed{``, it writes only the
+  answer and the closing brace); code writes a program in a fenced ``python`` block: the oracle's
+  answer, which for code problems is the reference solution every code loader stores, else
+  :data:`WRONG_PROGRAM` (it parses but defines no entry point, so every test fails); when the
+  lead-in already opened the block it writes the program and the closing fence only.
 
 All implement :class:`agents.base.Policy`.
 """

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import answers, echo, kinds, render, rewards
+from . import answers, echo, kinds, protocols, render, rewards
 from .problems import Problem
 from .rewards import RewardWeights
 from .strategies import TERMINATION, num_strategies
@@ -40,7 +40,7 @@ class EnvConfig:
     weights: RewardWeights = field(default_factory=RewardWeights)
     """Weights of the reward components."""
     protocol: str = render.DEFAULT_PROTOCOL
-    """Turn protocol of the reasoner's prompts (``rsim_env.render.PROTOCOLS``: chat+lead, chat, lead, inline)."""
+    """Turn protocol of the reasoner's prompts (``rsim_env.protocols.PROTOCOLS``: chat+lead, chat, lead, inline)."""
     check: answers.CheckConfig = field(default_factory=lambda: answers.CheckConfig(last_number_fallback=False,
                                                                                    require_evaluated=True))
     """Answer checking (``timeout_s`` of the sympy part, ``last_number_fallback``). The fallback is off by
@@ -76,8 +76,8 @@ class Episode:
         self.question_truncated = len(problem.question) > cfg.max_question_chars
         self.kind = kinds.get(problem.kind)
         """The problem's :class:`~rsim_env.kinds.Kind` (texts, detection, grading)."""
-        self.protocol = render.protocol(cfg.protocol) if cfg.planner else render.NO_PLANNER
-        """The turn protocol (:data:`rsim_env.render.NO_PLANNER` in no-planner mode)."""
+        self.protocol = protocols.protocol(cfg.protocol) if cfg.planner else protocols.NO_PLANNER
+        """The turn protocol (:data:`rsim_env.protocols.NO_PLANNER` in no-planner mode)."""
         self.steps: list[str] = []
         self.strategies: list[int] = []
         self.injected: list[str] = []

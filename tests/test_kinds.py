@@ -118,3 +118,17 @@ def test_the_llm_reasoner_stops_by_the_kind_rule(word):
     out = rollout(EnvGroup([Problem("sky", RIDDLE, "blue", kind="word")], 1, planner=False), reasoner, None, seed=0)
     info = out.trajectories[0]["info"]
     assert info["steps"] == ["The sky scatters blue light, so ANSWER: blue."] and info["correct"]
+
+
+def test_no_code_outside_the_kinds_and_protocols_tests_a_kind_or_protocol_name():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    name_check = re.compile(r'(?:==|!=)\s*"(?:math|code|inline|chat|lead|chat\+lead)"|'
+                            r'"(?:math|code|inline)"\s*(?:==|!=)|\.kind\s*(?:==|!=)\s*["\w]')
+    found = [f"{path.relative_to(root)}:{i}: {line.strip()}"
+             for folder in ("rsim_env", "agents", "algos")
+             for path in sorted((root / folder).rglob("*.py")) if "kinds" not in path.relative_to(root).parts
+             for i, line in enumerate(path.read_text().splitlines(), 1)
+             if name_check.search(line) and "data.kind" not in line]  # the viewer's data kind: eval / train
+    assert found == []

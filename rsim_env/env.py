@@ -213,7 +213,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
             return {"prompt": render.chat_to_text(chat), "strategy": TERMINATION, "injected": "",
                     "instruction": ep.question if ep.round == 0 else "", "system": proto.system(kind),
                     "protocol": proto.name, "kind": kind.name}
-        chat = proto.chat(ep.question, ep.steps, ep.strategies, ep.pending, kind)
+        injected = ep.injected + ([ep.pending_injected] if live else [])  # stored once per step by the episode
+        chat = proto.chat(ep.question, ep.steps, ep.strategies, ep.pending, kind, injected)
         return {"prompt": render.chat_to_text(chat), "strategy": ep.pending if live else 0,
                 "injected": ep.pending_injected,
                 "instruction": proto.instruction(ep.question, ep.round, ep.pending, kind) if live else "",

@@ -103,11 +103,12 @@ class Protocol:
         return injected if step is None else self.show(injected, step)
 
     def chat(self, question: str, steps: Sequence[str], strategies: Sequence[int], current: int | None,
-             kind: str | Kind = "math") -> list[dict[str, str]]:
+             kind: str | Kind = "math", injected: Sequence[str] | None = None) -> list[dict[str, str]]:
         """Chat messages for the reasoner; the last (assistant) message is open and to be continued.
 
         A round whose :meth:`instruction` is non-empty closes the open assistant turn and opens a new user
-        turn; otherwise the assistant message goes on after :data:`STEP_DELIMITER`.
+        turn; otherwise the assistant message goes on after :data:`STEP_DELIMITER`. ``injected``: what
+        :meth:`lead` gave for each round so far (the episode's stored texts); None asks :meth:`lead` again.
         """
         msgs = [{"role": "system", "content": self.system(kind)}]
         plans = list(strategies) + ([current] if current is not None else [])
@@ -123,7 +124,8 @@ class Protocol:
                 assistant = ""
             else:
                 assistant += STEP_DELIMITER
-            assistant += self.assistant_text(self.lead(i, s, kind), steps[i] if i < len(steps) else None)
+            head = injected[i] if injected is not None else self.lead(i, s, kind)
+            assistant += self.assistant_text(head, steps[i] if i < len(steps) else None)
         msgs.append({"role": "assistant", "content": assistant})
         return msgs
 
@@ -157,7 +159,7 @@ class NoPlannerProtocol(Protocol):
         return ""
 
     def chat(self, question: str, steps: Sequence[str], strategies: Sequence[int], current: int | None,
-             kind: str | Kind = "math") -> list[dict[str, str]]:
+             kind: str | Kind = "math", injected: Sequence[str] | None = None) -> list[dict[str, str]]:
         """System + question; the assistant is to answer (no open assistant message)."""
         return [{"role": "system", "content": self.system(kind)}, {"role": "user", "content": question}]
 

@@ -152,3 +152,16 @@ def test_the_episode_renders_each_step_once_and_grades_the_stored_step(monkeypat
     ep.shown[-1] = "The final answer is \\boxed{41}."  # grading reads the stored step, not a re-render
     info = ep.outcome()["info"]
     assert _CALLS == {"lead": 2, "show": 2} and info["extracted"] == "41" and not info["correct"]
+
+
+def test_the_env_reads_the_stored_injected_text_for_every_observation(monkeypatch):
+    monkeypatch.setitem(render.PROTOCOLS, "counted", CountingProtocol("counted", separate_turns=True, leads=True))
+    monkeypatch.setitem(_CALLS, "lead", 0)
+    e = env(problems=[PROB], protocol="counted")
+    e.reset(seed=0)
+    for action in (3, "6 * 7 = 42, verified.", 1, "Part 1 is 6 * 7.", TERMINATION, "42}."):
+        e.observe("planner"), e.observe("reasoner")
+        e.step(action)
+    assert _CALLS["lead"] == 3  # one per plan, however often the prompt is observed
+    assert e.infos["reasoner"]["shown_steps"][-1] == "The final answer is \\boxed{42}."
+    assert e.infos["reasoner"]["correct"]

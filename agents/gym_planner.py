@@ -33,7 +33,7 @@ from gymnasium import spaces
 
 from rsim_env.env import raw_env
 from rsim_env.problems import Problem, default_source
-from rsim_env.strategies import NUM_STRATEGIES
+from rsim_env.strategies import num_strategies
 
 from .scripted import TemplateReasoner
 
@@ -87,7 +87,7 @@ class PlannerEnv(gymnasium.Env):
         if e.episode is None or e.episode.done:
             raise RuntimeError("The episode is over (or never started); call reset().")
         if not self.action_space.contains(action):
-            raise ValueError(f"action={action!r} is not a strategy index; pass an int in 0..{NUM_STRATEGIES - 1}.")
+            raise ValueError(f"action={action!r} is not a strategy index; pass an int in 0..{self.action_space.n - 1}.")
         e.step(int(action))
         step_text = self.reasoner.act([0], [e.observe("reasoner")])[0]
         e.step(step_text)
@@ -138,14 +138,15 @@ class TextFeatures(gymnasium.ObservationWrapper, gymnasium.utils.RecordConstruct
         self.text_dim = probe.size
         self.bound = bound
         self.max_steps = env.unwrapped.aec.cfg.max_steps
-        size = self.text_dim + NUM_STRATEGIES + 1
+        self.n_strategies = num_strategies()  # rows of the strategy table when built
+        size = self.text_dim + self.n_strategies + 1
         self.observation_space = spaces.Box(-bound, bound, shape=(size,), dtype=np.float32)
 
     def observation(self, obs: dict[str, Any]) -> np.ndarray:
         text = np.asarray(self.encoder(obs["prompt"]), dtype=np.float32)
         if text.shape != (self.text_dim,):
             raise ValueError(f"encoder returned shape {text.shape}, expected ({self.text_dim},) as on the first call.")
-        hist = np.bincount(np.asarray(obs["strategies"], dtype=np.int64), minlength=NUM_STRATEGIES).astype(np.float32)
+        hist = np.bincount(np.asarray(obs["strategies"], dtype=np.int64), minlength=self.n_strategies).astype(np.float32)
         hist /= max(1, len(obs["strategies"]))
         feats = np.concatenate([text, hist, [obs["round"] / self.max_steps]]).astype(np.float32)
         return np.clip(feats, -self.bound, self.bound)

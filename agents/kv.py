@@ -94,13 +94,13 @@ class PreallocLayer(DynamicLayer):
         raise NotImplementedError("PreallocLayer does not support crop(); rSIM never rewinds a conversation.")
 
 
-def make_cache(model: PreTrainedModel, kind: str = "prealloc", capacity: int = 512) -> DynamicCache:
-    """A ``DynamicCache`` for ``model``; ``kind="prealloc"`` swaps in :class:`PreallocLayer` layers."""
+def make_cache(model: PreTrainedModel, cache_type: str = "prealloc", capacity: int = 512) -> DynamicCache:
+    """A ``DynamicCache`` for ``model``; ``cache_type="prealloc"`` swaps in :class:`PreallocLayer` layers."""
     cache = DynamicCache(config=model.config)
-    if kind == "prealloc":
+    if cache_type == "prealloc":
         cache.layers = [PreallocLayer(capacity) for _ in range(len(cache.layers))]
-    elif kind != "dynamic":
-        raise ValueError(f"cache kind must be 'prealloc' or 'dynamic', got {kind!r}")
+    elif cache_type != "dynamic":
+        raise ValueError(f"cache kind must be 'prealloc' or 'dynamic', got {cache_type!r}")
     return cache
 
 

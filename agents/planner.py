@@ -30,7 +30,7 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from rsim_env.render import planner_header, planner_segment
-from rsim_env.strategies import NUM_STRATEGIES
+from rsim_env import strategies
 from rsim_env.validation import check_finite
 
 from .base import Scored
@@ -101,12 +101,13 @@ class Planner(torch.nn.Module):
     role = "planner"
 
     def __init__(self, backbone: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
-                 config: PlannerConfig | None = None, num_strategies: int = NUM_STRATEGIES):
+                 config: PlannerConfig | None = None, num_strategies: int | None = None):
         super().__init__()
         self.backbone = backbone
         self.tokenizer = tokenizer
         self.config = config or PlannerConfig()
-        self.head = torch.nn.Linear(backbone.config.hidden_size, num_strategies)
+        # one logit per row of the strategy table (default: as many as it has now)
+        self.head = torch.nn.Linear(backbone.config.hidden_size, num_strategies or strategies.num_strategies())
         with torch.no_grad():
             self.head.weight.normal_(0.0, self.config.head_init_std)
             self.head.bias.zero_()

@@ -22,15 +22,16 @@ Stop rules of a step (first that applies):
 
 * the model's end-of-turn token (``tokenizer.eos_token``, never suppressed; it is recorded as a
   generated token so learners train the decision to stop);
-* a closed, non-empty ``\\boxed{...}`` in lead-in + generated text (the answer is stated);
-* code problems (the observation's ``kind`` is ``"code"``): a closed fenced Python block with a
-  non-blank body in lead-in + generated text (the program is stated; code's termination lead-in
-  opens the block, so the closing fence ends it) -- the boxed rule does not apply to code;
+* the problem kind's stop rule (``rsim_env.kinds.Kind.stops`` of the observation's ``kind``) on lead-in +
+  generated text: math stops at a closed, non-empty ``\\boxed{...}`` (the answer is stated); code at a
+  closed fenced Python block with a non-blank body (code's termination lead-in opens the block, so the
+  closing fence ends it) -- the boxed rule does not apply to code;
 * the step delimiter ``render.STEP_DELIMITER`` (planner rounds other than termination, if
   ``stop_at_delimiter``);
 * the token cap: ``max_step_tokens``, or ``max_answer_tokens`` for the single turn of no-planner
   mode (the observation's ``no_planner`` field), which stops only at end-of-turn, a boxed answer (code:
-  a closed program block) or the cap, and for a code problem's termination step (a whole program).
+  a closed program block) or the cap, and for the termination step of a kind whose answer is whole
+  (``Kind.whole_answer``: a code problem's program).
 
 Other special tokens (chat markers) are suppressed. The text returned to the environment is the
 generated step before any delimiter, without the end-of-turn token, stripped.
@@ -50,8 +51,8 @@ from typing import Any, Sequence
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from rsim_env.answers.extract import boxed_spans
-from rsim_env.code.extract import answer_text, closes_program
+from rsim_env import kinds
+from rsim_env.kinds import Kind
 from rsim_env.render import REASONER_SYSTEM, STEP_DELIMITER, no_planner_chat
 from rsim_env.strategies import TERMINATION
 from rsim_env.validation import check_finite
@@ -149,7 +150,7 @@ class _Conversation:
     single_turn: bool = False  # no-planner mode: one whole answer, no delimiter stop
     terminating: bool = False  # this round's strategy is termination: no delimiter stop
     lead: str = ""  # this round's injected lead-in (for the boxed-answer / program stop rule)
-    kind: str = "math"  # the problem's kind (the observation's "kind"): decides the answer stop rule
+    kind: Kind = field(default_factory=lambda: kinds.get("math"))  # the observation's "kind": its stop rule
 
     def extend(self, ids: Sequence[int]) -> None:
         self.ids.extend(ids)
@@ -350,7 +351,7 @@ class Reasoner:
         user = obs.get("instruction", obs["question"] if not written else "")
         conv.lead = str(obs.get("injected", ""))
         conv.terminating = int(obs.get("strategy", TERMINATION)) == TERMINATION
-        conv.kind = str(obs.get("kind", "math"))
+        conv.kind = kinds.get(str(obs.get("kind", "math")))
         if not conv.ids:
             # env(planner=False): one whole answer (the no_planner field; older observations: protocol "none")
             conv.single_turn = bool(obs.get("no_planner", obs.get("protocol") == "none"))
@@ -396,7 +397,7 @@ class Reasoner:
         starts = [len(c.ids) for c in convs]
         step_tokens: list[list[int]] = [[] for _ in rows]
         active = [True] * len(rows)
-        caps = [cfg.max_answer_tokens if c.single_turn or (c.terminating and c.kind == "code") else cfg.max_step_tokens
+        caps = [cfg.max_answer_tokens if c.single_turn or (c.terminating and c.kind.whole_answer) else cfg.max_step_tokens
                 for c in convs]
         if any(feeds):
             fed = kv.feed(feeds)
@@ -431,13 +432,8 @@ class Reasoner:
     def _stops(self, conv: _Conversation, tokens: list[int]) -> bool:
         """Stop rules other than end-of-turn and the cap (see module docstring)."""
         text = self._text(tokens)
-        if conv.kind == "code":
-            if closes_program(answer_text(conv.lead, text)):
-                return True
-        elif "}" in text and "\\boxed" in conv.lead + text:
-            spans = boxed_spans(conv.lead + text)
-            if spans and spans[-1][2].strip():
-                return True
+        if conv.kind.stops(conv.lead, text):  # the answer is complete (math: closed box; code: closed block)
+            return True
         delimiter_stops = self.config.stop_at_delimiter and not (conv.single_turn or conv.terminating)
         # Leading whitespace does not count: a step ends at the first delimiter after some content.
         return delimiter_stops and STEP_DELIMITER in text.lstrip()

@@ -5,14 +5,14 @@
 * :class:`FixedPlanner` plays a fixed strategy sequence, then terminates.
 * :class:`TemplateReasoner` writes the planned strategy's example step
   (:data:`rsim_env.strategies.EXAMPLES`: it shows its strategy to detection and copies no injected
-  text) and, on termination, a boxed answer taken from an optional ``oracle`` (``question ->
-  answer``), right with probability ``p_correct`` (when the protocol's lead-in already opened
-  ``\\boxed{``, it writes only the answer and the closing brace). On a code problem (the
-  observation's ``kind``) it writes a program in a fenced ``python`` block instead: the oracle's
-  answer, which for code problems is the reference solution every code loader stores, with
-  probability ``p_correct``, else :data:`WRONG_PROGRAM` (it parses but defines no entry point, so
-  every test fails); when the lead-in already opened the block it writes the program and the
-  closing fence only.
+  text) and, on termination, the final step of the problem's kind (the observation's ``kind``;
+  ``rsim_env.kinds.Kind.final_step``) giving the answer of an optional ``oracle`` (``question ->
+  answer``) with probability ``p_correct``, else the kind's wrong answer (``Kind.wrong_answer``).
+  Math boxes the answer (when the protocol's lead-in already opened ``\\boxed{``, it writes only the
+  answer and the closing brace); code writes a program in a fenced ``python`` block: the oracle's
+  answer, which for code problems is the reference solution every code loader stores, else
+  :data:`WRONG_PROGRAM` (it parses but defines no entry point, so every test fails); when the
+  lead-in already opened the block it writes the program and the closing fence only.
 
 All implement :class:`agents.base.Policy`.
 """
@@ -25,10 +25,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from rsim_env.code.extract import leaves_open
-from rsim_env.strategies import NUM_STRATEGIES, TERMINATION, example
+from rsim_env import kinds
+from rsim_env.kinds.code import WRONG_PROGRAM
+from rsim_env.strategies import TERMINATION, example, num_strategies
 
-WRONG_PROGRAM = "def wrong_answer():\n    return None"
+__all__ = ["FixedPlanner", "RandomPlanner", "TemplateReasoner", "WRONG_PROGRAM"]
 """The template reasoner's wrong program (and its program without an oracle): valid Python that
 defines no entry point, so a code problem's tests fail (the code analogue of a wrong number)."""
 
@@ -56,7 +57,7 @@ class RandomPlanner:
     def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[int]:
         out = []
         for c, obs in zip(copy_ids, observations):
-            mask = np.asarray(obs.get("action_mask", np.ones(NUM_STRATEGIES)), dtype=bool)
+            mask = np.asarray(obs.get("action_mask", np.ones(num_strategies())), dtype=bool)
             legal = np.flatnonzero(mask)
             if self.p_terminate is not None and mask[TERMINATION]:
                 others = legal[legal != TERMINATION]
@@ -80,9 +81,10 @@ class FixedPlanner(RandomPlanner):
 
     def __init__(self, sequence: Sequence[int]) -> None:
         super().__init__()
-        bad = [s for s in sequence if not (isinstance(s, (int, np.integer)) and 0 <= s < NUM_STRATEGIES)]
+        n = num_strategies()
+        bad = [s for s in sequence if not (isinstance(s, (int, np.integer)) and 0 <= s < n)]
         if bad:
-            raise ValueError(f"FixedPlanner sequence has invalid strategies {bad}; use ints in 0..{NUM_STRATEGIES - 1}.")
+            raise ValueError(f"FixedPlanner sequence has invalid strategies {bad}; use ints in 0..{n - 1}.")
         self.sequence = [int(s) for s in sequence]
 
     def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[int]:
@@ -118,24 +120,20 @@ class TemplateReasoner:
         self.p_correct = p_correct
         self._rng = random.Random(seed)
 
-    def _answer(self, question: str) -> str:
-        if self.oracle is None:
-            return "0"
-        gold = self.oracle(question) if callable(self.oracle) else self.oracle.get(question, "0")
-        if self._rng.random() < self.p_correct:
-            return str(gold)
-        return f"{gold}1"  # a different answer: same digits with one more appended
-
-    def _program(self, obs: dict[str, Any]) -> str:
-        """A fenced program for a code problem (see module docstring)."""
+    def _final(self, obs: dict[str, Any]) -> str:
+        """The termination step: the problem kind's scripted final step (``Kind.final_step``) giving the
+        oracle's answer with probability ``p_correct``, else the kind's wrong answer (see module docstring)."""
+        kind = kinds.get(str(obs.get("kind", "math")))
         gold = None
         if self.oracle is not None:
             gold = self.oracle(obs["question"]) if callable(self.oracle) else self.oracle.get(obs["question"])
-        right = gold is not None and self._rng.random() < self.p_correct
-        program = str(gold).strip("\n") if right else WRONG_PROGRAM
-        if leaves_open(str(obs.get("injected", ""))):  # the lead-in opened the block: continue it
-            return f"{program}\n```"
-        return f"```python\n{program}\n```"
+        if gold is None:
+            answer = kind.placeholder_answer
+        elif self._rng.random() < self.p_correct:
+            answer = kind.right_answer(gold)
+        else:
+            answer = kind.wrong_answer(str(gold))
+        return kind.final_step(str(obs.get("injected", "")), answer)
 
     def reset(self, num_copies: int) -> None:
         self._n = num_copies
@@ -144,14 +142,7 @@ class TemplateReasoner:
         out = []
         for obs in observations:
             s = int(obs.get("strategy", TERMINATION))
-            if s != TERMINATION:
-                out.append(example(s))
-            elif obs.get("kind", "math") == "code":
-                out.append(self._program(obs))
-            elif str(obs.get("injected", "")).endswith("\\boxed{"):  # the protocol opened the box: close it
-                out.append(self._answer(obs["question"]) + "}.")
-            else:
-                out.append(example(s, self._answer(obs["question"])))
+            out.append(example(s) if s != TERMINATION else self._final(obs))
         return out
 
     def records(self) -> list[None]:

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import torch
 from torch import nn
 
-from rsim_env.strategies import NUM_STRATEGIES
+from rsim_env.strategies import num_strategies
 
 from .base import Scored
 
@@ -68,16 +68,17 @@ class TinyPlanner(_Sampler):
         super().__init__(None)
         self.max_rounds = max_rounds
         self.device = torch.device(device)
+        self.n_strategies = num_strategies()  # rows of the strategy table when built (the head's size)
         self.module = nn.Sequential(
-            nn.Linear(max_rounds + NUM_STRATEGIES + 1, hidden), nn.Tanh(), nn.Linear(hidden, NUM_STRATEGIES)
+            nn.Linear(max_rounds + self.n_strategies + 1, hidden), nn.Tanh(), nn.Linear(hidden, self.n_strategies)
         ).to(self.device)
         self._records: list[Any] = []
 
     def _features(self, rounds: Sequence[int], prev: Sequence[int]) -> torch.Tensor:
-        x = torch.zeros(len(rounds), self.max_rounds + NUM_STRATEGIES + 1, device=self.device)
+        x = torch.zeros(len(rounds), self.max_rounds + self.n_strategies + 1, device=self.device)
         for i, (r, p) in enumerate(zip(rounds, prev)):
             x[i, min(r, self.max_rounds - 1)] = 1
-            x[i, self.max_rounds + p] = 1  # p == NUM_STRATEGIES means "no previous plan"
+            x[i, self.max_rounds + p] = 1  # p == self.n_strategies means "no previous plan"
         return x
 
     def reset(self, num_copies: int) -> None:
@@ -86,7 +87,7 @@ class TinyPlanner(_Sampler):
     @torch.no_grad()
     def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[int]:
         rounds = [int(o["round"]) for o in observations]
-        prev = [int(o["strategies"][-1]) if o["strategies"] else NUM_STRATEGIES for o in observations]
+        prev = [int(o["strategies"][-1]) if o["strategies"] else self.n_strategies for o in observations]
         logits = self.module(self._features(rounds, prev))
         masks = torch.tensor([list(o["action_mask"]) for o in observations], device=self.device).bool()
         actions = self._choose(logits.masked_fill(~masks, float("-inf"))).tolist()
@@ -101,7 +102,7 @@ class TinyPlanner(_Sampler):
     def score(self, records: Sequence[ToyPlannerRecord]) -> Scored:
         T = max(1, max(len(r.actions) for r in records))
         rounds = [r.rounds[t] if t < len(r.rounds) else 0 for r in records for t in range(T)]
-        prev = [r.prev[t] if t < len(r.prev) else NUM_STRATEGIES for r in records for t in range(T)]
+        prev = [r.prev[t] if t < len(r.prev) else self.n_strategies for r in records for t in range(T)]
         acts = torch.tensor([r.actions[t] if t < len(r.actions) else 0 for r in records for t in range(T)],
                             device=self.device)
         logp_all = torch.log_softmax(self.module(self._features(rounds, prev)).float(), -1)
@@ -121,17 +122,18 @@ class TinyReasoner(_Sampler):
         super().__init__(None)
         self.step_tokens = step_tokens
         self.device = torch.device(device)
+        self.n_strategies = num_strategies()
         self.module = nn.Sequential(
-            nn.Linear(NUM_STRATEGIES + step_tokens, hidden), nn.Tanh(), nn.Linear(hidden, len(VOCAB))
+            nn.Linear(self.n_strategies + step_tokens, hidden), nn.Tanh(), nn.Linear(hidden, len(VOCAB))
         ).to(self.device)
         self._records: list[Any] = []
 
     def _features(self, strategies: Sequence[int]) -> torch.Tensor:
         n, k = len(strategies), self.step_tokens
-        x = torch.zeros(n, k, NUM_STRATEGIES + k, device=self.device)
+        x = torch.zeros(n, k, self.n_strategies + k, device=self.device)
         for i, s in enumerate(strategies):
             x[i, :, s] = 1
-            x[i, torch.arange(k), NUM_STRATEGIES + torch.arange(k)] = 1
+            x[i, torch.arange(k), self.n_strategies + torch.arange(k)] = 1
         return x
 
     def reset(self, num_copies: int) -> None:

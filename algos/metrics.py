@@ -16,7 +16,7 @@ from accelerate import Accelerator
 from accelerate.utils import gather_object
 
 from rsim_env.answers import reason_counts
-from rsim_env.strategies import NUM_STRATEGIES, STRATEGIES
+from rsim_env.strategies import STRATEGIES
 
 from .grpo import zero_std_groups
 from .learners import StepPlan
@@ -92,7 +92,7 @@ class TrainLog:
         return {f"answers/reason/{k}": v for k, v in zip(counts, totals.cpu().tolist())}
 
     def _strategy_shares(self, results: list[dict]) -> dict[str, float]:
-        counts = np.zeros(NUM_STRATEGIES)
+        counts = np.zeros(len(STRATEGIES))
         for r in results:
             for s in r["info"]["strategies"]:
                 counts[s] += 1
@@ -109,7 +109,7 @@ class TrainLog:
         tb = self.acc.get_tracker("tensorboard", unwrap=True)
         if all_strategies:
             tb.add_histogram("planner/strategy_hist", np.array(all_strategies), step,
-                             bins=np.arange(NUM_STRATEGIES + 1) - 0.5)
+                             bins=np.arange(len(STRATEGIES) + 1) - 0.5)
         with open(self.out / "samples.jsonl", "a") as f:
             for r in results[: self.sample_rollouts]:
                 info = r["info"]

@@ -19,11 +19,11 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from . import render
+from . import kinds, render
 from .game import EnvConfig, Episode
-from .problems import KINDS, Problem, default_source
+from .problems import Problem, default_source
 from .rewards import RewardWeights
-from .strategies import NUM_STRATEGIES, TERMINATION
+from .strategies import TERMINATION, num_strategies
 
 
 class AnyText(spaces.Text):
@@ -84,8 +84,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
         self.render_mode = render_mode
         self.possible_agents = ["planner", "reasoner"] if planner else ["reasoner"]
         self._action_spaces = {"reasoner": AnyText(max_length=max_step_chars, min_length=0)}
+        self.num_strategies = num_strategies()
+        """Rows of the strategy table when this env was built (its spaces are sized by it)."""
         if planner:
-            self._action_spaces["planner"] = spaces.Discrete(NUM_STRATEGIES)
+            self._action_spaces["planner"] = spaces.Discrete(self.num_strategies)
         self._observation_spaces = {a: self._build_obs_space(a) for a in self.possible_agents}
         self._rng = np.random.default_rng()
         self.episode: Episode | None = None
@@ -104,27 +106,28 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
 
     # -- spaces (built once; no lru_cache, which would keep every env alive) ---------------------
     def _build_obs_space(self, agent: str) -> spaces.Dict:
-        c = self.cfg
+        c, n = self.cfg, self.num_strategies
         bound = (render.max_planner_chars if agent == "planner" else render.max_reasoner_chars)(
             c.max_question_chars, c.max_steps, c.max_step_chars
         )
         d: dict[str, spaces.Space] = {
             "question": AnyText(max_length=c.max_question_chars, min_length=0),
             "steps": spaces.Sequence(AnyText(max_length=c.max_step_chars, min_length=0)),
-            "strategies": spaces.Sequence(spaces.Discrete(NUM_STRATEGIES)),
+            "strategies": spaces.Sequence(spaces.Discrete(n)),
             "round": spaces.Discrete(c.max_steps + 1),
             "prompt": AnyText(max_length=bound, min_length=0),
         }
         if agent == "planner":
-            d["action_mask"] = spaces.Box(0, 1, shape=(NUM_STRATEGIES,), dtype=np.int8)
+            d["action_mask"] = spaces.Box(0, 1, shape=(n,), dtype=np.int8)
         else:
-            d["strategy"] = spaces.Discrete(NUM_STRATEGIES)
+            d["strategy"] = spaces.Discrete(n)
             d["injected"] = AnyText(max_length=bound, min_length=0)
             d["instruction"] = AnyText(max_length=bound, min_length=0)
             d["system"] = AnyText(max_length=bound, min_length=0)
-            d["protocol"] = AnyText(max_length=max(len(p) for p in (*render.PROTOCOLS, "none")), min_length=0)
+            d["protocol"] = AnyText(max_length=max(len(p) for p in (*render.PROTOCOLS, render.NO_PLANNER.name)),
+                                    min_length=0)
             d["no_planner"] = spaces.Discrete(2)  # 1 in no-planner mode: write the whole answer in one turn
-            d["kind"] = AnyText(max_length=max(len(k) for k in KINDS), min_length=0)  # the problem's kind
+            d["kind"] = AnyText(max_length=max(len(k) for k in kinds.KINDS), min_length=0)  # the problem's kind
         return spaces.Dict(d)
 
     def observation_space(self, agent: str) -> gymnasium.Space:
@@ -187,7 +190,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
         if agent == "planner":
             obs["prompt"] = render.planner_text(ep.question, ep.steps, ep.strategies)
             live = not ep.done and ep.due == "planner"
-            obs["action_mask"] = np.full(NUM_STRATEGIES, 1 if live else 0, dtype=np.int8)
+            obs["action_mask"] = np.full(self.num_strategies, 1 if live else 0, dtype=np.int8)
         else:
             obs.update(self._reasoner_turn(ep))
             obs["no_planner"] = int(not self.cfg.planner)
@@ -201,22 +204,21 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
         the system prompt, ``protocol`` the protocol name ("none" in no-planner mode, where the
         single turn is the concluding one: strategy 8, the question as instruction, nothing
         injected). A dead observation reads strategy 0. ``kind`` is the problem's kind: every text here
-        is built for it (code asks for a fenced program; see ``render.KIND_TEXTS``), and the reasoner's
+        is built for it (code asks for a fenced program; see ``rsim_env.kinds``), and the reasoner's
         stop rule depends on it (a closed program block ends a code step as a closed box ends a math one).
         """
-        kind = ep.problem.kind
-        if not self.cfg.planner:
-            chat = render.no_planner_chat(ep.question, kind)
+        kind, proto, live = ep.kind, ep.protocol, ep.pending is not None
+        if not self.cfg.planner:  # the single turn is the concluding one
+            chat = proto.chat(ep.question, [], [], None, kind)
             return {"prompt": render.chat_to_text(chat), "strategy": TERMINATION, "injected": "",
-                    "instruction": ep.question if ep.round == 0 else "", "system": chat[0]["content"],
-                    "protocol": "none", "kind": kind}
-        proto = self.cfg.protocol
-        chat = render.reasoner_chat(ep.question, ep.steps, ep.strategies, ep.pending, proto, kind)
-        live = ep.pending is not None
+                    "instruction": ep.question if ep.round == 0 else "", "system": proto.system(kind),
+                    "protocol": proto.name, "kind": kind.name}
+        injected = ep.injected + ([ep.pending_injected] if live else [])  # stored once per step by the episode
+        chat = proto.chat(ep.question, ep.steps, ep.strategies, ep.pending, kind, injected)
         return {"prompt": render.chat_to_text(chat), "strategy": ep.pending if live else 0,
-                "injected": render.lead(proto, ep.round, ep.pending, kind) if live else "",
-                "instruction": render.instruction(proto, ep.question, ep.round, ep.pending, kind) if live else "",
-                "system": render.system(proto, kind), "protocol": proto, "kind": kind}
+                "injected": ep.pending_injected,
+                "instruction": proto.instruction(ep.question, ep.round, ep.pending, kind) if live else "",
+                "system": proto.system(kind), "protocol": proto.name, "kind": kind.name}
 
     def step(self, action: Any) -> None:
         ep = self._require_episode()

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from . import answers, echo, grading, novelty, render, rewards
+from . import answers, echo, kinds, novelty, protocols, render, rewards
 from .problems import Problem
 from .rewards import RewardWeights
-from .strategies import NUM_STRATEGIES, TERMINATION
+from .strategies import TERMINATION, num_strategies
 from .validation import check_finite
 
 
@@ -40,7 +40,7 @@ class EnvConfig:
     weights: RewardWeights = field(default_factory=RewardWeights)
     """Weights of the reward components."""
     protocol: str = render.DEFAULT_PROTOCOL
-    """Turn protocol of the reasoner's prompts (``rsim_env.render.PROTOCOLS``: chat+lead, chat, lead, inline)."""
+    """Turn protocol of the reasoner's prompts (``rsim_env.protocols.PROTOCOLS``: chat+lead, chat, lead, inline)."""
     check: answers.CheckConfig = field(default_factory=lambda: answers.CheckConfig(last_number_fallback=False,
                                                                                    require_evaluated=True))
     """Answer checking (``timeout_s`` of the sympy part, ``last_number_fallback``). The fallback is off by
@@ -74,12 +74,22 @@ class Episode:
         self.cfg = cfg
         self.question = problem.question[: cfg.max_question_chars]
         self.question_truncated = len(problem.question) > cfg.max_question_chars
+        self.kind = kinds.get(problem.kind)
+        """The problem's :class:`~rsim_env.kinds.Kind` (texts, detection, grading)."""
+        self.protocol = protocols.protocol(cfg.protocol) if cfg.planner else protocols.NO_PLANNER
+        """The turn protocol (:data:`rsim_env.protocols.NO_PLANNER` in no-planner mode)."""
         self.steps: list[str] = []
         self.strategies: list[int] = []
+        self.injected: list[str] = []
+        """Per step: the text the protocol injected before it (lead-in, ``inline`` header, or "")."""
+        self.shown: list[str] = []
+        """Per step: the step as shown (:meth:`Protocol.show`), computed once; detection and grading read it."""
         self.detected: list[set[int]] = []
         self.echoes: list[bool] = []
         self.truncated_steps: list[int] = []
         self.pending: int | None = None
+        self.pending_injected = ""
+        """What the protocol injects before the pending step (set by :meth:`plan`; the observation's ``injected``)."""
         self.terminated = False
         self.truncated = False
         self._outcome: dict[str, Any] | None = None
@@ -103,16 +113,18 @@ class Episode:
         """Planner picks a strategy index. Validates before touching any state."""
         if self.done or self.due != "planner":
             raise RuntimeError(f"It is not the planner's turn (due: {'nobody' if self.done else self.due}).")
+        n = num_strategies()
         if not is_int_action(action):
             raise TypeError(
-                f"planner action must be an int strategy index in 0..{NUM_STRATEGIES - 1}, "
+                f"planner action must be an int strategy index in 0..{n - 1}, "
                 f"got {type(action).__name__} {action!r:.60}."
             )
-        if not 0 <= int(action) < NUM_STRATEGIES:
+        if not 0 <= int(action) < n:
             raise ValueError(
-                f"planner action {int(action)} is out of range; expected a strategy index in 0..{NUM_STRATEGIES - 1}."
+                f"planner action {int(action)} is out of range; expected a strategy index in 0..{n - 1}."
             )
         self.pending = int(action)
+        self.pending_injected = self.protocol.lead(self.round, self.pending, self.kind)
 
     def write(self, text: Any) -> None:
         """Reasoner writes the next step. Validates before touching any state."""
@@ -124,41 +136,25 @@ class Episode:
             self.truncated_steps.append(len(self.steps))
             text = text[: self.cfg.max_step_chars]
         strategy = self.pending if self.pending is not None else TERMINATION
-        self.detected.append(self._detect(len(self.steps), strategy, text))
+        injected = self.pending_injected if self.pending is not None else ""
+        shown = self.protocol.show(injected, text)
+        self.detected.append(self.kind.detect(text, shown, injected))
         self.echoes.append(echo.is_echo(text))
         self.steps.append(text)
         self.strategies.append(strategy)
-        self.pending = None
+        self.injected.append(injected)
+        self.shown.append(shown)
+        self.pending, self.pending_injected = None, ""
         if not self.cfg.planner or strategy == TERMINATION:
             self.terminated = True
         elif len(self.steps) >= self.cfg.max_steps:
             self.truncated = True
 
-    def _detect(self, round_index: int, strategy: int, text: str) -> set[int]:
-        """Strategies a generated step shows (R_follow, strategy counts): ``echo.detect_generated`` for
-        math, ``rsim_env.code.follow.detect_code_step`` (prose only; a program shows termination) for code."""
-        if self.problem.kind == "code":
-            from .code.follow import detect_code_step
-
-            return detect_code_step(text, self._lead(round_index, strategy))
-        shown = render.shown_step(self.cfg.protocol, round_index, strategy, text) if self.cfg.planner else text
-        return echo.detect_generated(text, shown)
-
-    def _lead(self, round_index: int, strategy: int) -> str:
-        """The lead-in injected before step ``round_index`` ("" in no-planner mode)."""
-        return render.lead(self.cfg.protocol, round_index, strategy, self.problem.kind) if self.cfg.planner else ""
-
-    def _code_answer(self, round_index: int, strategy: int, step: str) -> str:
-        """The text a code step's program is extracted from (``rsim_env.code.extract.answer_text``):
-        the generated step, preceded by its lead-in when the lead-in opened the fenced block."""
-        from .code.extract import answer_text
-
-        return answer_text(self._lead(round_index, strategy), step)
-
     # -- outcome ------------------------------------------------------------------------------
     def finishes_with(self, text: str) -> str | None:
-        """If writing ``text`` now would end the episode, the final step as it will be graded (the stored
-        text; for code with a lead-in-opened block, lead-in + text), else None."""
+        """If writing ``text`` now would end the episode, the final step as it will be graded
+        (:meth:`Kind.answer_text`: math the shown step; code lead-in + text when the lead-in opened the
+        block), else None."""
         if self.done or self.due != "reasoner" or not isinstance(text, str):
             return None
         strategy = self.pending if self.pending is not None else TERMINATION
@@ -166,7 +162,8 @@ class Episode:
         if not ends:
             return None
         text = text[: self.cfg.max_step_chars]
-        return self._code_answer(self.round, strategy, text) if self.problem.kind == "code" else text
+        injected = self.pending_injected if self.pending is not None else ""
+        return self.kind.answer_text(text, self.protocol.show(injected, text), injected)
 
     def outcome(self) -> dict[str, Any]:
         """Rewards and the full info of a finished episode (computed once, then cached)."""
@@ -177,28 +174,22 @@ class Episode:
         return self._outcome
 
     def shown_steps(self) -> list[str]:
-        """Steps as the transcript reads them (lead-in + generated text; see ``render.shown_step``)."""
-        if not self.cfg.planner:
-            return list(self.steps)
-        kind = self.problem.kind
-        return [render.shown_step(self.cfg.protocol, i, p, z, kind) for i, (p, z) in enumerate(zip(self.strategies, self.steps))]
+        """Steps as the transcript reads them (lead-in + generated text; stored by :meth:`write`)."""
+        return list(self.shown)
 
     def _compute_outcome(self) -> dict[str, Any]:
         shown = self.shown_steps()
-        # Math is graded on the steps as shown (a lead-in such as "The final answer is \\boxed{" belongs to
-        # the answer); code on the generated steps, the last one preceded by its lead-in only when that
-        # opened the fenced block -- as its sandbox prefetch does (EnvGroup, ``finishes_with``).
-        math = self.problem.kind == "math"
-        graded = shown if math or not self.steps else (
-            self.steps[:-1] + [self._code_answer(self.round - 1, self.strategies[-1], self.steps[-1])])
-        result = grading.grade(self.problem, graded, self.cfg.check)  # dispatches on kind
-        # An empty answer (``\boxed{}``) is no answer: no accuracy, whatever the checker says.
-        correct = bool(result.correct) and (not math or bool((result.extracted or "").strip()))
+        # The kind says which text is graded (math: the steps as shown, a lead-in such as "The final answer
+        # is \\boxed{" belongs to the answer; code: the last step preceded by its lead-in only when that
+        # opened the fenced block -- as its sandbox prefetch does, EnvGroup and ``finishes_with``).
+        graded = self.kind.graded_steps(self.steps, self.shown, self.injected)
+        result = self.kind.grade(self.problem, graded, self.cfg.check)
+        correct = bool(result.correct)
         final = graded[-1] if self.steps else ""
         plans = self.strategies if self.cfg.planner else []
         detected = self.detected if self.cfg.planner else []
         fresh = novelty.assess(self.question, self.steps, self.strategies, self.detected, shown,
-                               [self._lead(i, p) for i, p in enumerate(self.strategies)], self.problem.kind)
+                               self.injected, self.problem.kind)
         facts = rewards.Facts(correct, final, plans, detected, fresh.void if self.cfg.planner else None)
         comps = rewards.components(facts, planner=self.cfg.planner)  # plan-based ones are 0 without plans
         if result.format is not None:  # kinds with their own format rule (code: a program that parses)
@@ -219,10 +210,11 @@ class Episode:
             "detected": [sorted(d) for d in self.detected],
             "steps": list(self.steps),
             "shown_steps": shown,
+            "injected": list(self.injected),
             "echo": list(self.echoes),
             "vacuous": list(fresh.vacuous),
             "self_repeat": list(fresh.self_repeat),
-            "protocol": self.cfg.protocol if self.cfg.planner else "none",
+            "protocol": self.protocol.name,
             "num_rounds": len(self.steps),
             "terminated": self.terminated,
             "truncated": self.truncated,

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from . import grading
 from .env import env as make_env
 from .game import is_int_action
 from .problems import Problem
@@ -124,12 +123,13 @@ class EnvGroup:
                 raise TypeError(f"copy {c}: reasoner action must be str, got {type(a).__name__}.")
 
     def _prefetch(self, ids: Sequence[int], actions: Sequence[Any]) -> None:
-        """Start the sandbox runs of every code episode this step will finish, so they run in parallel."""
+        """Start the grading work of every episode this step will finish (``Kind.prefetch``: code's sandbox
+        runs), so it runs in parallel."""
         for c, a in zip(ids, actions):
             ep = self.envs[c].unwrapped.episode
-            final = ep.finishes_with(a) if ep.problem.kind == "code" else None
+            final = ep.finishes_with(a)
             if final is not None:
-                grading.prefetch(ep.problem, final)
+                ep.kind.prefetch(ep.problem, final)
 
     def _finish(self, c: int) -> None:
         e = self.envs[c]

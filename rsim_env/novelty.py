@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Sequence
+from typing import Sequence
 
 from . import echo
 from .strategies import TERMINATION
@@ -72,15 +72,12 @@ def word_units(text: str) -> frozenset[str]:
     return frozenset(echo.words(text[: echo.MAX_SCAN]))
 
 
-UNITS: dict[str, Callable[[str], frozenset[str]]] = {"math": math_units, "code": word_units}
-"""Content units per problem kind."""
-
-
 def units(text: str, kind: str = "math") -> frozenset[str]:
-    """Content units of ``text`` for problems of ``kind``."""
-    if kind not in UNITS:
-        raise ValueError(f"unknown problem kind {kind!r} for novelty; choose one of {sorted(UNITS)}.")
-    return UNITS[kind](text)
+    """Content units of ``text`` for problems of ``kind`` (the kind's :meth:`~rsim_env.kinds.Kind.content_units`:
+    :func:`math_units` for math, :func:`word_units` for code and, by default, any other kind)."""
+    from . import kinds
+
+    return kinds.get(kind).content_units(text)
 
 
 @lru_cache(maxsize=4)
@@ -130,7 +127,7 @@ def assess(question: str, steps: Sequence[str], planned: Sequence[int], detected
         detected: Strategies each step shows (``rsim_env.echo.detect_generated`` or the code rule).
         shown: The steps as the transcript reads them (lead-in included); default ``steps``.
         injected: Lead-in or header injected before each step ("" for none).
-        kind: Problem kind (:data:`UNITS`).
+        kind: Problem kind (its content units: :func:`units`).
     """
     shown = list(steps) if shown is None else list(shown)
     if not len(shown) == len(detected) == len(planned) == len(steps):
@@ -152,19 +149,11 @@ def assess(question: str, steps: Sequence[str], planned: Sequence[int], detected
 def detect_steps(steps: Sequence[str], shown: Sequence[str] | None = None, kind: str = "math") -> list[set[int]]:
     """Strategies each generated step shows, by the env's rule: :func:`rsim_env.echo.detect_generated` (math),
     :func:`rsim_env.code.follow.detect_code_step` (code; its lead-in is what ``shown`` holds before the step)."""
+    from . import kinds
+
     shown = list(steps) if shown is None else list(shown)
-    if kind not in _DETECTORS:
-        raise ValueError(f"unknown problem kind {kind!r}; choose one of {sorted(_DETECTORS)}.")
-    return [_DETECTORS[kind](z, s) for z, s in zip(steps, shown)]
-
-
-def _detect_code(step: str, shown: str) -> set[int]:
-    from .code.follow import detect_code_step
-
-    return detect_code_step(step, shown[: len(shown) - len(step)] if step and shown.endswith(step) else "")
-
-
-_DETECTORS: dict[str, Callable[[str, str], set[int]]] = {"math": echo.detect_generated, "code": _detect_code}
+    k = kinds.get(kind)
+    return [k.detect(z, s, s[: len(s) - len(z)] if z and s.endswith(z) else "") for z, s in zip(steps, shown)]
 
 
 def follow_from_texts(planned: Sequence[int], steps: Sequence[str], shown: Sequence[str] | None = None,

@@ -20,8 +20,14 @@ from typing import Any, Iterator, Sequence
 ANSWER_TYPES = ("auto", "number", "expression", "choice", "bool", "list", "text")
 """Answer types understood by :func:`rsim_env.answers.check` (``auto`` guesses from the gold)."""
 
-KINDS = ("math", "code")
-"""Problem kinds: ``math`` (answer checked by :mod:`rsim_env.answers`), ``code`` (program run on ``tests``)."""
+
+def __getattr__(name: str) -> Any:
+    if name == "KINDS":  # live: the registered problem kinds (rsim_env.kinds), e.g. ("math", "code")
+        from . import kinds  # kinds -> echo -> answers -> problems: import at use
+
+        return kinds.names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 DEFAULT_TASKS = ("gsm_symbolic", "basic_arithmetic")
 """reasoning-gym tasks mixed into the embedded default source."""
@@ -39,7 +45,8 @@ class Problem:
         source: Name of the dataset or generator the problem came from.
         choices: Multiple-choice options in letter order, empty when not multiple choice.
         metadata: Free-form JSON-serialisable extras (difficulty, reference solution, ...).
-        kind: One of :data:`KINDS`; decides how the episode is graded (:mod:`rsim_env.grading`).
+        kind: A registered kind (:data:`rsim_env.kinds.KINDS`: math, code); decides the answer-asking
+            texts and how the episode is graded.
         tests: Code problems: HumanEval-style source defining ``check(candidate)`` (see
             :func:`rsim_env.code.execute`); ``answer`` then holds a reference solution (or "").
         entry_point: Code problems: the function the program must define.
@@ -69,15 +76,11 @@ class Problem:
                 "use 'auto' if unsure."
             )
         object.__setattr__(self, "choices", tuple(self.choices))
-        if self.kind not in KINDS:
-            raise ValueError(f"Problem.kind={self.kind!r} is not one of {KINDS}.")
-        if self.kind == "code":
-            if not isinstance(self.tests, str) or "def check" not in self.tests:
-                raise ValueError(f"Code problem {self.id!r} needs tests: source defining `def check(candidate):` "
-                                 "(rsim_env.code.pairs_to_check builds it from input/output pairs).")
-            if not isinstance(self.entry_point, str) or not self.entry_point.isidentifier():
-                raise ValueError(f"Code problem {self.id!r} has entry_point={self.entry_point!r}; "
-                                 "give the name of the function the program must define.")
+        from . import kinds  # kinds -> echo -> answers -> problems: import at use
+
+        if self.kind not in kinds.KINDS:
+            raise ValueError(f"Problem.kind={self.kind!r} is not one of {kinds.names()} (rsim_env.kinds.register adds one).")
+        kinds.KINDS[self.kind].validate(self)  # e.g. code problems need tests and an entry point
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (inverse of ``Problem(**d)``)."""

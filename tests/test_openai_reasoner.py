@@ -30,7 +30,7 @@ def make(server, **kw):
 def test_messages_put_each_strategy_in_its_own_user_turn():
     msgs = reasoner_messages("What is 1 + 2?", ["Split it.", "Check it."], [1, 3], 8)
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user", "assistant", "user"]
-    assert msgs[0]["content"] == PROTOCOLS[CHAT_API_PROTOCOL].system
+    assert msgs[0]["content"] == PROTOCOLS[CHAT_API_PROTOCOL].system()
     assert msgs[1]["content"] == "What is 1 + 2?\n\n" + INSTRUCTIONS[1] and msgs[2]["content"] == "Split it."
     assert msgs[3]["content"] == INSTRUCTIONS[3] and msgs[-1]["content"] == INSTRUCTIONS[8]
     assert reasoner_messages("Q", [], [], None)[0]["content"] == NO_PLANNER_SYSTEM

@@ -54,8 +54,8 @@ def tokenize(s: str) -> list[tuple[str, str]]:
         m = _TOKEN.match(s, pos)
         if not m or m.end() == pos:
             raise ParseError(f"unexpected character {s[pos]!r} at {pos}")
-        kind = m.lastgroup
-        out.append((kind, m.group(kind)))
+        tok_type = m.lastgroup
+        out.append((tok_type, m.group(tok_type)))
         pos = m.end()
         if len(out) > MAX_TOKENS:
             raise ParseError(f"more than {MAX_TOKENS} tokens")
@@ -126,8 +126,8 @@ class _Parser:
         tok = self.peek()
         if tok is None:
             return False
-        kind, text = tok
-        return kind in ("num", "name") or text in ("(", "{") or (kind == "cmd" and text not in ("\\}", "\\cup", "\\|"))
+        tok_type, text = tok
+        return tok_type in ("num", "name") or text in ("(", "{") or (tok_type == "cmd" and text not in ("\\}", "\\cup", "\\|"))
 
     def unary(self) -> tuple:
         if self.at("-", "+"):
@@ -159,21 +159,21 @@ class _Parser:
         """A ``{...}`` argument, or a single token argument as in ``\\frac12`` / ``\\sqrt2``."""
         if self.at("{", "("):
             return self.group("}" if self.take()[1] == "{" else ")")
-        kind, text = self.take()
-        if kind == "num":
+        tok_type, text = self.take()
+        if tok_type == "num":
             if len(text) > 1 and text.isdigit():  # \frac12 means \frac{1}{2}
                 self.toks.insert(self.i, ("num", text[1:]))
                 return number_node(text[0])
             return number_node(text)
-        if kind == "name":
+        if tok_type == "name":
             return CONST_OR_SYM(text)
         raise ParseError(f"bad argument {text!r}")
 
     def atom(self) -> tuple:
-        kind, text = self.take()
-        if kind == "num":
+        tok_type, text = self.take()
+        if tok_type == "num":
             return number_node(text)
-        if kind == "name":
+        if tok_type == "name":
             if text == "C" and self.at("("):
                 binom = self._choose_call()
                 if binom is not None:
@@ -188,7 +188,7 @@ class _Parser:
             return self.group({"(": ")", "{": "}", "[": "]"}[text])
         if text == "|":
             return ("fn", "abs", self.group("|"))
-        if kind == "cmd":
+        if tok_type == "cmd":
             return self.command(text[1:])
         raise ParseError(f"unexpected {text!r}")
 

@@ -71,20 +71,20 @@ def _cut(s: str, letters: bool, plain: bool) -> int | None:
     toks = [(m.lastgroup, m.start(), m.group()) for m in _TOKEN.finditer(s)]
     cut = None
     for k in range(len(toks) - 1, -1, -1):
-        kind, start, text = toks[k]
-        if kind == "grp":
+        tok_type, start, text = toks[k]
+        if tok_type == "grp":
             body = _GROUP_BODY.search(text)
             if not (body and _is_unit_expr(body.group(1), plain)):
                 break
-        elif kind == "word":
+        elif tok_type == "word":
             if not _is_unit_word(text, letters and start > 0 and not s[start - 1].isalnum(), plain):
                 break
-        elif kind == "pow":  # a power belongs to a unit only when it follows one directly
+        elif tok_type == "pow":  # a power belongs to a unit only when it follows one directly
             if k == 0 or toks[k - 1][0] not in ("word", "grp"):
                 break
-        elif kind not in ("ws", "op"):
+        elif tok_type not in ("ws", "op"):
             break
-        if kind in ("grp", "word"):
+        if tok_type in ("grp", "word"):
             cut = start
     return cut
 

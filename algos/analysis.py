@@ -20,7 +20,7 @@ import math
 from collections import defaultdict
 from typing import Any, Iterable, Sequence
 
-from rsim_env.strategies import NUM_STRATEGIES, STRATEGIES
+from rsim_env.strategies import STRATEGIES, num_strategies
 
 __all__ = [
     "wilson", "pass_at_k", "distinct_detected", "mode_figures", "strategy_histograms",
@@ -115,9 +115,9 @@ def strategy_histograms(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         once) and ``distinct_count`` (histogram of distinct detected strategies per episode,
         ``{count: episodes}``).
     """
-    injected = [0] * NUM_STRATEGIES
-    steps = [0] * NUM_STRATEGIES
-    episodes = [0] * NUM_STRATEGIES
+    injected = [0] * num_strategies()
+    steps = [0] * num_strategies()
+    episodes = [0] * num_strategies()
     distinct: dict[int, int] = defaultdict(int)
     for r in rows:
         for s in r["injected"]:

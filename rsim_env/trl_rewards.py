@@ -43,7 +43,7 @@ from typing import Any, Callable, Sequence
 from .game import EnvConfig, Episode
 from .problems import ANSWER_TYPES, KINDS, Problem
 from .render import PROTOCOLS, STEP_DELIMITER
-from .strategies import NUM_STRATEGIES, by_name
+from .strategies import by_name, num_strategies
 
 __all__ = ["accuracy_reward", "format_reward", "follow_reward", "make_accuracy_reward", "make_format_reward",
            "make_follow_reward", "completion_text", "completion_steps", "components", "BRIDGE_CONFIG"]
@@ -97,9 +97,9 @@ def _plan(value: Any) -> tuple[int, ...]:
         elif isinstance(s, int) and not isinstance(s, bool):
             out.append(s)
         else:
-            raise TypeError(f"strategy {s!r} must be an index 0..{NUM_STRATEGIES - 1} or a strategy name.")
-        if not 0 <= out[-1] < NUM_STRATEGIES:
-            raise ValueError(f"strategy index {out[-1]} is out of range; use 0..{NUM_STRATEGIES - 1}.")
+            raise TypeError(f"strategy {s!r} must be an index 0..{num_strategies() - 1} or a strategy name.")
+        if not 0 <= out[-1] < num_strategies():
+            raise ValueError(f"strategy index {out[-1]} is out of range; use 0..{num_strategies() - 1}.")
     return tuple(out)
 
 

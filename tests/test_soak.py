@@ -53,3 +53,20 @@ def test_soak_cli_is_built_from_the_config():
 
     cfg = parse(["--executions", "40", "--requests", "10", "--sections", "served", "--isolation", "rlimits"])
     assert (cfg.executions, cfg.requests, cfg.section_list, cfg.isolation) == (40, 10, ["served"], "rlimits")
+
+
+def test_readme_soak_table_is_the_saved_runs():
+    """The README's soak table is generated from docs/soak_results/soak.json, never edited by hand."""
+    import re
+    from pathlib import Path
+
+    from benchmarks.soak import table
+
+    root = Path(__file__).resolve().parent.parent
+    saved = json.loads((root / "docs/soak_results/soak.json").read_text())
+    block = re.search(r"<!-- soak table: [^\n]*-->\n(.*?)\n<!-- /soak table -->", (root / "README.md").read_text(), re.S)
+    assert block and block.group(1) == table(saved)
+    assert set(saved) >= {"train", "sandbox", "served"}
+    assert {"rss_mib", "fds", "children"} <= set(saved["train"]) and len(saved["train"]["rss_mib"]) == 10
+    assert {"executions", "leftovers", "p50_s", "p99_s"} <= set(saved["sandbox"])
+    assert {"requests", "lost", "retries"} <= set(saved["served"])

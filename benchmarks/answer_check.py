@@ -6,7 +6,8 @@ per-category accuracy and false positives on three labelled tables -- the projec
 the held-out one (``benchmarks/answer_cases_heldout.py``, written without reading the checker)
 and the unseen-form families (``benchmarks/answer_cases_families.py``: durations and unit
 conversions, Unicode math, scientific-notation spellings, stated-precision floats; committed before
-the checker was changed for them) -- then latency (median/p99/max), the hostile-input results (every one must be
+the checker was changed for them; a second batch, ``answer_cases_families2.py``, written after the
+fixes but committed before being run) -- then latency (median/p99/max), the hostile-input results (every one must be
 ``correct=False`` within the time bound), the "bombs + innocent" latency row (ordinary checks
 made while a dozen expression bombs run from other threads), and the reasoning-gym gold round
 trip. Math-Verify runs in the main thread (its signal-based timeout only works there); it is
@@ -24,6 +25,7 @@ from dataclasses import asdict, dataclass
 
 from benchmarks.answer_cases import CASES
 from benchmarks.answer_cases_families import CASES as FAMILIES
+from benchmarks.answer_cases_families2 import CASES as FAMILIES2
 from benchmarks.answer_cases_heldout import CASES as HELDOUT
 from rsim_env.answers import CheckConfig, check
 from rsim_env.answers.parser import MAX_DEPTH
@@ -196,6 +198,8 @@ def main(cfg: BenchConfig) -> dict:
     mv_ho = _score("math-verify", mv_fn, HELDOUT) if mv_fn else None
     ours_fam = _score("ours", lambda r, g, t: check(r, g, t, ccfg).correct, FAMILIES)
     mv_fam = _score("math-verify", mv_fn, FAMILIES) if mv_fn else None
+    ours_fam2 = _score("ours", lambda r, g, t: check(r, g, t, ccfg).correct, FAMILIES2)
+    mv_fam2 = _score("math-verify", mv_fn, FAMILIES2) if mv_fn else None
     hostile = _hostile(lambda r, g: check(r, g, "auto", ccfg), mv_fn)
     depth = _depth_worst_case(ccfg)
     bombs = _bombs_and_innocent(cfg.bombs, ccfg) if cfg.bombs else None
@@ -206,6 +210,7 @@ def main(cfg: BenchConfig) -> dict:
     result = {"n_cases": len(CASES), "ours": ours, "math_verify": mv, "hostile": hostile,
               "heldout": {"n_cases": len(HELDOUT), "ours": ours_ho, "math_verify": mv_ho}, "bombs_innocent": bombs,
               "families": {"n_cases": len(FAMILIES), "ours": ours_fam, "math_verify": mv_fam},
+              "families2": {"n_cases": len(FAMILIES2), "ours": ours_fam2, "math_verify": mv_fam2},
               "depth_worst_case": depth,
               "hostile_all_rejected": all(not h["ours_correct"] for h in hostile),
               "hostile_max_s": max(h["ours_s"] for h in hostile), "time_bound_s": cfg.timeout_s,
@@ -243,6 +248,9 @@ def _print(r: dict) -> None:
     fam = r["families"]
     _print_table("unseen-form families (benchmarks/answer_cases_families.py; written before the fixes, issue 22)",
                  fam["ours"], fam["math_verify"])
+    fam2 = r["families2"]
+    _print_table("unseen-form families, second batch (benchmarks/answer_cases_families2.py; written after the fixes, "
+                 "committed before being run)", fam2["ours"], fam2["math_verify"])
     print(f"\n{'hostile case':<22}{'ours':>6} {'reason':>12} {'ours s':>8}  {'MV':>6} {'MV s':>8}")
     for h in r["hostile"]:
         print(f"{h['case']:<22}{str(h['ours_correct']):>6} {h['ours_reason']:>12} {h['ours_s']:>8.3f}  "

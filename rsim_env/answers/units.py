@@ -244,7 +244,7 @@ _TEXT_WRAP = re.compile(r"\\(?:text|mathrm|mbox|textrm)\s*\{([^{}]{0,40})\}")
 
 def merge_compound(s: str) -> str:
     """One quantity written in two units, larger first (``2 hours 30 minutes``, ``5 ft 3 in``,
-    ``1\\text{ hour } 30\\text{ minutes}``), as one number in the smaller unit (``150 minutes``).
+    ``1\\text{ hour } 30\\text{ minutes}``), as one number in the smaller unit (``150\\text{ minutes}``).
 
     Anything else (different dimensions, the smaller unit first, more parts) is returned unchanged.
     """
@@ -260,4 +260,4 @@ def merge_compound(s: str) -> str:
         return s
     total = Fraction(n1) * factor + Fraction(n2)
     value = str(total.numerator) if total.denominator == 1 else f"\\frac{{{total.numerator}}}{{{total.denominator}}}"
-    return f"{value} {u2}"
+    return f"{value}\\text{{ {u2}}}"  # markup: a one-letter unit (s, m, h) is a unit here, never a symbol

@@ -245,6 +245,8 @@ def soak_sandbox(cfg: SoakConfig, work: Path) -> dict[str, Any]:
             for start in range(0, len(jobs), cfg.check_every):
                 done += pool.map(one, jobs[start:start + cfg.check_every])
                 checks.append({"after": len(done), **_leftovers(cfg, tmp_dir)})
+                print(f"soak: sandbox {len(done)}/{len(jobs)} executions, leftovers {checks[-1]}", file=sys.stderr,
+                      flush=True)
     finally:
         ex.close()
         listener.close()

@@ -20,6 +20,7 @@ Spec form (for registries / the CLI): ``openai:MODEL@URL``, see :func:`parse_spe
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import threading
@@ -242,7 +243,7 @@ class OpenAIReasoner:
                                    "the server is up and not overloaded, or raise max_retries / timeout_s.") from e
                 with self._lock:
                     self._totals["retries"] += 1
-                time.sleep(self._delay(attempt, e.retry_after))
+                time.sleep(_log_retry(self.url, attempt, self.cfg.max_retries, self._delay(attempt, e.retry_after), e))
                 continue
             return self._parse(reply)
         raise AssertionError("unreachable")
@@ -305,6 +306,16 @@ class _Retryable(Exception):
     def __init__(self, message: str, retry_after: float | None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+def _log_retry(url: str, attempt: int, max_retries: int, delay: float, error: Exception) -> float:
+    """Say on the ``agents.openai_reasoner`` logger that a request failed and will be retried; returns ``delay``.
+
+    One WARNING line per retry (a server that went away shows up in the log, not only as a slow run).
+    """
+    logging.getLogger(__name__).warning("served reasoner %s: %s; retry %d/%d in %.1f s", url, error, attempt + 1,
+                                        max_retries, delay)
+    return delay
 
 
 def _retry_after(value: str | None) -> float | None:

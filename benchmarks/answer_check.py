@@ -1,10 +1,13 @@
 """Answer-checker benchmark: our checker vs Math-Verify on labelled tables, hostile inputs, bombs.
 
 Run: ``python -m benchmarks.answer_check --out /tmp/ac.json``. Prints, for both checkers,
-per-category accuracy and false positives on two labelled tables -- the project's own
-(``benchmarks/answer_cases.py``, written by the hands that tuned the checker, so self-graded)
-and the held-out one (``benchmarks/answer_cases_heldout.py``, written without reading the
-checker) -- then latency (median/p99/max), the hostile-input results (every one must be
+per-category accuracy and false positives on three labelled tables -- the project's own
+(``benchmarks/answer_cases.py``, written by the hands that tuned the checker, so self-graded),
+the held-out one (``benchmarks/answer_cases_heldout.py``, written without reading the checker)
+and the unseen-form families (``benchmarks/answer_cases_families.py``: durations and unit
+conversions, Unicode math, scientific-notation spellings, stated-precision floats; committed before
+the checker was changed for them; a second batch, ``answer_cases_families2.py``, written after the
+fixes but committed before being run) -- then latency (median/p99/max), the hostile-input results (every one must be
 ``correct=False`` within the time bound), the "bombs + innocent" latency row (ordinary checks
 made while a dozen expression bombs run from other threads), and the reasoning-gym gold round
 trip. Math-Verify runs in the main thread (its signal-based timeout only works there); it is
@@ -21,6 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from benchmarks.answer_cases import CASES
+from benchmarks.answer_cases_families import CASES as FAMILIES
+from benchmarks.answer_cases_families2 import CASES as FAMILIES2
 from benchmarks.answer_cases_heldout import CASES as HELDOUT
 from rsim_env.answers import CheckConfig, check
 from rsim_env.answers.parser import MAX_DEPTH
@@ -49,6 +54,13 @@ HOSTILE: list[tuple[str, str, str]] = [
     ("frac_chain", "\\boxed{" + "\\frac{1}{" * 3000 + "2" + "}" * 3000 + "}", "1"),
     ("long_sum", "\\boxed{" + "+".join(["x"] * 5000) + "}", "5000x"),
     ("nested_sqrt", "\\boxed{" + "\\sqrt{" * 40 + "2" + "}" * 40 + "}", "1"),
+    # issue 22's new paths: final statements, two-unit quantities, x/** spellings of powers
+    ("long_statement", "The value is " + "(1, " * 200_000 + "2", "1"),
+    ("statement_units", "So it is " + "1 hour and " * 100_000 + "2 minutes.", "1"),
+    ("compound_units", "\\boxed{" + "1 hour and " * 100_000 + "30 minutes}", "1"),
+    ("star_powers", "\\boxed{" + "2**" * 100_000 + "2}", "1"),
+    ("times_ten", "\\boxed{" + "3 x 10^" * 100_000 + "1}", "7"),
+    ("unit_chain", "\\boxed{5 \\text{ m}" + "/s" * 100_000 + "}", "5"),
 ]
 
 
@@ -184,6 +196,10 @@ def main(cfg: BenchConfig) -> dict:
     mv_fn = _mv_checker() if cfg.math_verify else None
     mv = _score("math-verify", mv_fn, CASES) if mv_fn else None
     mv_ho = _score("math-verify", mv_fn, HELDOUT) if mv_fn else None
+    ours_fam = _score("ours", lambda r, g, t: check(r, g, t, ccfg).correct, FAMILIES)
+    mv_fam = _score("math-verify", mv_fn, FAMILIES) if mv_fn else None
+    ours_fam2 = _score("ours", lambda r, g, t: check(r, g, t, ccfg).correct, FAMILIES2)
+    mv_fam2 = _score("math-verify", mv_fn, FAMILIES2) if mv_fn else None
     hostile = _hostile(lambda r, g: check(r, g, "auto", ccfg), mv_fn)
     depth = _depth_worst_case(ccfg)
     bombs = _bombs_and_innocent(cfg.bombs, ccfg) if cfg.bombs else None
@@ -193,6 +209,8 @@ def main(cfg: BenchConfig) -> dict:
     rg_ok = sum(check(f"\\boxed{{{p.answer}}}", p.answer, p.answer_type, ccfg).correct for p in probs)
     result = {"n_cases": len(CASES), "ours": ours, "math_verify": mv, "hostile": hostile,
               "heldout": {"n_cases": len(HELDOUT), "ours": ours_ho, "math_verify": mv_ho}, "bombs_innocent": bombs,
+              "families": {"n_cases": len(FAMILIES), "ours": ours_fam, "math_verify": mv_fam},
+              "families2": {"n_cases": len(FAMILIES2), "ours": ours_fam2, "math_verify": mv_fam2},
               "depth_worst_case": depth,
               "hostile_all_rejected": all(not h["ours_correct"] for h in hostile),
               "hostile_max_s": max(h["ours_s"] for h in hostile), "time_bound_s": cfg.timeout_s,
@@ -227,6 +245,12 @@ def _print(r: dict) -> None:
     ho = r["heldout"]
     _print_table("held-out cases (benchmarks/answer_cases_heldout.py; written without reading the checker)",
                  ho["ours"], ho["math_verify"])
+    fam = r["families"]
+    _print_table("unseen-form families (benchmarks/answer_cases_families.py; written before the fixes, issue 22)",
+                 fam["ours"], fam["math_verify"])
+    fam2 = r["families2"]
+    _print_table("unseen-form families, second batch (benchmarks/answer_cases_families2.py; written after the fixes, "
+                 "committed before being run)", fam2["ours"], fam2["math_verify"])
     print(f"\n{'hostile case':<22}{'ours':>6} {'reason':>12} {'ours s':>8}  {'MV':>6} {'MV s':>8}")
     for h in r["hostile"]:
         print(f"{h['case']:<22}{str(h['ours_correct']):>6} {h['ours_reason']:>12} {h['ours_s']:>8.3f}  "

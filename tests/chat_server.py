@@ -29,9 +29,13 @@ def scripted_reply(messages: list[dict[str, str]]) -> str:
 
 
 class ChatServer:
-    """Start with ``ChatServer()``; ``.url`` is the API root (``http://127.0.0.1:PORT/v1``)."""
+    """Start with ``ChatServer()``; ``.url`` is the API root (``http://127.0.0.1:PORT/v1``).
 
-    def __init__(self) -> None:
+    ``port`` 0 takes any free port; a fixed one lets a restarted server come back at the same URL
+    (``benchmarks/soak.py`` kills and restarts it).
+    """
+
+    def __init__(self, port: int = 0) -> None:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.faults: list[Any] = []
@@ -101,7 +105,7 @@ class ChatServer:
                 except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
                     pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

@@ -30,7 +30,7 @@ from .numeric import TooLarge, approx_equal, eval_fraction, literal_decimals
 from .parser import MAX_CHARS, ParseError
 from .sandbox import ProtocolError, WorkerFailure, default_pool
 from .structure import BOOLS, parse_answer, split_top
-from .units import units_conflict
+from .units import conversion, units_conflict
 
 _GOLD_LETTER = re.compile(r"^\(?([A-J])\)?$")
 _WORDS = re.compile(r"[A-Za-z]{3,}(?: [A-Za-z]+){0,8}")
@@ -88,7 +88,7 @@ class AnswerCheck:
             computation (``37 * 22``), see ``CheckConfig.require_evaluated``. All count as not correct; the trainer logs each per step as
             ``answers/reason/<reason>`` so checker failures are visible, not silent zeros.
         method: How the answer was found (``"boxed"``, ``"answer_tag"``, ``"answer_is"``,
-            ``"choice"``, ``"last_number"``) or ``""``.
+            ``"choice"``, ``"last_statement"``, ``"last_number"``) or ``""``.
         elapsed: Wall time of the check in seconds.
     """
 
@@ -133,7 +133,8 @@ def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[b
         want = gold_letter.group(1) if gold_letter else gold.strip().upper()
         return (letter is not None and letter == want), "ok" if letter else "unparsable"
     p, p_unit = normalize_with_unit(pred, letters_are_units=bool(_PLAIN_NUMBER.fullmatch(g)))
-    if units_conflict(p_unit, g_unit):
+    factor = conversion(p_unit, g_unit)  # 1.5 h for 90 min: the answer's value in the gold's unit
+    if factor is None and units_conflict(p_unit, g_unit):
         return False, "ok"
     if _WORDS.fullmatch(p) and _WORDS.fullmatch(g) and p.lower() == g.lower():
         return True, "ok"  # a word answer in another case: "Odd" is "odd"
@@ -141,6 +142,8 @@ def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[b
         p = p.replace(" or ", " \\cup " if "\\cup" in g else ", ")
     if cfg.require_evaluated and _unevaluated(p, g):
         return False, "unevaluated"
+    if factor is not None and factor != 1:
+        p = f"({p})*({factor.numerator}/{factor.denominator})"
     if p == g or (answer_type == "text" and p.lower() == g.lower()):
         return True, "ok"
     if len(p) > MAX_CHARS or len(g) > MAX_CHARS:

@@ -2,7 +2,8 @@
 
 Priority, first hit wins: ``<answer>...</answer>`` (outside any ``<think>`` block first), the
 last ``\\boxed{}``/``\\fbox{}`` (nested braces), "the (final) answer is ...", multiple-choice
-phrasings, then (configurable) the last number. All scanning is linear-time: braces are matched
+phrasings, then (configurable) the value of a final "X is V." statement made only of math, numbers and
+units, else the last number. All scanning is linear-time: braces are matched
 by a single pass and regexes have no nested quantifiers, so megabyte inputs cost milliseconds.
 """
 
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from .units import SINGLE_LETTER_UNITS, UNIT_WORDS
 
 MAX_SCAN = 100_000
 """Only the last this-many characters of a response are inspected (the answer is at the end)."""
@@ -42,6 +45,9 @@ _NEGATION = re.compile(r"(?i)\b(?:not|never|no)\b|n't")
 _CHOICE_IN_PHRASE = re.compile(r"\(([A-Ja-j])\)|(?<![\w'])([A-J])(?![\w'])")
 _MATH_SPAN = re.compile(r"\$\$?([^$]{1,300})\$\$?|\\\((.{1,300}?)\\\)|\\\[(.{1,300}?)\\\]")
 """A math span in an answer phrase: ``$...$``, ``$$...$$``, ``\\(...\\)`` or ``\\[...\\]``."""
+_COPULA = re.compile(r"(?i)\b(?:is|are|was|were|equals|takes|becomes)[ \t]+")
+_STATEMENT_WORDS = UNIT_WORDS | SINGLE_LETTER_UNITS | {"and", "infty"}
+"""Words allowed in a final statement's value (units and "and"; anything else is prose)."""
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\s(?:because|since|which|so)\s")
 _HEDGE_BETWEEN = re.compile(r"(?i)^[\s$.,]*(?:or|and/or|,\s*or|maybe|possibly)[\s$.,]*$")
 _AND_BETWEEN = re.compile(
@@ -154,6 +160,28 @@ def choice_letter(text: str) -> str | None:
     return None
 
 
+def _last_statement(text: str) -> Extraction | None:
+    """The value a final "X is/takes/equals V." sentence states, when V is only math, numbers and unit
+    words (so it holds the response's last number): ``(−∞, −1) ∪ (3, ∞)``, ``1 hour and 30 minutes``,
+    ``$3 \\times 10^8$ m/s`` -- read whole where the last-number fallback would take ``3``, ``30``, ``8``."""
+    line = text.rstrip()[-400:].rsplit("\n", 1)[-1]
+    sentence = _LAST_SENTENCE.split(line)[-1].rstrip().rstrip(".!")
+    cop = None
+    for cop in _COPULA.finditer(sentence):  # noqa: B007 - keep the last one
+        pass
+    if cop is None:
+        return None
+    tail = sentence[cop.end():].strip()
+    math = _MATH_SPAN.search(tail)
+    rest = _MATH_SPAN.sub(" ", tail) if math else tail
+    words = re.findall(r"[A-Za-z]+", re.sub(r"\\[A-Za-z]+", " ", rest))
+    if not tail or len(tail) > 120 or not all(w.lower() in _STATEMENT_WORDS for w in words):
+        return None
+    value = next(g for g in math.groups() if g is not None) if math else tail
+    # the tail ends the response, so a digit in it means the response's last number is inside it
+    return Extraction(value.strip(), "last_statement") if any(c.isdigit() for c in value) else None
+
+
 def _last_number(text: str) -> Extraction | None:
     found = None
     for found in _NUMBER.finditer(text[-5000:]):  # noqa: B007 - keep the last match
@@ -226,4 +254,6 @@ def extract(response: str, answer_type: str = "auto", last_number: bool = True) 
             return found if found.text else None
     if answer_type == "bool":
         return _bool_word(text)
-    return _last_number(text) if last_number and answer_type != "choice" else None
+    if not last_number or answer_type == "choice":
+        return None
+    return _last_statement(text) or _last_number(text)

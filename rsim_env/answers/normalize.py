@@ -13,7 +13,7 @@ import re
 from fractions import Fraction
 
 from .unicode import to_ascii
-from .units import UNIT_WORDS, canonical_unit, rstrip_space, split_units
+from .units import UNIT_WORDS, canonical_unit, merge_compound, rstrip_space, split_units
 
 # Literal replacements applied in order (longest/most specific first).
 _REPLACE = (
@@ -52,6 +52,10 @@ _EMPTY_SET_WORDS = ("empty set", "the empty set", "\\{ \\}")
 _REPEATING = re.compile(r"(-?)(\d{0,12})\.(\d{0,12})\\overline\{(\d{1,12})\}")
 _TRIG = re.compile(r"\\(?:sin|cos|tan|cot|sec|csc)(?![a-z])")
 _SPACES = re.compile(r"\s+")
+_SCI_X = re.compile(r"(\d)[ \t]{0,3}[xX][ \t]{0,3}(?=10[ \t]{0,3}\^)")
+"""``3 x 10^6``, ``2.5x10^3``: a letter x between a number and a power of ten is a times sign."""
+_STARS_POW = re.compile(r"(?<=[\w)\]}])[ \t]{0,3}\*\*[ \t]{0,3}(?=[-+\w({])")
+"""``10**6``: a programmer's power."""
 _MIXED = re.compile(r"^(-?)(\d{1,9})\s*(?:\\frac\{(\d{1,9})\}\{(\d{1,9})\}|\s(\d{1,9})/(\d{1,9}))$")
 
 
@@ -119,9 +123,13 @@ def normalize_with_unit(s: str, letters_are_units: bool = False) -> tuple[str, s
     s = to_ascii(s.strip()).replace("\\$", "").replace("$", "")
     if "approx" in s:
         s = cut_approximation(s)
+    if "**" in s:
+        s = _STARS_POW.sub("^", s)
+    if "10" in s:
+        s = _SCI_X.sub(r"\1*", s)
     if "circ" in s or "degree" in s:
         s = _degrees_in_trig(s)
-    s, unit = split_units(s.strip().rstrip(" .;"), letters_are_units)
+    s, unit = split_units(merge_compound(s.strip().rstrip(" .;")), letters_are_units)
     s = s.replace("\x01", "").replace("\\\\", "\x01")  # keep row breaks apart from "\\ " spacing
     for a, b in _REPLACE:
         if a in s:

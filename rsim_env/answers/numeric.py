@@ -16,6 +16,8 @@ Tolerance rule (:func:`approx_equal`), used only when one side is written as a d
 * A decimal *prediction* of an exact gold matches when the gold rounded or truncated to the
   prediction's decimal places equals it and the prediction has at least :data:`PRED_MIN_SIG`
   significant digits (``0.333`` for ``1/3`` passes; ``0.3`` does not).
+* A decimal prediction *less precise* than a decimal gold never matches: the gold's decimals are
+  the precision the problem stated (``2.71`` is not ``2.718``, though ``2.718`` truncates to it).
 """
 
 from __future__ import annotations
@@ -123,6 +125,6 @@ def approx_equal(pred: Fraction, pred_dec: int | None, gold: Fraction, gold_dec:
         return True
     if gold_dec is not None and (pred_dec is None or pred_dec > gold_dec):
         return _sig_digits(gold, gold_dec) >= GOLD_MIN_SIG and _matches_at(pred, gold, gold_dec)
-    if pred_dec is not None and (gold_dec is None or gold_dec > pred_dec):
+    if pred_dec is not None and gold_dec is None:
         return _sig_digits(pred, pred_dec) >= PRED_MIN_SIG and _matches_at(gold, pred, pred_dec)
     return False

@@ -18,6 +18,7 @@ Which words count:
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 UNIT_WORDS = frozenset(
     """dollars dollar usd cents cent euros euro pounds yuan rupees units unit degrees degree deg rad radians
@@ -183,3 +184,80 @@ def units_conflict(a: str | None, b: str | None) -> bool:
     counting label (``apples``) never conflicts.
     """
     return a is not None and b is not None and a != b and _physical(a) and _physical(b)
+
+
+_F = Fraction
+SCALES: dict[str, tuple[str, Fraction]] = {
+    "m": ("L", _F(1)), "cm": ("L", _F(1, 100)), "mm": ("L", _F(1, 1000)), "km": ("L", _F(1000)),
+    "um": ("L", _F(1, 10**6)), "nm": ("L", _F(1, 10**9)), "in": ("L", _F(254, 10**4)), "ft": ("L", _F(3048, 10**4)),
+    "yd": ("L", _F(9144, 10**4)), "mi": ("L", _F(1609344, 1000)),
+    "kg": ("M", _F(1)), "g": ("M", _F(1, 1000)), "mg": ("M", _F(1, 10**6)), "lb": ("M", _F(45359237, 10**8)),
+    "oz": ("M", _F(45359237, 16 * 10**8)),
+    "s": ("T", _F(1)), "ms": ("T", _F(1, 1000)), "min": ("T", _F(60)), "h": ("T", _F(3600)),
+    "day": ("T", _F(86400)), "week": ("T", _F(604800)),
+    "month": ("MONTH", _F(1)), "yr": ("MONTH", _F(12)),  # months and years convert exactly only to each other
+    "l": ("L3", _F(1, 1000)), "ml": ("L3", _F(1, 10**6)),
+    "mph": ("L/T", _F(1609344, 3600 * 1000)), "kmh": ("L/T", _F(1000, 3600)), "kph": ("L/T", _F(1000, 3600)),
+}
+"""Units with an exact factor to their base unit, by dimension (SI length, mass and time, the litre, speeds
+written as one word). Calendar months and years are their own dimension (a year is not a whole number of
+days), and units with regional variants (gallons, quarts) or offsets (degrees Celsius) are left out: an
+answer in one of those and a gold in another unit still conflict."""
+_DIMS = {"L": {"L": 1}, "M": {"M": 1}, "T": {"T": 1}, "MONTH": {"MONTH": 1}, "L3": {"L": 3}, "L/T": {"L": 1, "T": -1}}
+_CANON_PART = re.compile(r"^([a-z]+)(?:\^(-?\d{1,2}))?$")
+
+
+def _dimension(unit: str) -> tuple[tuple[tuple[str, int], ...], Fraction] | None:
+    """``(dimension, factor to base units)`` of a canonical unit (``km / h``, ``cm^2``), or None if unknown."""
+    dims: dict[str, int] = {}
+    factor, sign = Fraction(1), 1
+    for part in unit.split():
+        if part == "/":
+            sign = -1
+            continue
+        m = _CANON_PART.match(part)
+        if not m or m.group(1) not in SCALES:
+            return None
+        dim, scale = SCALES[m.group(1)]
+        power = sign * int(m.group(2) or 1)
+        for d, p in _DIMS[dim].items():
+            dims[d] = dims.get(d, 0) + p * power
+        factor *= scale ** power
+    return tuple(sorted((d, p) for d, p in dims.items() if p)), factor
+
+
+def conversion(a: str | None, b: str | None) -> Fraction | None:
+    """The factor that turns a value in canonical unit ``a`` into unit ``b`` (``h`` -> ``min``: 60), or None
+    when either is missing or unknown or they measure different things."""
+    if a is None or b is None:
+        return None
+    da, db = _dimension(a), _dimension(b)
+    if da is None or db is None or da[0] != db[0]:
+        return None
+    return da[1] / db[1]
+
+
+_COMPOUND = re.compile(r"^\s*(\d{1,9}(?:\.\d{1,9})?)\s*([A-Za-z]{1,12})\s*(?:,|and)?\s*(\d{1,9}(?:\.\d{1,9})?)\s*"
+                       r"([A-Za-z]{1,12})\s*\.?\s*$")
+_TEXT_WRAP = re.compile(r"\\(?:text|mathrm|mbox|textrm)\s*\{([^{}]{0,40})\}")
+
+
+def merge_compound(s: str) -> str:
+    """One quantity written in two units, larger first (``2 hours 30 minutes``, ``5 ft 3 in``,
+    ``1\\text{ hour } 30\\text{ minutes}``), as one number in the smaller unit (``150\\text{ minutes}``).
+
+    Anything else (different dimensions, the smaller unit first, more parts) is returned unchanged.
+    """
+    if len(s) > 200 or not any(c.isdigit() for c in s):
+        return s
+    m = _COMPOUND.match(_TEXT_WRAP.sub(r" \1 ", s))
+    if not m:
+        return s
+    (n1, u1, n2, u2) = m.groups()
+    c1, c2 = canonical_unit(u1), canonical_unit(u2)
+    factor = conversion(c1, c2)
+    if factor is None or factor <= 1:
+        return s
+    total = Fraction(n1) * factor + Fraction(n2)
+    value = str(total.numerator) if total.denominator == 1 else f"\\frac{{{total.numerator}}}{{{total.denominator}}}"
+    return f"{value}\\text{{ {u2}}}"  # markup: a one-letter unit (s, m, h) is a unit here, never a symbol

@@ -41,7 +41,7 @@ from rsim_env.problems import Problem
 from . import checkpoint as ckpt
 from .distributed import check_replicas_agree, make_accelerator, process_weight, sync_grads
 from .grpo import AGGREGATIONS, group_advantages, grpo_loss, zero_std_groups
-from .learners import StepPlan
+from .step_plan import StepPlan
 from .metrics import TrainLog
 from .policy import check_trainable
 from .rollout import rollout as play

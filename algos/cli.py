@@ -24,6 +24,7 @@ from agents.registry import spec_help as agent_specs
 from rsim_env.data import spec_help
 
 from . import console, preflight as pre
+from .checkpoint_checks import remove_debris
 from .config import PRESETS, RunConfig, config_from_saved, resolve, resolve_resumed
 from .learners import LEARNERS, build_learner
 from .resume_check import check_config_change, check_not_complete
@@ -71,8 +72,9 @@ def preflight(cfg: RunConfig) -> tuple[Path | None, int]:
     return point, step
 
 
-def _already_complete(point: Path, step: int, steps: int) -> dict[str, Any]:
+def _already_complete(point: Path, step: int, steps: int, out: str) -> dict[str, Any]:
     if os.environ.get("RANK", "0") == "0":
+        remove_debris(Path(out) / "checkpoints")  # a save killed earlier left it: sweep it even with nothing to train
         print(check_not_complete(step, steps, str(point)), file=sys.stderr)
     return {"steps": step, "already_complete": True, "checkpoint": str(point), "history": [], "params": {},
             "is_main_process": os.environ.get("RANK", "0") == "0"}
@@ -84,7 +86,7 @@ def train(cfg: RunConfig) -> dict[str, Any]:
 
     point, step = preflight(cfg)
     if point is not None and check_not_complete(step, cfg.train.steps, str(point)):
-        return _already_complete(point, step, cfg.train.steps)
+        return _already_complete(point, step, cfg.train.steps, cfg.train.output_dir)
     problems = build_problems(cfg)  # a bad data file fails here, before any model is loaded
     acc = make_accelerator(cfg.train)
     set_seed(cfg.train.seed)  # same init on every process

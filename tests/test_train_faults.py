@@ -115,6 +115,20 @@ def test_resume_at_or_below_the_checkpoint_step_says_complete(run2, monkeypatch,
     assert all(torch.equal(before[r][k], after[r][k]) for r in before for k in before[r])
 
 
+def test_resume_of_a_complete_run_still_sweeps_crash_debris(run2, monkeypatch, capsys, caplog):
+    """Issue 22: the already-complete exit came before the sweep, so a killed save's temp dir stayed."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    debris = run2 / "checkpoints" / f".tmp-step_00000003-{int(dead.stdout)}"
+    debris.mkdir()
+    (debris / "model.planner.safetensors").write_bytes(b"\0" * 1000)
+    with caplog.at_level(logging.WARNING, logger="rsim.checkpoint"):
+        status, _, err = rsim(monkeypatch, capsys, "train", "--resume", str(run2), "--steps", "2", *QUIET)
+    assert status == 0 and "already complete" in err
+    assert not debris.exists()
+    assert any("removed 1 unfinished save" in r.getMessage() for r in caplog.records)
+    assert [c.name for c in list_checkpoints(run2 / "checkpoints")] == ["step_00000002"]
+
+
 def test_resume_from_run_dir_falls_back_past_a_corrupt_checkpoint(tmp_path, monkeypatch, capsys):
     out = tmp_path / "run"
     assert rsim(monkeypatch, capsys, "train", "--preset", "tiny", "--steps", "4", "--out", str(out),

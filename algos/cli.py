@@ -25,6 +25,7 @@ from rsim_env.data import spec_help
 
 from . import console, preflight as pre
 from .checkpoint_checks import remove_debris
+from .dataclass_cli import ArgumentParser
 from .config import PRESETS, RunConfig, config_from_saved, resolve, resolve_resumed
 from .learners import LEARNERS, build_learner
 from .resume_check import check_config_change, check_not_complete
@@ -134,9 +135,10 @@ data specs (data.source; the same as rsim eval --source):
 
 
 def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
+    """``rsim train`` flags -> ``(command, config, print_only)``; a bad flag or value raises ``ValueError``."""
     from rsim_env import __version__
 
-    p = argparse.ArgumentParser(prog="rsim", description="rSIM: planner + reasoner LLMs, Stackelberg GRPO.")
+    p = ArgumentParser(prog="rsim", description="rSIM: planner + reasoner LLMs, Stackelberg GRPO.")
     p.add_argument("--version", action="version", version=f"rsim {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("eval", add_help=False, help="evaluate planner modes (see `rsim eval --help`; algos/evaluation/)")
@@ -188,11 +190,7 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
     if a.resume:  # the saved config is the base: no silent fall-back to the defaults
         point, saved, _ = pre.read_resume_point(a.resume)
         return a.command, resolve_resumed(saved, a.preset, overrides, where=str(point)), a.print_config
-    try:
-        cfg = resolve(a.preset, overrides)
-    except ValueError as e:
-        p.error(str(e))
-    return a.command, cfg, a.print_config
+    return a.command, resolve(a.preset, overrides), a.print_config
 
 
 def main(cfg: RunConfig | Sequence[str] | None = None) -> dict[str, Any] | None:

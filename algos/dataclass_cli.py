@@ -1,11 +1,16 @@
 """Command-line flags generated from a config dataclass (one flag per field, help from its docstring).
 
-``rsim eval`` and the benchmarks build their argparse parsers here instead of copying every field
-by hand: ``--field-name VALUE`` for each scalar field (typed from its annotation), ``--no-field`` /
+``rsim eval`` and every benchmark build their parsers here instead of copying every field by
+hand: ``--field-name VALUE`` for each scalar field (typed from its annotation), ``--no-field`` /
 ``--field`` for booleans, and per-field ``metadata`` for the rest::
 
     modes: tuple[str, ...] = field(default=(), metadata={"parse": split_modes})
     fixed: tuple[tuple[int, ...], ...] = field(default=..., metadata={"parse": parse_sequence, "append": True})
+
+A benchmark's whole ``__main__`` is ``cli_main(main, Config, "python -m benchmarks.NAME", __doc__)``.
+Errors, in the command line or in the config it makes, raise ``ValueError`` (a bad command line:
+:class:`algos.console.UsageError`); at the console they are one line on stderr and exit status 1,
+the same as every other ``rsim`` error (:mod:`algos.console`), never argparse's usage dump and 2.
 """
 
 from __future__ import annotations
@@ -14,11 +19,22 @@ import argparse
 import ast
 import dataclasses
 import inspect
+import sys
 import textwrap
 import typing
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-__all__ = ["field_docs", "add_fields", "config_from_args", "parse_config"]
+from .console import UsageError, run
+
+__all__ = ["ArgumentParser", "UsageError", "field_docs", "add_fields", "config_from_args", "parse_config",
+           "cli_main"]
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` whose errors raise :class:`UsageError` instead of printing usage and exiting 2."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -44,6 +60,19 @@ def _add(parser: argparse.ArgumentParser, name: str, **kwargs: Any) -> None:
         parser.add_argument("--" + name, **hidden)
 
 
+def _keep_message(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``parse`` whose ValueError message reaches the user (argparse would say only "invalid <name> value")."""
+
+    def wrapped(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from e
+
+    wrapped.__name__ = getattr(parse, "__name__", "value")
+    return wrapped
+
+
 def add_fields(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] = ()) -> None:
     """Add one flag per field of ``cls`` (dataclass) to ``parser``; defaults stay the dataclass's."""
     docs, hints = field_docs(cls), typing.get_type_hints(cls)
@@ -53,7 +82,7 @@ def add_fields(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] =
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         meta, help_ = f.metadata, docs.get(f.name, "")
         if "parse" in meta:
-            _add(parser, f.name, dest=f.name, type=meta["parse"], default=None,
+            _add(parser, f.name, dest=f.name, type=_keep_message(meta["parse"]), default=None,
                  action="append" if meta.get("append") else "store", help=help_)
         elif hints[f.name] is bool and default:
             _add(parser, "no_" + f.name, dest=f.name, action="store_false", default=True, help=f"turn off: {help_}")
@@ -75,13 +104,30 @@ def config_from_args(cls: type, ns: argparse.Namespace, **extra: Any) -> Any:
 
 
 def parse_config(cls: type, argv: Sequence[str], prog: str, description: str = "", epilog: str = "") -> Any:
-    """Parse ``argv`` into ``cls``; a config error exits with argparse's usage message."""
-    p = argparse.ArgumentParser(prog=prog, description=description, epilog=epilog,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    """Parse ``argv`` into ``cls``.
+
+    Raises:
+        UsageError: a flag that ``cls`` has no field for, or a value that does not parse.
+        ValueError: the config's own check (``__post_init__``) refused a value.
+    """
+    p = ArgumentParser(prog=prog, description=description, epilog=epilog,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     add_fields(p, cls)
-    ns = p.parse_args(list(argv))
-    try:
-        return config_from_args(cls, ns)
-    except ValueError as e:
-        p.error(str(e))
-        raise  # unreachable: p.error exits
+    return config_from_args(cls, p.parse_args(list(argv)))
+
+
+def cli_main(main: Callable[[Any], Any], cls: type, prog: str, doc: str | None = "",
+             argv: Sequence[str] | None = None) -> None:
+    """Console entry of a runnable module: flags from ``cls`` -> ``main(cfg)``; exits 0, or 1 with one line.
+
+    Args:
+        main: the module's ``main(cfg)``.
+        cls: its config dataclass (every field becomes a flag).
+        prog: shown in ``--help`` and in errors, e.g. ``"python -m benchmarks.paper"``.
+        doc: the module docstring; its first paragraph is the description, the rest the epilog.
+        argv: default ``sys.argv[1:]``; ``--debug`` (or ``RSIM_DEBUG=1``) shows tracebacks.
+    """
+    description, _, epilog = (doc or "").strip().partition("\n\n")
+    status = run(lambda args: main(parse_config(cls, args, prog, description, epilog)),
+                 sys.argv[1:] if argv is None else list(argv), prog=prog)
+    sys.exit(status)

@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from algos.dataclass_cli import field_docs, parse_config
+from algos.dataclass_cli import UsageError, cli_main, field_docs, parse_config
 
 
 def _pair(text: str) -> tuple[int, int]:
@@ -41,7 +41,30 @@ def test_docs_defaults_and_types():
     assert parse_config(Demo, ["--max_steps", "2"], prog="d").max_steps == 2  # older scripts' spelling
 
 
-def test_config_errors_exit_with_usage(capsys):
-    with pytest.raises(SystemExit):
-        parse_config(Demo, ["--max-steps", "0"], prog="d")
-    assert "Demo.max_steps=0" in capsys.readouterr().err
+@pytest.mark.parametrize("argv,error,match", [
+    (["--max-steps", "0"], ValueError, "Demo.max_steps=0"),  # the config's own check
+    (["--max-steps", "x"], UsageError, r"argument --max-steps: invalid int value: 'x' \(see d --help\)"),
+    (["--bogus"], UsageError, "unrecognized arguments: --bogus"),
+], ids=["config", "type", "unknown"])
+def test_errors_raise_instead_of_exiting_2(argv, error, match, capsys):
+    with pytest.raises(error, match=match):
+        parse_config(Demo, argv, prog="d")
+    assert capsys.readouterr().err == ""  # no usage dump: the console prints one line
+
+
+def _demo_main(cfg):
+    print("ran", cfg.max_steps)
+
+
+@pytest.mark.parametrize("argv,status,out,err", [
+    (["--max-steps", "4"], 0, "ran 4\n", ""),
+    (["--max-steps", "x"], 1, "", "d: error: argument --max-steps: invalid int value: 'x' (see d --help)\n"),
+    (["--max-steps", "0"], 1, "", "Demo.max_steps=0"),
+], ids=["ok", "usage", "config"])
+def test_cli_main_exits_0_or_1_with_one_line(argv, status, out, err, capsys, monkeypatch):
+    monkeypatch.delenv("RSIM_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as e:
+        cli_main(_demo_main, Demo, "d", "Demo.\n\nMore.", argv=argv)
+    got = capsys.readouterr()
+    assert e.value.code == status and got.out == out
+    assert (got.err == err) if status == 0 or "usage" in err else (err in got.err and got.err.count("\n") == 1)

@@ -73,7 +73,7 @@ def test_split_modes_and_errors():
         EvalConfig(modes=("greedy",))
     with pytest.raises(ValueError, match="0..8"):
         EvalConfig(fixed=((1, 9),))
-    with pytest.raises(SystemExit):
+    with pytest.raises(ValueError, match="fixed sequence '1,x'"):
         parse(["--fixed", "1,x"])
 
 

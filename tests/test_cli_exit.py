@@ -32,9 +32,10 @@ def rsim(monkeypatch, capsys, *argv):
     (["train", "--set", "train.steps"], "expected KEY=VALUE"),
     (["eval", "--limit", "x"], "argument --limit: invalid int value: 'x' (see rsim eval --help)"),
     (["eval", "--fixed", "1,x"], "fixed sequence '1,x'"),
+    (["eval", "--modes", "none,fixed:1-3-8"], "separate strategy indices with commas, fixed:1,3,8 "),
     (["view"], "the following arguments are required: dir"),
     (["export", "some_run"], "the following arguments are required: --out"),
-], ids=["no-command", "bad-command", "train-type", "train-unknown", "train-set", "eval-type", "eval-parse",
+], ids=["no-command", "bad-command", "train-type", "train-unknown", "train-set", "eval-type", "eval-parse", "eval-plan",
         "view-missing", "export-missing"])
 def test_user_errors_exit_1_with_one_line(argv, says, monkeypatch, capsys):
     status, out, err = rsim(monkeypatch, capsys, *argv)
@@ -46,3 +47,8 @@ def test_user_errors_exit_1_with_one_line(argv, says, monkeypatch, capsys):
 def test_help_still_exits_0(monkeypatch, capsys):
     status, out, _ = rsim(monkeypatch, capsys, "train", "--help")
     assert status == 0 and "--preset" in out
+
+
+def test_eval_help_spells_a_plan_as_the_readme_does(monkeypatch, capsys):
+    status, out, _ = rsim(monkeypatch, capsys, "eval", "--help")
+    assert status == 0 and "fixed:1,3,8" in out and "1-3-8" not in out

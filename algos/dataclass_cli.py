@@ -21,13 +21,14 @@ import dataclasses
 import inspect
 import sys
 import textwrap
+import types
 import typing
 from typing import Any, Callable, Sequence
 
 from .console import UsageError, run
 
-__all__ = ["ArgumentParser", "UsageError", "field_docs", "add_fields", "config_from_args", "parse_config",
-           "cli_main"]
+__all__ = ["ArgumentParser", "UsageError", "field_docs", "add_fields", "comma_list", "config_from_args",
+           "parse_config", "cli_main"]
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -54,6 +55,8 @@ def field_docs(cls: type) -> dict[str, str]:
 
 def _add(parser: argparse.ArgumentParser, name: str, **kwargs: Any) -> None:
     """``--field-name`` (shown), plus ``--field_name`` (hidden: the spelling of older scripts)."""
+    if isinstance(kwargs.get("help"), str) and kwargs["help"] != argparse.SUPPRESS:
+        kwargs["help"] = kwargs["help"].replace("%", "%%")  # argparse %-formats help ("95%" would crash --help)
     parser.add_argument("--" + name.replace("_", "-"), **kwargs)
     if "_" in name:
         hidden = dict(kwargs, help=argparse.SUPPRESS, default=argparse.SUPPRESS)
@@ -73,23 +76,60 @@ def _keep_message(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     return wrapped
 
 
+def _optional_of(hint: Any) -> Any:
+    """``X`` for ``X | None`` (the flag is typed ``X``; not given = the field's default), else ``hint``."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:
+        return args[0] if args[1] is type(None) else args[1]
+    return hint
+
+
+def comma_list(item: type) -> Callable[[str], tuple]:
+    """Parser of ``"a,b,c"`` into a tuple of ``item`` (what a ``tuple[int, ...]`` field's flag takes)."""
+
+    def parse(text: str) -> tuple:
+        try:
+            return tuple(item(x.strip()) for x in text.split(",") if x.strip())
+        except ValueError as e:
+            raise ValueError(f"{text!r}: expected a comma-separated list of {item.__name__}, e.g. "
+                             f"{','.join(str(item(v)) for v in ('1', '2'))}.") from e
+
+    parse.__name__ = f"{item.__name__}_list"
+    return parse
+
+
+def _tuple_item(hint: Any) -> type | None:
+    """``int`` for ``tuple[int, ...]`` (likewise float and str), else None."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is tuple and len(args) == 2 and args[1] is Ellipsis and args[0] in (int, float, str):
+        return args[0]
+    return None
+
+
 def add_fields(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] = ()) -> None:
-    """Add one flag per field of ``cls`` (dataclass) to ``parser``; defaults stay the dataclass's."""
+    """Add one flag per field of ``cls`` (dataclass) to ``parser``; defaults stay the dataclass's.
+
+    A field is left out when it is in ``skip``, not an ``__init__`` argument, a nested dataclass, or
+    has ``metadata={"cli": False}``. ``tuple[int, ...]`` (or float, str) fields take a comma list.
+    """
     docs, hints = field_docs(cls), typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
-        if f.name in skip or not f.init or dataclasses.is_dataclass(hints[f.name]):
+        hint = _optional_of(hints[f.name])
+        if f.name in skip or not f.init or dataclasses.is_dataclass(hint) or f.metadata.get("cli") is False:
             continue
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         meta, help_ = f.metadata, docs.get(f.name, "")
-        if "parse" in meta:
-            _add(parser, f.name, dest=f.name, type=_keep_message(meta["parse"]), default=None,
-                 action="append" if meta.get("append") else "store", help=help_)
-        elif hints[f.name] is bool and default:
+        if "parse" in meta or _tuple_item(hint):
+            shown = ",".join(map(str, default)) if _tuple_item(hint) else ""
+            _add(parser, f.name, dest=f.name, type=_keep_message(meta.get("parse") or comma_list(_tuple_item(hint))),
+                 default=None, action="append" if meta.get("append") else "store",
+                 help=f"{help_} (default: {shown})" if shown else help_)
+        elif hint is bool and default:
             _add(parser, "no_" + f.name, dest=f.name, action="store_false", default=True, help=f"turn off: {help_}")
-        elif hints[f.name] is bool:
+        elif hint is bool:
             _add(parser, f.name, dest=f.name, action="store_true", default=False, help=help_)
         else:
-            typ = hints[f.name] if hints[f.name] in (int, float, str) else str
+            typ = hint if hint in (int, float, str) else str
             _add(parser, f.name, dest=f.name, type=typ, default=default, help=f"{help_} (default: {default!r})")
 
 

@@ -26,6 +26,14 @@ class Demo:
     """Go fast."""
     pairs: tuple[tuple[int, int], ...] = field(default=((1, 2),), metadata={"parse": _pair, "append": True})
     """Pairs."""
+    seeds: tuple[int, ...] = (0, 1)
+    """Seeds (95% of them are fine)."""
+    names: tuple[str, ...] = ("a",)
+    """Names."""
+    threads: int | None = None
+    """Threads."""
+    hidden: str = field(default="h", metadata={"cli": False})
+    """Not a flag."""
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -34,11 +42,24 @@ class Demo:
 
 def test_docs_defaults_and_types():
     assert field_docs(Demo) == {"max_steps": "Rounds.", "name": "A name.", "plots": "Write plots.",
-                                "fast": "Go fast.", "pairs": "Pairs."}
+                                "fast": "Go fast.", "pairs": "Pairs.", "seeds": "Seeds (95% of them are fine).",
+                                "names": "Names.", "threads": "Threads.", "hidden": "Not a flag."}
     assert parse_config(Demo, [], prog="demo") == Demo()
     got = parse_config(Demo, ["--max-steps", "5", "--no-plots", "--fast", "--pairs", "3,4", "--pairs", "5,6"], prog="d")
     assert got == Demo(max_steps=5, plots=False, fast=True, pairs=((3, 4), (5, 6)))
     assert parse_config(Demo, ["--max_steps", "2"], prog="d").max_steps == 2  # older scripts' spelling
+
+
+def test_tuples_optionals_and_hidden_fields(capsys):
+    got = parse_config(Demo, ["--seeds", "3, 4,5", "--names", "x,y", "--threads", "2"], prog="d")
+    assert (got.seeds, got.names, got.threads) == ((3, 4, 5), ("x", "y"), 2)
+    with pytest.raises(UsageError, match="expected a comma-separated list of int"):
+        parse_config(Demo, ["--seeds", "1,b"], prog="d")
+    with pytest.raises(UsageError, match="unrecognized arguments: --hidden"):
+        parse_config(Demo, ["--hidden", "z"], prog="d")
+    with pytest.raises(SystemExit):
+        parse_config(Demo, ["--help"], prog="d")
+    assert "Seeds (95% of them are fine). (default: 0,1)" in " ".join(capsys.readouterr().out.split())
 
 
 @pytest.mark.parametrize("argv,error,match", [

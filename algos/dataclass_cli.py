@@ -110,7 +110,8 @@ def add_fields(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] =
     """Add one flag per field of ``cls`` (dataclass) to ``parser``; defaults stay the dataclass's.
 
     A field is left out when it is in ``skip``, not an ``__init__`` argument, a nested dataclass, or
-    has ``metadata={"cli": False}``. ``tuple[int, ...]`` (or float, str) fields take a comma list.
+    has ``metadata={"cli": False}``. ``tuple[int, ...]`` (or float, str) fields take a comma list;
+    ``metadata={"flag": "set"}`` names the flag ``--set`` instead of ``--field-name``.
     """
     docs, hints = field_docs(cls), typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
@@ -118,19 +119,19 @@ def add_fields(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] =
         if f.name in skip or not f.init or dataclasses.is_dataclass(hint) or f.metadata.get("cli") is False:
             continue
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        meta, help_ = f.metadata, docs.get(f.name, "")
+        meta, help_, flag = f.metadata, docs.get(f.name, ""), f.metadata.get("flag", f.name)
         if "parse" in meta or _tuple_item(hint):
             shown = ",".join(map(str, default)) if _tuple_item(hint) else ""
-            _add(parser, f.name, dest=f.name, type=_keep_message(meta.get("parse") or comma_list(_tuple_item(hint))),
+            _add(parser, flag, dest=f.name, type=_keep_message(meta.get("parse") or comma_list(_tuple_item(hint))),
                  default=None, action="append" if meta.get("append") else "store",
                  help=f"{help_} (default: {shown})" if shown else help_)
         elif hint is bool and default:
-            _add(parser, "no_" + f.name, dest=f.name, action="store_false", default=True, help=f"turn off: {help_}")
+            _add(parser, "no_" + flag, dest=f.name, action="store_false", default=True, help=f"turn off: {help_}")
         elif hint is bool:
-            _add(parser, f.name, dest=f.name, action="store_true", default=False, help=help_)
+            _add(parser, flag, dest=f.name, action="store_true", default=False, help=help_)
         else:
             typ = hint if hint in (int, float, str) else str
-            _add(parser, f.name, dest=f.name, type=typ, default=default, help=f"{help_} (default: {default!r})")
+            _add(parser, flag, dest=f.name, type=typ, default=default, help=f"{help_} (default: {default!r})")
 
 
 def config_from_args(cls: type, ns: argparse.Namespace, **extra: Any) -> Any:

@@ -24,6 +24,8 @@ from agents.registry import spec_help as agent_specs
 from rsim_env.data import spec_help
 
 from . import console, preflight as pre
+from .checkpoint_checks import remove_debris
+from .dataclass_cli import ArgumentParser
 from .config import PRESETS, RunConfig, config_from_saved, resolve, resolve_resumed
 from .learners import LEARNERS, build_learner
 from .resume_check import check_config_change, check_not_complete
@@ -71,8 +73,9 @@ def preflight(cfg: RunConfig) -> tuple[Path | None, int]:
     return point, step
 
 
-def _already_complete(point: Path, step: int, steps: int) -> dict[str, Any]:
+def _already_complete(point: Path, step: int, steps: int, out: str) -> dict[str, Any]:
     if os.environ.get("RANK", "0") == "0":
+        remove_debris(Path(out) / "checkpoints")  # a save killed earlier left it: sweep it even with nothing to train
         print(check_not_complete(step, steps, str(point)), file=sys.stderr)
     return {"steps": step, "already_complete": True, "checkpoint": str(point), "history": [], "params": {},
             "is_main_process": os.environ.get("RANK", "0") == "0"}
@@ -84,7 +87,7 @@ def train(cfg: RunConfig) -> dict[str, Any]:
 
     point, step = preflight(cfg)
     if point is not None and check_not_complete(step, cfg.train.steps, str(point)):
-        return _already_complete(point, step, cfg.train.steps)
+        return _already_complete(point, step, cfg.train.steps, cfg.train.output_dir)
     problems = build_problems(cfg)  # a bad data file fails here, before any model is loaded
     acc = make_accelerator(cfg.train)
     set_seed(cfg.train.seed)  # same init on every process
@@ -132,9 +135,10 @@ data specs (data.source; the same as rsim eval --source):
 
 
 def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
+    """``rsim train`` flags -> ``(command, config, print_only)``; a bad flag or value raises ``ValueError``."""
     from rsim_env import __version__
 
-    p = argparse.ArgumentParser(prog="rsim", description="rSIM: planner + reasoner LLMs, Stackelberg GRPO.")
+    p = ArgumentParser(prog="rsim", description="rSIM: planner + reasoner LLMs, Stackelberg GRPO.")
     p.add_argument("--version", action="version", version=f"rsim {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("eval", add_help=False, help="evaluate planner modes (see `rsim eval --help`; algos/evaluation/)")
@@ -186,11 +190,7 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
     if a.resume:  # the saved config is the base: no silent fall-back to the defaults
         point, saved, _ = pre.read_resume_point(a.resume)
         return a.command, resolve_resumed(saved, a.preset, overrides, where=str(point)), a.print_config
-    try:
-        cfg = resolve(a.preset, overrides)
-    except ValueError as e:
-        p.error(str(e))
-    return a.command, cfg, a.print_config
+    return a.command, resolve(a.preset, overrides), a.print_config
 
 
 def main(cfg: RunConfig | Sequence[str] | None = None) -> dict[str, Any] | None:

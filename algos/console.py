@@ -19,7 +19,12 @@ USER_ERRORS = (ValueError, TypeError, OSError, ImportError, RuntimeError)
 disks (OSError), missing extras (ImportError), a run that cannot go on (RuntimeError: diverged
 training, out of GPU memory). Anything else (AttributeError, AssertionError, ...) is a bug."""
 EXIT_ERROR = 1
+"""Exit status of every user error, a bad command line included (argparse's own would be 2)."""
 EXIT_INTERRUPTED = 130
+
+
+class UsageError(ValueError):
+    """A bad command line (unknown flag, missing or malformed value); its message names the ``--help`` to read."""
 
 
 def debug_requested(argv: Sequence[str]) -> bool:
@@ -51,7 +56,9 @@ def run(entry: Callable[[list[str]], Any], argv: Sequence[str], prog: str = "rsi
     except Exception as e:  # noqa: BLE001 - the console boundary: everything becomes one line
         if debug:
             raise
-        if isinstance(e, USER_ERRORS):
+        if isinstance(e, UsageError):  # no traceback to offer: the command line itself is wrong
+            print(f"{prog}: error: {one_line(e)}", file=sys.stderr)
+        elif isinstance(e, USER_ERRORS):
             print(f"{prog}: error: {one_line(e)} (traceback: rerun with {DEBUG_FLAG} or {DEBUG_ENV}=1)", file=sys.stderr)
         else:
             print(f"{prog}: internal error ({type(e).__name__}): {one_line(e)}; this is a bug, please report it "

@@ -13,10 +13,11 @@ Full fine-tuning checkpoints export the same way (nothing to merge).
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any, Sequence
+
+from .dataclass_cli import ArgumentParser
 
 __all__ = ["export", "main"]
 
@@ -72,14 +73,11 @@ def export(run: str | Path, out: str | Path) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    p = argparse.ArgumentParser(prog="rsim export", description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(prog="rsim export", description=__doc__.split("\n\n")[0])
     p.add_argument("run", help="run dir or checkpoint dir written by `rsim train`")
     p.add_argument("--out", required=True, help="directory to write reasoner/ and planner/ into")
     a = p.parse_args(argv)
-    try:
-        summary = export(a.run, a.out)
-    except ValueError as e:
-        p.error(str(e))
+    summary = export(a.run, a.out)
     print(json.dumps(summary, indent=1))
     return summary
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .learners import StepPlan
+from .step_plan import StepPlan
 
 
 @dataclass(frozen=True)

@@ -1,33 +1,25 @@
 """What a learner is: who updates, when, with what weight — and optionally how.
 
 A learner is a small frozen dataclass with ``name``, ``env_planner`` (does the environment run
-the planner), ``trained`` (roles it optimises) and ``plan(step) -> StepPlan``. It may also define
-``advantages(rewards, group_size, cfg)`` and ``loss(logp, old_logp, advantages, mask, cfg,
-ref_logp, entropy)``; :meth:`algos.trainer.Trainer.update` calls them when present and the
-shared GRPO ones (:mod:`algos.grpo`) otherwise.
+the planner), ``trained`` (roles it optimises) and ``plan(step) -> StepPlan``
+(:mod:`algos.step_plan`). It may also define ``advantages(rewards, group_size, cfg)`` and
+``loss(logp, old_logp, advantages, mask, cfg, ref_logp, entropy)``;
+:meth:`algos.trainer.Trainer.update` calls them when present and the shared GRPO ones
+(:mod:`algos.grpo`) otherwise.
 
 :data:`LEARNERS` maps ``rsim train --learner NAME`` to a factory taking the run config; a new
-learner is one module plus one line there.
+learner is one module plus one line there. Learners import :class:`StepPlan` from
+:mod:`algos.step_plan`, never from this registry (which imports them); it is re-exported here
+because plug-in learners outside the tree were written against ``algos.learners.StepPlan``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Protocol, runtime_checkable
 
+from .step_plan import StepPlan
 
-@dataclass(frozen=True)
-class StepPlan:
-    """What happens at one optimizer step."""
-
-    stage: int
-    """1 or 2 (0 for single-agent learners)."""
-    lam: float
-    """Planner weight lambda."""
-    update: dict[str, bool]
-    """Which agents take an optimizer step."""
-    lr_scale: dict[str, float]
-    """Multiplier on each agent's base learning rate (lambda, 1 - lambda)."""
+__all__ = ["LEARNERS", "Learner", "StepPlan", "build_learner"]
 
 
 @runtime_checkable

@@ -19,7 +19,7 @@ from rsim_env.answers import reason_counts
 from rsim_env.strategies import STRATEGIES
 
 from .grpo import zero_std_groups
-from .learners import StepPlan
+from .step_plan import StepPlan
 
 __all__ = ["TrainLog", "flat_hparams", "step_flag_counts", "STEP_FLAGS"]
 

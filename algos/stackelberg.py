@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from rsim_env.validation import check_finite
 
-from .learners import StepPlan
+from .step_plan import StepPlan
 
 __all__ = ["SCHEDULES", "StackelbergConfig", "StepPlan", "plan", "StackelbergGRPO"]
 

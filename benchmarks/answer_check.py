@@ -16,7 +16,6 @@ skipped if not installed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
@@ -269,11 +268,6 @@ def _print(r: dict) -> None:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=None)
-    ap.add_argument("--timeout-s", type=float, default=3.0)
-    ap.add_argument("--rgym-size", type=int, default=500)
-    ap.add_argument("--no-math-verify", action="store_true")
-    ap.add_argument("--bombs", type=int, default=12)
-    a = ap.parse_args()
-    main(BenchConfig(a.out, a.timeout_s, a.rgym_size, not a.no_math_verify, a.bombs))
+    from algos.dataclass_cli import cli_main
+
+    cli_main(main, BenchConfig, "python -m benchmarks.answer_check", __doc__)

@@ -17,19 +17,32 @@ A task is *in band* when ``0.2 <= pass1 <= 0.6`` and at least half of its groups
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from benchmarks.interaction import parse_modes
 from rsim_env.curriculum import TASKS, curriculum_problems
 
 BAND = (0.2, 0.6)
 """Sampled pass@1 range counted as learnable."""
+
+
+def parse_settings(text: str) -> tuple[tuple[float, float], ...]:
+    """``"0.7,1.0 1.0,0.9"`` -> ``((0.7, 1.0), (1.0, 0.9))`` (temperature,top_p pairs separated by spaces)."""
+    try:
+        pairs = [tuple(float(x) for x in item.split(",")) for item in text.split()]
+    except ValueError as e:
+        raise ValueError(f"--settings {text!r}: expected temperature,top_p pairs separated by spaces, "
+                         "e.g. \"0.7,1.0 1.0,0.9\".") from e
+    if not pairs or any(len(p) != 2 for p in pairs):
+        raise ValueError(f"--settings {text!r}: expected temperature,top_p pairs separated by spaces, "
+                         "e.g. \"0.7,1.0 1.0,0.9\".")
+    return tuple((t, q) for t, q in pairs)
 
 
 @dataclass(frozen=True)
@@ -44,10 +57,11 @@ class Config:
     """Held-out problems per task."""
     group_size: int = 8
     """Samples per problem (G)."""
-    settings: tuple[tuple[float, float], ...] = ((0.7, 1.0), (1.0, 1.0), (1.0, 0.9))
-    """(temperature, top_p) pairs to measure."""
-    modes: tuple[str, ...] = ("none", "fixed:2,8")
-    """Planner modes (see :mod:`algos.evaluate`)."""
+    settings: tuple[tuple[float, float], ...] = field(default=((0.7, 1.0), (1.0, 1.0), (1.0, 0.9)),
+                                                      metadata={"parse": parse_settings})
+    """(temperature, top_p) pairs to measure; on the command line "0.7,1.0 1.0,0.9" (space-separated pairs)."""
+    modes: tuple[str, ...] = field(default=("none", "fixed:2,8"), metadata={"parse": parse_modes})
+    """Planner modes as rsim eval spells them, e.g. none,fixed:2,8 (";" also separates them)."""
     max_steps: int = 3
     """Rounds before truncation (planner modes)."""
     max_step_tokens: int = 48
@@ -157,32 +171,7 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def parse(argv: Sequence[str]) -> Config:
-    d = Config()
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--reasoner", default=d.reasoner)
-    p.add_argument("--tasks", default=",".join(d.tasks))
-    p.add_argument("--problems", type=int, default=d.problems)
-    p.add_argument("--group-size", type=int, default=d.group_size)
-    p.add_argument("--settings", default=" ".join(f"{t},{q}" for t, q in d.settings),
-                   help="space-separated temperature,top_p pairs")
-    p.add_argument("--modes", default=";".join(d.modes), help="';'-separated modes")
-    p.add_argument("--max-steps", type=int, default=d.max_steps)
-    p.add_argument("--max-step-tokens", type=int, default=d.max_step_tokens)
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--protocol", default=d.protocol)
-    p.add_argument("--out", default=d.out)
-    a = p.parse_args(list(argv))
-    try:
-        settings = tuple((float(x.split(",")[0]), float(x.split(",")[1])) for x in a.settings.split())
-        return Config(reasoner=a.reasoner, tasks=tuple(t for t in a.tasks.split(",") if t), problems=a.problems,
-                      group_size=a.group_size, settings=settings, modes=tuple(m for m in a.modes.split(";") if m),
-                      max_steps=a.max_steps, max_step_tokens=a.max_step_tokens, seed=a.seed, out=a.out,
-                      protocol=a.protocol)
-    except (ValueError, IndexError) as e:
-        p.error(f"bad --settings or config: {e}")
-        raise
-
-
 if __name__ == "__main__":
-    main(parse(sys.argv[1:]))
+    from algos.dataclass_cli import cli_main
+
+    cli_main(main, Config, "python -m benchmarks.calibrate", __doc__)

@@ -22,11 +22,9 @@ Executions/s = jobs / wall time of the whole setting.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
-import sys
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -174,8 +172,6 @@ def main(cfg: Config) -> dict:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for f, d in Config.__dataclass_fields__.items():
-        kind = {bool: lambda s: s.lower() in ("1", "true", "yes")}.get(type(d.default), type(d.default))
-        ap.add_argument(f"--{f.replace('_', '-')}", type=kind if d.default is not None else str, default=d.default)
-    main(Config(**vars(ap.parse_args(sys.argv[1:]))))
+    from algos.dataclass_cli import cli_main
+
+    cli_main(main, Config, "python -m benchmarks.code_sandbox", __doc__)

@@ -17,9 +17,7 @@ from ``math_eval`` / ``code_eval`` (default: the curriculum's held-out split; th
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -162,7 +160,6 @@ def main(cfg: Config) -> dict:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for f, d in Config.__dataclass_fields__.items():
-        ap.add_argument(f"--{f.replace('_', '-')}", type=type(d.default), default=d.default)
-    main(Config(**vars(ap.parse_args(sys.argv[1:]))))
+    from algos.dataclass_cli import cli_main
+
+    cli_main(main, Config, "python -m benchmarks.continual", __doc__)

@@ -28,13 +28,12 @@ toy scale).
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import math
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -43,6 +42,13 @@ SCALES = {
     "tiny": {"source": "tiny", "validation": "tiny"},
 }
 """Per preset: the held-out evaluation source and the validation source (for choosing the fixed sequence)."""
+
+
+def parse_fixed(text: str) -> tuple[int, ...]:
+    """``--fixed 1,3,8`` -> ``(1, 3, 8)`` (:func:`algos.evaluation.parse_sequence`, imported when used)."""
+    from algos.evaluation.config import parse_sequence
+
+    return parse_sequence(text)
 
 
 @dataclass(frozen=True)
@@ -59,8 +65,9 @@ class Config:
     """Held-out problems evaluated per mode and seed."""
     validation_limit: int = 64
     """Training-split problems used to pick the best fixed sequence."""
-    fixed: tuple[tuple[int, ...], ...] = ((8,), (6, 8), (1, 6, 8), (7, 6, 8), (1, 3, 8), (2, 0, 8), (2, 8))
-    """Candidate fixed sequences."""
+    fixed: tuple[tuple[int, ...], ...] = field(default=((8,), (6, 8), (1, 6, 8), (7, 6, 8), (1, 3, 8), (2, 0, 8), (2, 8)),
+                                               metadata={"parse": parse_fixed, "append": True})
+    """Candidate fixed sequences (--fixed 1,3,8, repeatable; given ones replace the default list)."""
     batch: int = 32
     """Problems per batched evaluation rollout."""
     random_seeds: int = 0
@@ -70,8 +77,8 @@ class Config:
     """Where the training runs go (one subdirectory per learner and seed)."""
     out: str = ""
     """JSON result path; ``curves.png`` is written next to it ("" = print only)."""
-    train_set: tuple[str, ...] = ()
-    """Extra training overrides, ``KEY=VALUE`` as in ``rsim train --set`` (e.g. ``reasoner.sample_dtype=bfloat16``):
+    train_set: tuple[str, ...] = field(default=(), metadata={"parse": str, "append": True, "flag": "set"})
+    """Extra training overrides (--set, repeatable), ``KEY=VALUE`` as in ``rsim train --set`` (e.g. ``reasoner.sample_dtype=bfloat16``):
     a variant of the study's training. Evaluation is unchanged (the preset's reasoner settings, fp32, greedy)."""
     baselines_from: str = ""
     """Another study's ``output_dir`` whose base-reasoner evaluations (validation, ``none``, fixed sequences,
@@ -412,33 +419,7 @@ def plot_curves(runs: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def parse(argv: Sequence[str]) -> Config:
-    d = Config()
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--preset", default=d.preset, choices=sorted(SCALES))
-    p.add_argument("--seeds", default=",".join(map(str, d.seeds)))
-    p.add_argument("--steps", type=int, default=d.steps)
-    p.add_argument("--eval-limit", type=int, default=d.eval_limit)
-    p.add_argument("--validation-limit", type=int, default=d.validation_limit)
-    p.add_argument("--batch", type=int, default=d.batch)
-    p.add_argument("--random-seeds", type=int, default=d.random_seeds)
-    p.add_argument("--output-dir", default=d.output_dir)
-    p.add_argument("--out", default=d.out)
-    p.add_argument("--set", dest="train_set", action="append", default=[], metavar="KEY=VALUE",
-                   help="training override as in `rsim train --set` (repeatable), e.g. reasoner.sample_dtype=bfloat16")
-    p.add_argument("--baselines-from", default=d.baselines_from, metavar="DIR",
-                   help="reuse the base-reasoner evaluations of the study in DIR (same evaluation settings)")
-    a = p.parse_args(list(argv))
-    try:
-        return Config(preset=a.preset, seeds=tuple(int(s) for s in a.seeds.split(",") if s), steps=a.steps,
-                      eval_limit=a.eval_limit, validation_limit=a.validation_limit, batch=a.batch,
-                      random_seeds=a.random_seeds,
-                      output_dir=a.output_dir, out=a.out, train_set=tuple(a.train_set),
-                      baselines_from=a.baselines_from)
-    except ValueError as e:
-        p.error(str(e))
-        raise
-
-
 if __name__ == "__main__":
-    main(parse(sys.argv[1:]))
+    from algos.dataclass_cli import cli_main
+
+    cli_main(main, Config, "python -m benchmarks.efficacy", __doc__)

@@ -9,9 +9,7 @@ same process, one after the other, on the same problems and agents.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -95,7 +93,6 @@ def main(cfg: Config) -> dict:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for f, d in Config.__dataclass_fields__.items():
-        ap.add_argument(f"--{f.replace('_', '-')}", type=type(d.default) if d.default is not None else str, default=d.default)
-    main(Config(**vars(ap.parse_args(sys.argv[1:]))))
+    from algos.dataclass_cli import cli_main
+
+    cli_main(main, Config, "python -m benchmarks.env_throughput", __doc__)

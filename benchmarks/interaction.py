@@ -22,12 +22,11 @@ and the same figures per injected strategy; a few episodes are kept verbatim und
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -40,6 +39,14 @@ DEFAULT_MODES = ("none", *(f"fixed:{k}" for k in range(NUM_STRATEGIES)), "fixed:
 """Modes measured by default: no planner, every single strategy then termination, four sequences, random."""
 
 
+def parse_modes(text: str) -> tuple[str, ...]:
+    """``--modes`` in ``rsim eval``'s grammar (:func:`algos.evaluation.split_modes`): ``none,fixed:1,3,8,random``;
+    the older ``none;fixed:1,3,8;random`` still parses."""
+    from algos.evaluation.config import split_modes
+
+    return split_modes(text.replace(";", ","))
+
+
 @dataclass(frozen=True)
 class Config:
     """Benchmark settings."""
@@ -50,8 +57,8 @@ class Config:
     """Problems: a data spec (``rsim_env.data``; generator seed 1000, as ``rsim eval``)."""
     limit: int = 48
     """Problems per mode."""
-    modes: tuple[str, ...] = DEFAULT_MODES
-    """Planner modes (see :mod:`algos.evaluate`)."""
+    modes: tuple[str, ...] = field(default=DEFAULT_MODES, metadata={"parse": parse_modes})
+    """Planner modes as rsim eval spells them, e.g. none,fixed:3,fixed:1,3,8,random (";" also separates them)."""
     decodings: tuple[str, ...] = ("greedy", "sampled")
     """``greedy`` and/or ``sampled`` (at ``temperature`` / ``top_p``)."""
     temperature: float = 0.7
@@ -237,35 +244,7 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def parse(argv: Sequence[str]) -> Config:
-    d = Config()
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--reasoner", default=d.reasoner)
-    p.add_argument("--source", default=d.source)
-    p.add_argument("--limit", type=int, default=d.limit)
-    p.add_argument("--modes", default=";".join(d.modes), help="modes separated by ';' (fixed:1,3,8;random)")
-    p.add_argument("--decodings", default=",".join(d.decodings))
-    p.add_argument("--temperature", type=float, default=d.temperature)
-    p.add_argument("--top-p", type=float, default=d.top_p)
-    p.add_argument("--max-steps", type=int, default=d.max_steps)
-    p.add_argument("--max-step-tokens", type=int, default=d.max_step_tokens)
-    p.add_argument("--batch", type=int, default=d.batch)
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--examples", type=int, default=d.examples)
-    p.add_argument("--protocol", default=d.protocol, help="turn protocol: chat+lead, chat, lead, inline")
-    p.add_argument("--last-number-fallback", action="store_true")
-    p.add_argument("--out", default=d.out)
-    a = p.parse_args(list(argv))
-    try:
-        return Config(reasoner=a.reasoner, source=a.source, limit=a.limit,
-                      modes=tuple(m for m in a.modes.split(";") if m), decodings=tuple(a.decodings.split(",")),
-                      temperature=a.temperature, top_p=a.top_p, max_steps=a.max_steps,
-                      max_step_tokens=a.max_step_tokens, batch=a.batch, seed=a.seed, examples=a.examples, out=a.out,
-                      protocol=a.protocol, last_number_fallback=a.last_number_fallback)
-    except ValueError as e:
-        p.error(str(e))
-        raise
-
-
 if __name__ == "__main__":
-    main(parse(sys.argv[1:]))
+    from algos.dataclass_cli import cli_main
+
+    cli_main(main, Config, "python -m benchmarks.interaction", __doc__)

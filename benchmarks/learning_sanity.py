@@ -12,10 +12,8 @@ of a uniformly random planner (measured, and the exact ``NUM_STRATEGIES**-len(ta
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -178,13 +176,7 @@ def _print(r: dict) -> None:
           f"{r['updates']:>8d} {r['seconds']:>8.1f}")
 
 
-def parse(argv: list[str]) -> Config:
-    from algos.dataclass_cli import add_fields, config_from_args
-
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_fields(p, Config, skip=("target",))
-    return config_from_args(Config, p.parse_args(argv))
-
-
 if __name__ == "__main__":
-    main(parse(sys.argv[1:]))
+    from algos.dataclass_cli import cli_main
+
+    cli_main(main, Config, "python -m benchmarks.learning_sanity", __doc__)

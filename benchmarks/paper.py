@@ -174,11 +174,7 @@ def markdown(results: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def parse(argv: Sequence[str]) -> PaperConfig:
-    from algos.dataclass_cli import parse_config
-
-    return parse_config(PaperConfig, argv, prog="python -m benchmarks.paper", description=__doc__.split("\n\n")[0])
-
-
 if __name__ == "__main__":
-    main(parse(sys.argv[1:]))
+    from algos.dataclass_cli import cli_main
+
+    cli_main(main, PaperConfig, "python -m benchmarks.paper", __doc__)

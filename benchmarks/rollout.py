@@ -28,7 +28,6 @@ the floor) — and the share of its greedy tokens before its first split from fp
 
 from __future__ import annotations
 
-import argparse
 import json
 import resource
 import threading
@@ -80,7 +79,8 @@ class BenchConfig:
     threads: int | None = None
     """torch intra-op threads (None: torch's default). On a shared box, 1 avoids OpenMP spin contention."""
     variants: tuple[str, ...] = ("bf16", "int8")
-    """(e) frozen-model variants of (a) to measure: "bf16", "int8", "compile" (torch.compile, slow to build)."""
+    """(e) frozen-model variants of (a) to measure: "bf16", "int8", "compile" (torch.compile, slow to build);
+    on the command line a comma list, "" = none."""
 
     def __post_init__(self):
         for name in ("batch", "rounds", "tokens_per_round"):
@@ -379,21 +379,7 @@ def print_table(r: dict) -> None:
     print(f"process peak RSS: {r['peak_rss_mib']:.0f} MiB   (target < 4096)")
 
 
-def parse_args(argv=None) -> BenchConfig:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", default=None, help="write the JSON result here")
-    p.add_argument("--model", default="default", help="model spec: 'default', a local path or a hub id")
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--rounds", type=int, default=6)
-    p.add_argument("--tokens-per-round", type=int, default=48)
-    p.add_argument("--skip-rollout", action="store_true", help="skip the planner + reasoner EnvGroup rollout")
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
-    p.add_argument("--variants", default="bf16,int8", help="(e) frozen-model variants: bf16,int8,compile ('' = none)")
-    a = p.parse_args(argv)
-    return BenchConfig(model=a.model, batch=a.batch, rounds=a.rounds, tokens_per_round=a.tokens_per_round,
-                       out=a.out, skip_rollout=a.skip_rollout, threads=a.threads,
-                       variants=tuple(v for v in a.variants.split(",") if v))
-
-
 if __name__ == "__main__":
-    main(parse_args())
+    from algos.dataclass_cli import cli_main
+
+    cli_main(main, BenchConfig, "python -m benchmarks.rollout", __doc__)

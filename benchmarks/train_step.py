@@ -30,8 +30,6 @@ in ``ratio_vs_trl_by_mode``). The first ``warmup`` steps of each row are not cou
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import json
 import resource
 import statistics
@@ -255,7 +253,8 @@ def main(cfg: Config) -> dict:
     result: dict = {"config": asdict(cfg), "rows": {}}
     for row in rows:
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
-            argv = [sys.executable, "-m", "benchmarks.train_step", "--child", row, "--child-out", f.name]
+            argv = [sys.executable, "-c", "import sys; from benchmarks.train_step import _child; _child(sys.argv[1:])",
+                    row, f.name]
             argv += [f"--{k}={v}" for k, v in asdict(cfg).items() if k not in ("out", "rows") and v is not None]
             subprocess.run(argv, check=True)
             result["rows"][row] = json.loads(Path(f.name).read_text())
@@ -292,21 +291,16 @@ def _print(res: dict) -> None:
         print(f"ours / TRL s/step ({mode}): {v:.2f}   (target <= 0.5)")
 
 
-def parse(argv: list[str]) -> tuple[Config, str | None, str | None]:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for f in dataclasses.fields(Config):
-        kind = {bool: lambda s: s.lower() in ("1", "true", "yes")}.get(type(f.default), type(f.default))
-        p.add_argument(f"--{f.name}", type=kind if f.default is not None else str, default=f.default)
-    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    p.add_argument("--child-out", default=None, help=argparse.SUPPRESS)
-    a = vars(p.parse_args(argv))
-    child, child_out = a.pop("child"), a.pop("child_out")
-    return Config(**a), child, child_out
+def _child(argv: list[str]) -> None:
+    """Entry of the fresh process :func:`main` starts per row: ``ROW OUT_JSON --config-flags ...``."""
+    from algos.dataclass_cli import parse_config
+
+    row, out, *flags = argv
+    cfg = parse_config(Config, flags, prog="benchmarks.train_step row")
+    Path(out).write_text(json.dumps(run_row(cfg, row)))
 
 
 if __name__ == "__main__":
-    _cfg, _child, _child_out = parse(sys.argv[1:])
-    if _child:
-        Path(_child_out).write_text(json.dumps(run_row(_cfg, _child)))
-    else:
-        main(_cfg)
+    from algos.dataclass_cli import cli_main
+
+    cli_main(main, Config, "python -m benchmarks.train_step", __doc__)

@@ -52,16 +52,14 @@ def test_continued_planner_trains_further_on_code(math_run, tmp_path):
     (lambda tmp, run: str(tmp / "nope"), "no such directory"),
     (lambda tmp, run: str(tmp), "no complete checkpoint"),
 ], ids=["missing", "not-a-run"])
-def test_init_planner_errors(math_run, tmp_path, make, match, capsys):
-    with pytest.raises(SystemExit):
+def test_init_planner_errors(math_run, tmp_path, make, match):
+    with pytest.raises(ValueError, match=match):
         parse(_second(make(tmp_path, math_run), tmp_path / "o"))
-    assert match in capsys.readouterr().err
 
 
-def test_init_planner_conflicts_with_planner(math_run, tmp_path, capsys):
-    with pytest.raises(SystemExit):
+def test_init_planner_conflicts_with_planner(math_run, tmp_path):
+    with pytest.raises(ValueError, match="pass one of them"):
         parse(_second(math_run, tmp_path) + ["--planner", "tiny"])
-    assert "pass one of them" in capsys.readouterr().err
 
 
 def test_continual_benchmark_produces_the_table(tmp_path):

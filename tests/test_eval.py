@@ -64,7 +64,12 @@ def test_strategy_analysis_counts():
 # ------------------------------------------------------------------------------------ parsing
 
 def test_split_modes_and_errors():
-    assert split_modes("none,fixed:1,3,8,random,fixed:2-8") == ("none", "fixed:1,3,8", "random", "fixed:2,8")
+    assert split_modes("none,fixed:1,3,8,random,fixed:2,8") == ("none", "fixed:1,3,8", "random", "fixed:2,8")
+    for wrong in ("none,fixed:2-8", "fixed:1 - 3"):  # one spelling of a plan: the error names it
+        with pytest.raises(ValueError, match=r"separate strategy indices with commas, fixed:(2,8|1,3) "):
+            split_modes(wrong)
+    with pytest.raises(ValueError, match="fixed:1,3,8 "):
+        EvalConfig(modes=("fixed:1-3-8",))
     assert [m for m in EvalConfig().resolved_modes() if m.startswith("fixed:")] == [
         "fixed:" + ",".join(map(str, s)) for s in DEFAULT_FIXED]
     with pytest.raises(ValueError, match="needs --planner"):
@@ -73,7 +78,7 @@ def test_split_modes_and_errors():
         EvalConfig(modes=("greedy",))
     with pytest.raises(ValueError, match="0..8"):
         EvalConfig(fixed=((1, 9),))
-    with pytest.raises(SystemExit):
+    with pytest.raises(ValueError, match="fixed sequence '1,x'"):
         parse(["--fixed", "1,x"])
 
 

@@ -17,6 +17,7 @@ import torch
 
 import algos.cli as cli
 import algos.trainer as trainer_mod
+import algos.update as update_mod
 from algos.checkpoint import list_checkpoints
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,6 +116,20 @@ def test_resume_at_or_below_the_checkpoint_step_says_complete(run2, monkeypatch,
     assert all(torch.equal(before[r][k], after[r][k]) for r in before for k in before[r])
 
 
+def test_resume_of_a_complete_run_still_sweeps_crash_debris(run2, monkeypatch, capsys, caplog):
+    """Issue 22: the already-complete exit came before the sweep, so a killed save's temp dir stayed."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    debris = run2 / "checkpoints" / f".tmp-step_00000003-{int(dead.stdout)}"
+    debris.mkdir()
+    (debris / "model.planner.safetensors").write_bytes(b"\0" * 1000)
+    with caplog.at_level(logging.WARNING, logger="rsim.checkpoint"):
+        status, _, err = rsim(monkeypatch, capsys, "train", "--resume", str(run2), "--steps", "2", *QUIET)
+    assert status == 0 and "already complete" in err
+    assert not debris.exists()
+    assert any("removed 1 unfinished save" in r.getMessage() for r in caplog.records)
+    assert [c.name for c in list_checkpoints(run2 / "checkpoints")] == ["step_00000002"]
+
+
 def test_resume_from_run_dir_falls_back_past_a_corrupt_checkpoint(tmp_path, monkeypatch, capsys):
     out = tmp_path / "run"
     assert rsim(monkeypatch, capsys, "train", "--preset", "tiny", "--steps", "4", "--out", str(out),
@@ -137,7 +152,7 @@ def test_nan_steps_are_skipped_then_the_run_stops_without_saving_nan(tmp_path, m
 
     step_of = {"i": 0}
     real_train_step = trainer_mod.Trainer.train_step
-    real_loss = trainer_mod.grpo_loss
+    real_loss = update_mod.grpo_loss
 
     def train_step(self):
         step_of["i"] = self.step
@@ -148,7 +163,7 @@ def test_nan_steps_are_skipped_then_the_run_stops_without_saving_nan(tmp_path, m
         return (value * math.nan if step_of["i"] >= 2 else value), m
 
     monkeypatch.setattr(trainer_mod.Trainer, "train_step", train_step)
-    monkeypatch.setattr(trainer_mod, "grpo_loss", loss)
+    monkeypatch.setattr(update_mod, "grpo_loss", loss)
     cfg = resolve("tiny", {"train.output_dir": str(tmp_path), "train.progress": False, "train.steps": 8,
                            "train.save_every": 1, "train.keep_checkpoints": 10, "train.max_bad_steps": 3,
                            "schedule.stage1_steps": 100})
@@ -168,14 +183,14 @@ def test_a_single_nan_step_is_skipped_counted_and_training_goes_on(tmp_path, mon
     from algos.config import resolve
 
     seen = {"n": 0}
-    real_loss = trainer_mod.grpo_loss
+    real_loss = update_mod.grpo_loss
 
     def loss(*a, **k):
         value, m = real_loss(*a, **k)
         seen["n"] += 1
         return (value * math.nan if seen["n"] == 1 else value), m
 
-    monkeypatch.setattr(trainer_mod, "grpo_loss", loss)
+    monkeypatch.setattr(update_mod, "grpo_loss", loss)
     cfg = resolve("tiny", {"train.output_dir": str(tmp_path), "train.progress": False, "train.steps": 3})
     out = cli.main(cfg)
     assert out["steps"] == 3
@@ -268,7 +283,7 @@ def test_nan_on_one_of_two_processes_skips_on_both(tmp_path):
     script = tmp_path / "nan_rank1.py"
     script.write_text(f"""
 import math, os
-import algos.trainer as t
+import algos.update as t
 real = t.grpo_loss
 calls = {{"n": 0}}
 def loss(*a, **k):

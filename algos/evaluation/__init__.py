@@ -22,7 +22,7 @@ __all__ = ["EvalConfig", "DEFAULT_FIXED", "fixed_name", "parse_sequence", "split
 
 
 def parse(argv: Sequence[str]) -> EvalConfig:
-    """``rsim eval`` flags (generated from :class:`EvalConfig`) -> config; errors exit with usage."""
+    """``rsim eval`` flags (generated from :class:`EvalConfig`) -> config; a bad flag or value raises ``ValueError``."""
     from agents.registry import spec_help as agent_specs
     from rsim_env.data import spec_help
 

@@ -12,6 +12,7 @@ Modes (``--modes``, comma-separated; default: all that apply):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -40,7 +41,10 @@ def fixed_name(seq: Sequence[int]) -> str:
 
 
 def parse_sequence(text: str) -> tuple[int, ...]:
-    """``"1,3,8"`` -> ``(1, 3, 8)``, with an error that names the bad item."""
+    """``"1,3,8"`` -> ``(1, 3, 8)``, with an error that names the bad item (and the spelling, for ``1-3-8``)."""
+    if re.search(r"\d\s*-\s*\d", text):
+        raise ValueError(f"fixed sequence {text!r}: separate strategy indices with commas, "
+                         f"fixed:{text.replace(' ', '').replace('-', ',')} (the only spelling of a plan).")
     try:
         seq = tuple(int(x) for x in text.replace(" ", "").split(",") if x != "")
     except ValueError as e:
@@ -52,7 +56,7 @@ def parse_sequence(text: str) -> tuple[int, ...]:
 
 def split_modes(text: str) -> tuple[str, ...]:
     """``"none,fixed:1,3,8,random"`` -> ``("none", "fixed:1,3,8", "random")`` (bare numbers extend the
-    preceding fixed sequence; ``fixed:1-3-8`` is accepted too)."""
+    preceding fixed sequence); ``fixed:1-3-8`` raises ``ValueError`` naming the comma spelling."""
     out: list[str] = []
     for item in (t.strip() for t in text.split(",")):
         if not item:
@@ -60,7 +64,10 @@ def split_modes(text: str) -> tuple[str, ...]:
         if item.isdigit() and out and out[-1].startswith("fixed:"):
             out[-1] += "," + item
         else:
-            out.append(item.replace("-", ",") if item.startswith("fixed:") else item)
+            out.append(item)
+    for item in out:
+        if item.startswith("fixed:"):
+            parse_sequence(item[len("fixed:"):])
     return tuple(out)
 
 
@@ -81,7 +88,7 @@ class EvalConfig:
     limit: int = 100
     """Problems to evaluate (the first ``limit`` of the source)."""
     modes: tuple[str, ...] = field(default=(), metadata={"parse": split_modes})
-    """Modes: comma list of none,random,fixed,fixed:1-3-8,trained; () = none, random, every fixed sequence, trained if --planner."""
+    """Modes: comma list of none,random,fixed,fixed:1,3,8,trained; () = none, random, every fixed sequence, trained if --planner."""
     fixed: tuple[tuple[int, ...], ...] = field(default=DEFAULT_FIXED, metadata={"parse": parse_sequence, "append": True})
     """A fixed strategy sequence such as 1,3,8 (repeatable); the "fixed" mode expands to these."""
     k: int = 1

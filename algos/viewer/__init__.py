@@ -9,11 +9,11 @@ No server and no CDN: open the file in any browser. Modules: ``load`` (read the 
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..dataclass_cli import ArgumentParser
 from .load import load_dir
 from .page import render_page
 
@@ -37,15 +37,11 @@ class ViewConfig:
 
 
 def parse(argv: Sequence[str]) -> ViewConfig:
-    p = argparse.ArgumentParser(prog="rsim view", description="Write a static HTML page of a run's or eval's rollouts.")
+    p = ArgumentParser(prog="rsim view", description="Write a static HTML page of a run's or eval's rollouts.")
     p.add_argument("dir", help="run dir (rsim train --out) or eval dir (rsim eval --out)")
     p.add_argument("--out", default="", help="HTML file to write (default: DIR/rollouts.html)")
     a = p.parse_args(list(argv))
-    try:
-        return ViewConfig(a.dir, a.out)
-    except ValueError as e:
-        p.error(str(e))
-        raise
+    return ViewConfig(a.dir, a.out)
 
 
 def main(cfg: ViewConfig | Sequence[str]) -> dict[str, Any]:

@@ -1,0 +1,172 @@
+"""One optimizer step for one agent, the part of :class:`algos.trainer.Trainer` that does the math.
+
+For the role a learner updates now: GRPO advantages of the group rewards (or the learner's own
+``advantages``), zero-advantage groups left unscored, the KL reference's log-probs, then
+``num_iterations`` passes of: score the records in chunks (``score_chunk``), the loss (the
+learner's own ``loss`` or :func:`algos.grpo.grpo_loss`), backward weighted across chunks and
+processes, one all-reduce of the gradients, clipping, and a step unless the loss or gradient norm is
+non-finite (:class:`algos.step_guard.StepGuard`).
+
+:class:`PolicyUpdate` is a mixin: it reads the trainer's agents, optimizers, configs and
+accelerator (see its attribute list) and holds no state of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import Any, Sequence
+
+import torch
+from accelerate import Accelerator
+
+from .distributed import process_weight, sync_grads
+from .grpo import AGGREGATIONS, group_advantages, grpo_loss, zero_std_groups
+from .step_guard import StepGuard
+from .step_plan import StepPlan
+from .train_config import TrainConfig
+
+__all__ = ["PolicyUpdate", "truncated_is_weights"]
+
+
+def truncated_is_weights(old: torch.Tensor, records: Sequence[Any], mask: torch.Tensor, cap: float) -> torch.Tensor:
+    """``min(exp(old - sampled), cap)`` per chosen position (1 elsewhere); ``sampled`` = the records' logprobs."""
+    rows = [list(getattr(r, "logprobs", None) or []) for r in records]
+    if any(len(x) == 0 for x in rows):
+        raise ValueError("GRPOConfig.tis_cap > 0 needs the sampling log-probs in every record (records.logprobs); "
+                         "this agent does not record them, so set train.grpo.tis_cap=0.")
+    sampled = torch.zeros_like(old)
+    for i, x in enumerate(rows):
+        sampled[i, : len(x)] = torch.as_tensor(x[: old.shape[1]], dtype=old.dtype)
+    w = torch.exp(old - sampled).clamp(max=cap)
+    return torch.where(mask.bool(), w, torch.ones_like(w))
+
+
+def _choices(record: Any) -> int:
+    """Positions an agent chose in one record (what ``Scored.mask`` will count): decisions or generated tokens."""
+    if hasattr(record, "actions"):
+        return len(record.actions)
+    if hasattr(record, "gen_mask"):
+        return int(sum(record.gen_mask[1:]))  # position 0 has no prefix and is never scored
+    raise ValueError(f"train.score_chunk > 0 needs records with 'actions' or 'gen_mask', got {type(record).__name__}; "
+                     "set train.score_chunk=0.")
+
+
+class PolicyUpdate:
+    """``update(role, plan, results, records)`` for :class:`algos.trainer.Trainer`.
+
+    Attributes read (set by the trainer): ``cfg``, ``learner``, ``agents``, ``acc``, ``G``,
+    ``optimizers``, ``optim_cfg``, ``loss_cfg``, ``ref_agents``, ``guard`` and ``step``.
+    """
+
+    cfg: TrainConfig
+    learner: Any
+    agents: dict[str, Any]
+    acc: Accelerator
+    G: int
+    optimizers: dict[str, torch.optim.Optimizer]
+    optim_cfg: dict[str, Any]
+    loss_cfg: dict[str, Any]
+    ref_agents: dict[str, Any]
+    guard: StepGuard
+    step: int
+
+    def _set_lr(self, role: str, scale: float) -> float:
+        oc = self.optim_cfg[role]
+        warm = min(1.0, (self.step + 1) / oc.warmup_steps) if oc.warmup_steps else 1.0
+        lr = oc.lr * warm * scale
+        for g in self.optimizers[role].param_groups:
+            g["lr"] = lr
+        return lr
+
+    def _advantages(self, R: torch.Tensor) -> torch.Tensor:
+        g = self.cfg.grpo
+        custom = getattr(self.learner, "advantages", None)
+        return custom(R, self.G, g) if custom else group_advantages(R, self.G, scale=g.scale_rewards, eps=g.adv_eps)
+
+    def update(self, role: str, plan: StepPlan, results: list[dict], records: list[Any]) -> dict[str, float]:
+        """One optimizer step (``num_iterations`` passes) for ``role``; returns its metrics."""
+        R = torch.tensor([res["rewards"][role] for res in results], dtype=torch.float32)
+        g = self.cfg.grpo
+        adv = self._advantages(R)
+        zero = zero_std_groups(R, self.G)
+        score_all = g.kl_coef > 0 or not self.cfg.skip_zero_std_groups
+        keep = [c for c in range(len(R)) if score_all or not zero[c // self.G]]
+        active = int(self.acc.reduce(torch.tensor(len(keep), device=self.acc.device), "sum").item())
+        if active == 0:  # every process has only zero-advantage groups: nothing to learn this step
+            return {"skipped": 1.0}
+        lr = self._set_lr(role, plan.lr_scale[role])
+        sub, weight = (keep, 1.0) if keep else ([0], 0.0)  # a process with nothing still joins the all-reduce
+        recs = [records[c] for c in sub]
+        a = adv[sub].to(self.acc.device)
+        agent, opt = self.agents[role], self.optimizers[role]
+        params = [p for grp in opt.param_groups for p in grp["params"]]
+        before = [p.detach().clone() for p in params] if self.cfg.log_update_norm else None
+        ref_logp = None
+        if g.kl_coef > 0:
+            with torch.no_grad(), self.acc.autocast(), self._reference(role) as ref:
+                ref_logp = ref.score(recs).logp.float()
+        loss_fn = getattr(self.learner, "loss", None) or grpo_loss
+        chunks, shares, total = self._chunks(recs, g.loss_type)
+        olds: list = [None] * len(chunks)
+        advs: list = [None] * len(chunks)
+        sums: dict[str, float] = {}
+        tokens = 0.0
+        scale = None if total is None else process_weight(self.acc, total, weight)
+        dropped = 0
+        for _ in range(g.num_iterations):
+            opt.zero_grad(set_to_none=False)
+            loss_sum, tokens = 0.0, 0.0
+            for i, (idx, share) in enumerate(zip(chunks, shares)):
+                c_recs, c_a = [recs[j] for j in idx], a[idx]
+                c_ref = None if ref_logp is None else ref_logp[idx]
+                with self.acc.autocast():
+                    scored = agent.score(c_recs)
+                logp = scored.logp.float()
+                if c_ref is not None:
+                    c_ref = c_ref[:, : logp.shape[1]]
+                if olds[i] is None:  # first pass: on-policy log-probs, kept for later passes
+                    olds[i], advs[i] = logp.detach(), c_a
+                    if g.tis_cap > 0:  # rollouts came from a lower-precision sampling copy: reweight per token
+                        advs[i] = c_a.reshape(-1, 1) * truncated_is_weights(olds[i], c_recs, scored.mask, g.tis_cap)
+                loss, m = loss_fn(logp, olds[i], advs[i], scored.mask, self.loss_cfg[role], c_ref, scored.entropy)
+                if scale is None:  # one chunk: the normaliser count comes from its mask
+                    scale = process_weight(self.acc, AGGREGATIONS[g.loss_type].count(scored.mask, len(idx)), weight)
+                (loss * share * scale).backward()  # chunk losses weighted to sum to the whole batch's loss
+                loss_sum += loss.item() * share
+                tokens += float(scored.mask.sum().item())
+                for k, v in m.items():
+                    sums[k] = sums.get(k, 0.0) + v * share / g.num_iterations
+            sync_grads(self.acc, params)
+            max_norm = self.optim_cfg[role].max_grad_norm
+            gn = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf"))
+            if self.guard.finite(role, loss_sum, gn):
+                opt.step()
+            else:  # NaN/inf would poison the weights and Adam's moments: drop this update
+                opt.zero_grad(set_to_none=False)
+                dropped += 1
+            for k, v in dict(loss=loss_sum, grad_norm=gn.item()).items():
+                sums[k] = sums.get(k, 0.0) + v / g.num_iterations
+        sums.update(learning_rate=lr, lr_scale=plan.lr_scale[role], tokens=tokens * weight, skipped=0.0,
+                    nonfinite_skipped=float(dropped))
+        if before is not None:
+            sums["update_norm"] = math.sqrt(sum(float((p.detach() - b).pow(2).sum()) for p, b in zip(params, before)))
+        return sums
+
+    def _chunks(self, recs: list[Any], loss_type: str) -> tuple[list[list[int]], list[float], float | None]:
+        """Row chunks scored one forward/backward at a time (``score_chunk``), each chunk's share of the
+        batch loss, and the batch's normaliser count (None for one chunk: read from its mask)."""
+        n, size = len(recs), self.cfg.score_chunk or len(recs)
+        chunks = [list(range(i, min(n, i + size))) for i in range(0, n, size)]
+        if len(chunks) == 1:
+            return chunks, [1.0], None
+        count = AGGREGATIONS[loss_type].count  # reads only the number of rows or of chosen positions
+        units = [count(torch.ones(1, sum(_choices(recs[j]) for j in idx)), len(idx)) for idx in chunks]
+        total = sum(units)
+        return chunks, [u / total if total else 0.0 for u in units], total
+
+    def _reference(self, role: str) -> Any:
+        """Context yielding the KL reference of ``role``: its frozen copy, or a LoRA agent in reference mode."""
+        if role in self.ref_agents:
+            return contextlib.nullcontext(self.ref_agents[role])
+        return self.agents[role].reference()

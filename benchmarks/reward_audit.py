@@ -19,7 +19,6 @@ Run: ``python -m benchmarks.reward_audit`` (writes ``docs/rewards_results/audit.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -136,6 +135,6 @@ def main(cfg: Config = Config()) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    from algos.dataclass_cli import parse_config
+    from algos.dataclass_cli import cli_main
 
-    main(parse_config(Config, sys.argv[1:], "python -m benchmarks.reward_audit", __doc__.splitlines()[0]))
+    cli_main(main, Config, "python -m benchmarks.reward_audit", __doc__)

@@ -218,8 +218,6 @@ def main(cfg: Config) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    import sys
+    from algos.dataclass_cli import cli_main
 
-    from algos.dataclass_cli import parse_config
-
-    main(parse_config(Config, sys.argv[1:], prog="python -m benchmarks.seedstats", description=__doc__.split("\n")[0]))
+    cli_main(main, Config, "python -m benchmarks.seedstats", __doc__)

@@ -444,4 +444,6 @@ def parse(argv: Sequence[str]) -> SoakConfig:
 
 
 if __name__ == "__main__":
-    main(parse(sys.argv[1:]))
+    from algos.dataclass_cli import cli_main
+
+    cli_main(main, SoakConfig, "python -m benchmarks.soak", __doc__)

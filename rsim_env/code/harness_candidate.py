@@ -13,7 +13,7 @@ import os
 import sys
 
 try:  # imported as a module (tests); inside the sandbox wire.py's source is prepended instead
-    from rsim_env.code.limits import apply_limits
+    from rsim_env.code.limits import confine
     from rsim_env.code.wire import WireError, decode, encode
 except ImportError:  # pragma: no cover - sandbox path: limits.py + wire.py are prepended
     pass
@@ -67,7 +67,7 @@ def decode_request(line):
 def main():
     cfg = json.loads(sys.argv[1])
     program = sys.argv[2]
-    apply_limits(cfg["limits"])
+    confine(cfg)
     sys.setrecursionlimit(cfg.get("recursion_limit", 3000))
     req_fd, rep_fd = cfg["req_fd"], cfg["rep_fd"]
     try:

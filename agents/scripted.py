@@ -50,8 +50,11 @@ class RandomPlanner:
         self._rng = np.random.default_rng(seed)
         self.p_terminate = p_terminate
 
-    def reset(self, num_copies: int) -> None:
+    def reset(self, num_copies: int, seed: int | None = None) -> None:
+        """Forget the episodes; ``seed`` restarts the generator (rsim eval seeds every batch)."""
         self._records: list[PlanRecord] = [PlanRecord() for _ in range(num_copies)]
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
 
     def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[int]:
         out = []
@@ -137,8 +140,11 @@ class TemplateReasoner:
             return f"{program}\n```"
         return f"```python\n{program}\n```"
 
-    def reset(self, num_copies: int) -> None:
+    def reset(self, num_copies: int, seed: int | None = None) -> None:
+        """Forget the episodes; ``seed`` restarts the ``p_correct`` draws (rsim eval seeds every batch)."""
         self._n = num_copies
+        if seed is not None:
+            self._rng = random.Random(seed)
 
     def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[str]:
         out = []

@@ -80,11 +80,11 @@ def resolve(cfg: EvalConfig, log: bool = True) -> tuple[EvalConfig, dict[str, An
     resolved = dataclasses.replace(cfg, **base)
     info = {"from": found[0] if found else "defaults", "overrides": {k: str(v) for k, v in overrides.items()},
             "env": dataclasses.asdict(resolved.env), "reasoner": dataclasses.asdict(resolved.reasoner_config)}
-    if log:
+    if log and found:  # the defaults need no announcement; a run's settings do
         r = resolved
         shown = (f"{r.env.max_steps} rounds x {r.reasoner_config.max_step_tokens} tokens, protocol "
                  f"{r.env.protocol!r}, max_step_chars {r.env.max_step_chars}")
-        where = f"saved with {found[0]}" if found else "defaults (no run to take them from)"
+        where = f"saved with {found[0]}"
         extra = f"; overridden: {', '.join(f'{k}={v}' for k, v in overrides.items())}" if overrides else ""
         print(f"rsim eval: env and reasoner settings {where}: {shown}{extra}", file=sys.stderr)
     return resolved, info

@@ -142,3 +142,14 @@ def test_rsim_train_on_code_refuses_before_any_model_loads(no_bwrap, tmp_path):
     with pytest.raises(SandboxUnavailable, match="RSIM_SANDBOX=rlimits"):
         cli.main(["train", "--preset", "tiny", "--data", "code_tasks", "--steps", "1", "--out", str(tmp_path / "run")])
     assert not os.path.exists(tmp_path / "run" / "checkpoints")
+
+
+def test_continual_benchmark_refuses_before_training(no_bwrap, tmp_path):
+    from benchmarks import continual
+
+    def no_training(*a, **k):
+        raise AssertionError("run A was trained before the sandbox check")
+
+    no_bwrap.setattr(continual, "rsim_main", no_training)
+    with pytest.raises(SandboxUnavailable, match="RSIM_SANDBOX=rlimits"):
+        continual.main(continual.Config(out=str(tmp_path / "c")))

@@ -117,3 +117,36 @@ def test_other_settings_are_refused_in_one_line(tmp_path, monkeypatch, capsys, c
     assert len(err) == 1 and "rerun the same command" in err[0] and "--no-resume" in err[0]
     main(EvalConfig(**{**ARGS, **change}, out=str(out), resume=False))  # --no-resume starts over
     assert json.loads((out / "results.json").read_text())["config"]["limit"] == {**ARGS, **change}["limit"]
+
+
+def test_kill_at_a_random_moment_then_rerun_the_same_command(tmp_path):
+    """The real thing: ``rsim eval`` in a subprocess, SIGKILLed once some batches are journaled (a
+    random point of a batched rollout), rerun with the same command line."""
+    import os
+    import random
+    import signal
+    import subprocess
+    import time
+
+    argv = ["--reasoner", "tiny", "--source", "tiny", "--limit", "24", "--batch", "2", "--k", "2",
+            "--modes", "none,random", "--max-steps", "2", "--max-step-tokens", "6", "--no-progress", "--no-plots"]
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    main(argv + ["--out", str(whole)])
+    env = dict(os.environ, PYTHONPATH=os.getcwd(), OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "algos.cli", "eval", *argv, "--out", str(killed)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    want = random.Random().randint(2, 12)  # batches journaled before the kill (of 24)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (killed / NAME).exists() and len((killed / NAME).read_bytes().splitlines()) > want:
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, f"the run ended before the kill: {proc.stderr.read().decode()[-500:]}"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (killed / "results.json").exists()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "finished batches kept" in done.stderr
+    assert _results(killed) == _results(whole)
+    assert (killed / "episodes.jsonl").read_text() == (whole / "episodes.jsonl").read_text()

@@ -129,7 +129,7 @@ class EvalConfig:
     """Grade the last number of a response that states no explicit answer: = --set
     env.check.last_number_fallback=true (off here leaves the run's or the default setting)."""
     resume: bool = True
-    """With --out: continue an interrupted evaluation of the same settings from its episodes.jsonl."""
+    """With --out: continue an interrupted evaluation of the same settings from its journal.jsonl (off: start over)."""
     out: str = ""
     """Output directory for results.json, episodes.jsonl, table.md and plots ("" = print only)."""
     plots: bool = True

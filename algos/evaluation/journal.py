@@ -28,10 +28,12 @@ RUN_ONLY = ("out", "plots", "progress", "resume")
 """EvalConfig fields that change where and how results are shown, not the episodes (not fingerprinted)."""
 
 
-def settings_of(cfg: EvalConfig, problem_ids: Sequence[str]) -> dict[str, Any]:
-    """What the episodes depend on: the resolved config without :data:`RUN_ONLY`, and the problem ids."""
+def settings_of(cfg: EvalConfig, problem_ids: Sequence[str], checkpoint: str = "") -> dict[str, Any]:
+    """What the episodes depend on: the resolved config without :data:`RUN_ONLY`, the problem ids and
+    the checkpoint the settings came from (a run that trained on since has a newer one: refused)."""
     config = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in RUN_ONLY}
-    return json.loads(json.dumps({"config": config, "problem_ids": list(problem_ids)}, default=str))
+    doc = {"config": config, "problem_ids": list(problem_ids), "checkpoint": checkpoint}
+    return json.loads(json.dumps(doc, default=str))
 
 
 def fingerprint(settings: dict[str, Any]) -> str:

@@ -221,7 +221,7 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
     if not problems:
         raise ValueError(f"source {cfg.source!r} gave no problems.")
     sandbox = check_sandbox(problems)
-    journal = Journal(Path(cfg.out), settings_of(cfg, [p.id for p in problems]), cfg.resume) if cfg.out else None
+    journal = Journal(Path(cfg.out), settings_of(cfg, [p.id for p in problems], used["from"]), cfg.resume) if cfg.out else None
     if journal is not None and journal.done:
         print(f"rsim eval: resuming {journal.path}: {len(journal.done)} finished batches kept", file=sys.stderr)
     t_load = time.perf_counter()

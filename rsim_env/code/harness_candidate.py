@@ -1,6 +1,7 @@
 """Candidate-side harness: runs INSIDE the sandbox with ``python -I -S -c <wire.py + this file>``.
 
-It lowers its own resource limits, loads the untrusted program, then serves function calls:
+It confines itself (``limits.confine``: network namespace, uid, resource limits), loads the untrusted
+program, then serves function calls:
 one request line (``[args, kwargs]`` in :mod:`wire` form) on fd ``req``, one reply line
 (``["ok", value]`` or ``["err", exception name, message]``) on fd ``rep``. The program runs in
 this process and may tamper with anything here -- that is fine, because this process only ever

@@ -153,3 +153,15 @@ def test_continual_benchmark_refuses_before_training(no_bwrap, tmp_path):
     no_bwrap.setattr(continual, "rsim_main", no_training)
     with pytest.raises(SandboxUnavailable, match="RSIM_SANDBOX=rlimits"):
         continual.main(continual.Config(out=str(tmp_path / "c")))
+
+
+def test_rsim_train_with_opt_in_records_and_logs_it(no_bwrap, tmp_path, capsys):
+    from algos import cli
+
+    no_bwrap.setenv(isolation.OPT_IN_ENV, "rlimits")
+    out = cli.main(["train", "--learner", "planner_only", "--planner", "tiny", "--reasoner", "template:1.0",
+                    "--data", "code_tasks", "--steps", "1", "--out", str(tmp_path / "run"),
+                    "--set", "train.groups_per_step=1", "--set", "train.grpo.group_size=2", "--set", "env.max_steps=2",
+                    "--set", "data.size=4", "--set", "train.skip_zero_std_groups=false", "--set", "train.progress=false"])
+    assert out["sandbox"]["isolation"] == "rlimits"
+    assert "code sandbox isolation='rlimits'" in capsys.readouterr().err

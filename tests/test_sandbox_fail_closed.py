@@ -55,6 +55,9 @@ def test_env_opt_in_runs_rlimits_and_a_bad_value_is_refused(no_bwrap):
         assert ex.execute("def solution(a, b):\n    return a + b\n", ADD, timeout_s=5).isolation == "rlimits"
     finally:
         ex.close()
+    no_bwrap.setenv(isolation.OPT_IN_ENV, "bwrap")  # the stronger request wins over a config's rlimits
+    with pytest.raises(SandboxUnavailable):
+        Executor(SandboxConfig(isolation="rlimits", max_parallel=1))
     no_bwrap.setenv(isolation.OPT_IN_ENV, "off")
     with pytest.raises(ValueError, match="RSIM_SANDBOX='off'"):
         Executor(SandboxConfig(max_parallel=1))

@@ -14,7 +14,8 @@ Two modes (chosen once per process by :func:`detect`, or forced by ``SandboxConf
 ``"auto"`` (the default) is bubblewrap or nothing: without a working bubblewrap :func:`detect`
 raises :class:`SandboxUnavailable` naming the fix and the opt-in -- untrusted code never runs less
 isolated than the user asked for. ``RSIM_SANDBOX`` (``auto`` | ``bwrap`` | ``rlimits``) replaces
-an ``"auto"`` of the config, so a command line opts in without code.
+an ``"auto"`` of the config, so a command line opts in without code; ``RSIM_SANDBOX=bwrap`` also
+overrides a config's ``"rlimits"`` (the stronger request wins).
 
 In both modes, when this process runs as root, every sandboxed process runs under a dedicated
 unprivileged uid taken from a pool guarded by lock files (so concurrent executions, even from other
@@ -245,13 +246,16 @@ def _probe_bwrap(python: str, uid: int | None) -> str | None:
 
 
 def requested(isolation: str) -> str:
-    """The mode asked for: ``isolation``, or ``$RSIM_SANDBOX`` when ``isolation`` is ``"auto"``."""
+    """The mode asked for: ``isolation``, or ``$RSIM_SANDBOX`` when ``isolation`` is ``"auto"``;
+    ``RSIM_SANDBOX=bwrap`` wins over everything (the stronger request is kept)."""
     if isolation not in MODES:
         raise ValueError(f"isolation={isolation!r}; use one of {MODES}.")
     env = os.environ.get(OPT_IN_ENV, "").strip()
     if env and env not in MODES:
         raise ValueError(f"{OPT_IN_ENV}={env!r}; use one of {MODES} (rlimits is the explicit opt-in to weaker "
                          "isolation) or unset it.")
+    if env == "bwrap":
+        return "bwrap"
     return env if isolation == "auto" and env else isolation
 
 

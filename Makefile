@@ -49,15 +49,15 @@ bench: install
 clean:
 	rm -rf $(VENV) build *.egg-info
 
-# bubblewrap for the code sandbox (rsim_env.code); without it the sandbox falls back to resource
-# limits only, with a warning. Debian/Ubuntu as root; elsewhere install bubblewrap yourself.
-# Best effort: `make test` runs the hostile-code suite under bubblewrap where this works, and
-# under the rlimits fallback (bubblewrap cases skipped) where it does not.
+# bubblewrap for the code sandbox (rsim_env.code); without it code problems are refused unless you
+# opt in to weaker isolation with RSIM_SANDBOX=rlimits (docs/sandbox.md). Debian/Ubuntu as root;
+# elsewhere install bubblewrap yourself. Best effort: `make test` runs the hostile-code suite under
+# bubblewrap where this works; tests that grade code opt in to rlimits explicitly where it does not.
 sandbox-tools:
 	-command -v bwrap >/dev/null || (command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
 	  echo "make: installing bubblewrap system-wide (apt-get) for the code sandbox" && \
 	  apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || \
-	  echo "bubblewrap not installed: the code sandbox will use resource limits only"
+	  echo "bubblewrap not installed: code problems need it, or the opt-in RSIM_SANDBOX=rlimits (docs/sandbox.md)"
 
 # Headless Chromium for the rollout viewer's browser test (tests/test_viewer*.py); best effort like
 # sandbox-tools: without it that test skips with its reason.

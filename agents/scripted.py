@@ -51,8 +51,11 @@ class RandomPlanner:
         self._rng = np.random.default_rng(seed)
         self.p_terminate = p_terminate
 
-    def reset(self, num_copies: int) -> None:
+    def reset(self, num_copies: int, seed: int | None = None) -> None:
+        """Forget the episodes; ``seed`` restarts the generator (rsim eval seeds every batch)."""
         self._records: list[PlanRecord] = [PlanRecord() for _ in range(num_copies)]
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
 
     def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[int]:
         out = []
@@ -135,8 +138,11 @@ class TemplateReasoner:
             answer = kind.wrong_answer(str(gold))
         return kind.final_step(str(obs.get("injected", "")), answer)
 
-    def reset(self, num_copies: int) -> None:
+    def reset(self, num_copies: int, seed: int | None = None) -> None:
+        """Forget the episodes; ``seed`` restarts the ``p_correct`` draws (rsim eval seeds every batch)."""
         self._n = num_copies
+        if seed is not None:
+            self._rng = random.Random(seed)
 
     def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[str]:
         out = []

@@ -89,6 +89,7 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     if point is not None and check_not_complete(step, cfg.train.steps, str(point)):
         return _already_complete(point, step, cfg.train.steps, cfg.train.output_dir)
     problems = build_problems(cfg)  # a bad data file fails here, before any model is loaded
+    sandbox = pre.check_sandbox(problems)  # code problems: bubblewrap or an explicit opt-in, before any model
     acc = make_accelerator(cfg.train)
     set_seed(cfg.train.seed)  # same init on every process
     learner = build_learner(cfg)
@@ -103,6 +104,8 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     out["seconds"] = time.perf_counter() - t0
     out["seconds_per_step"] = out["seconds"] / max(1, steps)
     out["is_main_process"] = acc.is_main_process
+    if sandbox is not None:
+        out["sandbox"] = sandbox
     out["params"] = {r: trainer.agents[r].module for r in learner.trained}  # for tests; dropped when printed
     return out
 

@@ -1,5 +1,6 @@
-"""Checks ``rsim train`` runs before it loads any model, so that a typo costs no model load
-(model specs: :func:`agents.registry.check_spec`; data specs: :func:`rsim_env.data.check_spec`).
+"""Checks ``rsim train`` / ``rsim eval`` run before they load any model, so that a typo or a missing
+sandbox costs no model load (model specs: :func:`agents.registry.check_spec`; data specs:
+:func:`rsim_env.data.check_spec`; the code sandbox: :func:`check_sandbox`).
 
 Each function takes plain values (paths, spec strings) and raises ``ValueError`` (or
 :class:`algos.checkpoint.CheckpointError`, also a ``ValueError``) naming the problem, the value
@@ -9,11 +10,13 @@ and the fix.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from . import checkpoint as ckpt
 from .checkpoint_checks import CheckpointError, read_json, require
+
 
 def check_output_dir(out: str | Path, resume_from: Path | None) -> Path:
     """Raise unless ``out`` can hold this run's logs and checkpoints; return it.
@@ -68,3 +71,25 @@ def read_resume_point(path: str | Path) -> tuple[Path, dict[str, Any], int]:
             errors.append(str(e))
     raise CheckpointError(errors[0] if len(errors) == 1 else
                           f"resume: none of the {len(errors)} checkpoints under {p} is readable; newest: {errors[0]}")
+
+
+def check_sandbox(problems: Iterable[Any], log: bool = True) -> dict[str, str] | None:
+    """Make sure model-written programs will be confined as asked, before any model loads.
+
+    Only problems with tests (code problems) run programs; for none of them this returns None.
+    Otherwise it builds the process-wide sandbox executor, which raises
+    :class:`rsim_env.code.SandboxUnavailable` (a ``RuntimeError``: one line naming bubblewrap and
+    the ``RSIM_SANDBOX=rlimits`` opt-in) when ``isolation="auto"`` finds no working bubblewrap,
+    and returns how programs are confined (``isolation``, ``network``, ``asked``). An opted-in
+    weaker mode is logged on stderr (every run that uses it says so; results record it too).
+    """
+    if not any(getattr(p, "tests", "") for p in problems):
+        return None
+    from rsim_env.code import default_executor
+
+    info = default_executor().describe()
+    if log and info["isolation"] != "bwrap":
+        print(f"rsim: code sandbox isolation={info['isolation']!r} (opted in, asked {info['asked']!r}): resource "
+              f"limits and a dedicated uid; network: {info['network']}; the filesystem and the machine's other "
+              "processes stay visible to model-written programs (docs/sandbox.md).", file=sys.stderr)
+    return info

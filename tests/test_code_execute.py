@@ -7,6 +7,9 @@ import pytest
 from rsim_env.code import REASONS, Executor, SandboxConfig, execute, extract_program, pairs_to_check, program_parses
 from rsim_env.code.harness_checker import instrument
 from rsim_env.code.wire import WireError, decode, encode
+from tests.sandbox import module_opt_in  # noqa: F401 - code problems: bubblewrap, else the explicit opt-in
+
+pytestmark = pytest.mark.usefixtures("module_opt_in")
 
 ADD_TESTS = "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n    assert candidate(0, 0) == 0\n"
 

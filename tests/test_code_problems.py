@@ -13,6 +13,9 @@ from rsim_env.data import load_problems
 from rsim_env.code.tasks import FAMILIES, code_tasks
 from rsim_env import grading
 from rsim_env.grading import grade
+from tests.sandbox import module_opt_in  # noqa: F401 - code problems: bubblewrap, else the explicit opt-in
+
+pytestmark = pytest.mark.usefixtures("module_opt_in")
 
 FIX = Path(__file__).parent / "fixtures" / "datasets"
 

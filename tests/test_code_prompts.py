@@ -12,6 +12,9 @@ from rsim_env.code.extract import answer_text, closes_program, extract_program, 
 from rsim_env.code.follow import detect_code_step
 from rsim_env.code.tasks import code_tasks
 from rsim_env.strategies import CONTINUATION, TERMINATION, detect
+from tests.sandbox import module_opt_in  # noqa: F401 - code problems: bubblewrap, else the explicit opt-in
+
+pytestmark = pytest.mark.usefixtures("module_opt_in")
 
 DOUBLE = Problem("double", render.code_question("`double(x)` returns twice `x`.", "double"), "", kind="code",
                  entry_point="double", tests="def check(candidate):\n    assert candidate(2) == 4\n"

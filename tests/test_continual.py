@@ -8,6 +8,9 @@ from safetensors.torch import load_file
 from agents.runs import latest, weights_file
 from algos.cli import build_agents, main, parse
 from algos.learners import build_learner
+from tests.sandbox import module_opt_in  # noqa: F401 - code problems: bubblewrap, else the explicit opt-in
+
+pytestmark = pytest.mark.usefixtures("module_opt_in")
 
 FIRST = ["train", "--learner", "planner_only", "--planner", "tiny", "--reasoner", "template:0.5", "--data", "tiny",
          "--steps", "2", "--set", "train.groups_per_step=1", "--set", "train.grpo.group_size=2", "--set", "env.max_steps=2",

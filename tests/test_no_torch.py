@@ -3,6 +3,12 @@
 import subprocess
 import sys
 
+import pytest
+
+from tests.sandbox import module_opt_in  # noqa: F401 - code problems: bubblewrap, else the explicit opt-in
+
+pytestmark = pytest.mark.usefixtures("module_opt_in")
+
 CODE = r"""
 import sys
 for name in ("torch", "transformers", "accelerate"):

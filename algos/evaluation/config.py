@@ -21,7 +21,7 @@ from rsim_env.game import EnvConfig
 from rsim_env.strategies import NUM_STRATEGIES, TERMINATION, by_name
 from rsim_env.validation import check_finite
 
-__all__ = ["EvalConfig", "DEFAULT_FIXED", "fixed_name", "parse_sequence", "split_modes"]
+__all__ = ["EvalConfig", "DEFAULT_FIXED", "fixed_name", "parse_assignment", "parse_sequence", "split_modes"]
 
 
 def _seq(*names: str) -> tuple[int, ...]:
@@ -52,6 +52,14 @@ def parse_sequence(text: str) -> tuple[int, ...]:
     if not seq or any(not 0 <= s < NUM_STRATEGIES for s in seq):
         raise ValueError(f"fixed sequence {text!r}: use strategy indices in 0..{NUM_STRATEGIES - 1}, e.g. 1,3,8.")
     return seq
+
+
+def parse_assignment(text: str) -> tuple[str, str]:
+    """``"env.max_steps=3"`` -> ``("env.max_steps", "3")`` (for ``--set``)."""
+    key, eq, value = text.partition("=")
+    if not eq or not key.strip():
+        raise ValueError(f"--set {text!r}: expected KEY=VALUE, e.g. env.max_step_chars=500.")
+    return key.strip(), value.strip()
 
 
 def split_modes(text: str) -> tuple[str, ...]:
@@ -99,21 +107,36 @@ class EvalConfig:
     """Seed of environments, random planner and sampling (each mode restarts from it)."""
     batch: int = 16
     """Problems per batched rollout."""
-    max_steps: int = EnvConfig.max_steps
-    """Planner rounds before truncation (env.max_steps)."""
-    max_step_tokens: int = ReasonerConfig.max_step_tokens
-    """Reasoner token cap per step (reasoner.max_step_tokens)."""
+    env: EnvConfig = field(default_factory=EnvConfig)
+    """Episode rules (rounds, step and question caps, protocol, answer check, reward weights). Evaluating a run
+    or checkpoint (--planner / --reasoner naming one), the run's saved env is the base instead of these defaults;
+    fields set here to other than the default, the shorthands below and --set env.X=V override it."""
+    reasoner_config: ReasonerConfig = field(default_factory=ReasonerConfig)
+    """Reasoner decoding settings (max_step_tokens, stop_at_delimiter, cache, ...), taken from the evaluated run
+    like ``env``; greedy, temperature and seed always come from this config (k, temperature, seed)."""
+    set: tuple[tuple[str, str], ...] = field(default=(), metadata={"parse": parse_assignment, "append": True})
+    """Override one setting of the run or the defaults, e.g. env.max_step_chars=500, env.check.timeout_s=5,
+    reasoner_config.max_step_tokens=32 (repeatable; recorded in results.json under settings.overrides)."""
+    from_run: bool = True
+    """Start from the env and reasoner settings saved with the evaluated run (off: from the defaults)."""
+    max_steps: int = 0
+    """Planner rounds before truncation: = --set env.max_steps=N; 0 = the run's (else the default, 8)."""
+    max_step_tokens: int = 0
+    """Reasoner token cap per step: = --set reasoner_config.max_step_tokens=N; 0 = the run's (else 96)."""
     max_answer_tokens: int = 0
-    """Token cap of the single no-planner generation; 0 = max_steps * max_step_tokens (same budget)."""
-    protocol: str = EnvConfig.protocol
-    """Reasoner turn protocol (env.protocol; rsim_env.render.PROTOCOLS)."""
+    """Token cap of the single no-planner generation; 0 = rounds * step tokens (the same budget)."""
+    protocol: str = ""
+    """Reasoner turn protocol: = --set env.protocol=P (rsim_env.render.PROTOCOLS); "" = the run's (else default)."""
     frozen: str = "same"
     """Weights the reasoner decodes with: "same" (as loaded), "bfloat16" or "int8" (dynamic quantisation of the
     linear layers), which read fewer bytes per token on a CPU, or "compile" (torch.compile: same weights, the
     first batches build kernels). docs/lean.md measures speed and accuracy of each.
     A LoRA run's reasoner refuses it (it decodes on its merged sampler): evaluate its ``rsim export`` instead."""
     last_number_fallback: bool = False
-    """Grade the last number of a response that states no explicit answer (env.check.last_number_fallback)."""
+    """Grade the last number of a response that states no explicit answer: = --set
+    env.check.last_number_fallback=true (off here leaves the run's or the default setting)."""
+    resume: bool = True
+    """With --out: continue an interrupted evaluation of the same settings from its journal.jsonl (off: start over)."""
     out: str = ""
     """Output directory for results.json, episodes.jsonl, table.md and plots ("" = print only)."""
     plots: bool = True
@@ -123,17 +146,25 @@ class EvalConfig:
 
     def __post_init__(self) -> None:
         check_finite(self)
-        for name in ("limit", "k", "batch", "max_steps", "max_step_tokens"):
+        for name in ("limit", "k", "batch"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"EvalConfig.{name}={v!r} is invalid: use an int >= 1.")
-        if self.max_answer_tokens < 0:
-            raise ValueError(f"EvalConfig.max_answer_tokens={self.max_answer_tokens!r}: use 0 (auto) or a positive int.")
+        for name in ("max_steps", "max_step_tokens", "max_answer_tokens"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"EvalConfig.{name}={v!r} is invalid: use 0 (the run's or the default) or an int >= 1.")
         if not self.temperature > 0:
             raise ValueError(f"EvalConfig.temperature={self.temperature!r} is invalid: use a positive float.")
+        if not isinstance(self.env, EnvConfig) or not isinstance(self.reasoner_config, ReasonerConfig):
+            raise TypeError("EvalConfig.env must be an EnvConfig and EvalConfig.reasoner_config a ReasonerConfig.")
         from rsim_env.render import protocol
 
-        protocol(self.protocol)
+        if self.protocol:
+            protocol(self.protocol)
+        env, rc = self.shorthand_applied()
+        object.__setattr__(self, "env", env)
+        object.__setattr__(self, "reasoner_config", rc)
         from agents.registry import FROZEN
 
         if self.frozen not in FROZEN:
@@ -145,6 +176,29 @@ class EvalConfig:
         for m in self.resolved_modes():
             if m == "trained" and not self.planner:
                 raise ValueError("mode 'trained' needs --planner SPEC (a saved planner, checkpoint or run dir).")
+
+    def shorthands(self) -> dict[str, object]:
+        """The shorthand flags and ``--set`` items given, as dotted ``env.*`` / ``reasoner_config.*`` keys."""
+        out = {"env.max_steps": self.max_steps or None, "reasoner_config.max_step_tokens": self.max_step_tokens or None,
+               "env.protocol": self.protocol or None, "env.check.last_number_fallback": self.last_number_fallback or None}
+        out = {k: v for k, v in out.items() if v is not None}
+        for key, value in self.set:
+            if key.split(".", 1)[0] not in ("env", "reasoner_config") or "." not in key:
+                raise ValueError(f"--set {key}={value}: only env.<field> and reasoner_config.<field> can be set here "
+                                 "(e.g. env.max_step_chars=500, reasoner_config.max_step_tokens=32); the other "
+                                 "settings are flags of rsim eval (see --help).")
+            out[key] = value
+        return out
+
+    def shorthand_applied(self) -> tuple[EnvConfig, ReasonerConfig]:
+        """``env`` and ``reasoner_config`` with :meth:`shorthands` applied (raises ValueError naming a bad key)."""
+        from ..config import apply_overrides
+
+        sections = {"env": self.env, "reasoner_config": self.reasoner_config}
+        for name in sections:
+            sub = {k.split(".", 1)[1]: v for k, v in self.shorthands().items() if k.startswith(name + ".")}
+            sections[name] = apply_overrides(sections[name], sub, prefix=name + ".")
+        return sections["env"], sections["reasoner_config"]
 
     def resolved_modes(self) -> list[str]:
         """Concrete mode names (``fixed`` expanded to one ``fixed:a,b,c`` per sequence)."""
@@ -163,4 +217,5 @@ class EvalConfig:
 
     @property
     def answer_tokens(self) -> int:
-        return self.max_answer_tokens or self.max_steps * self.max_step_tokens
+        """Token cap of the no-planner answer (after :func:`~.settings.resolve`: the same budget as the rounds)."""
+        return self.max_answer_tokens or self.env.max_steps * self.reasoner_config.max_step_tokens

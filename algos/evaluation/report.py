@@ -51,9 +51,11 @@ def write_all(results: dict[str, Any], rows: Sequence[dict[str, Any]], out: Path
     out.mkdir(parents=True, exist_ok=True)
     files = {"results": str(out / "results.json"), "episodes": str(out / "episodes.jsonl"),
              "table": str(out / "table.md")}
-    with open(out / "episodes.jsonl", "w", encoding="utf-8") as fh:
+    tmp = out / ".episodes.jsonl.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
         for r in rows:
             fh.write(json.dumps(r, default=str) + "\n")
+    os.replace(tmp, out / "episodes.jsonl")
     (out / "table.md").write_text(results["table_md"] + "\n", encoding="utf-8")
     if plots:
         files["plot_accuracy"] = str(plot_accuracy(results, out / PLOTS[0]))

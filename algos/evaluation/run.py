@@ -3,7 +3,12 @@
 Evaluation is batched: ``batch`` problems x ``k`` samples are one :class:`rsim_env.EnvGroup`
 played by :func:`algos.rollout.rollout` (one batched call per agent per round). With ``k == 1``
 the reasoner decodes greedily (pass@1 with a fixed seed); with ``k > 1`` it samples at
-``temperature`` and pass@k is reported too.
+``temperature`` and pass@k is reported too. Every batch is seeded on its own (``seed + start * k``),
+so a batch's episodes do not depend on which batches ran before it: that is what lets an
+interrupted evaluation resume (:mod:`.journal`) to the same results.
+
+The env and reasoner settings are the evaluated run's unless overridden (:mod:`.settings`); code
+problems need the sandbox as asked (:func:`algos.preflight.check_sandbox`), checked before any model loads.
 """
 
 from __future__ import annotations
@@ -17,13 +22,14 @@ from typing import Any, Sequence
 
 from agents.registry import AgentContext, Built, build_agent
 from rsim_env.data import load_problems
-from rsim_env.game import EnvConfig
 from rsim_env.group import EnvGroup
 from rsim_env.problems import Problem
 
 from .. import analysis
-from . import report
+from ..preflight import check_sandbox
+from . import report, settings
 from .config import EvalConfig, parse_sequence
+from .journal import Journal, settings_of
 
 __all__ = ["load_eval_problems", "build_reasoner", "load_planner", "episode_tokens", "evaluate_mode", "run"]
 
@@ -37,9 +43,10 @@ def build_reasoner(spec: str, cfg: EvalConfig, problems: Sequence[Problem], shar
     """Reasoner for ``spec`` (greedy when ``k == 1``) plus a description of what was loaded."""
     from agents.reasoner import ReasonerConfig
 
-    rc = ReasonerConfig(max_step_tokens=cfg.max_step_tokens, max_answer_tokens=cfg.answer_tokens,
-                        greedy=cfg.k == 1, temperature=cfg.temperature, seed=cfg.seed)
-    built = build_agent(spec, AgentContext("reasoner", config=rc, seed=cfg.seed, max_rounds=cfg.max_steps,
+    rc = dataclasses.replace(cfg.reasoner_config, max_answer_tokens=cfg.answer_tokens, greedy=cfg.k == 1,
+                             temperature=cfg.temperature, seed=cfg.seed)
+    assert isinstance(rc, ReasonerConfig)
+    built = build_agent(spec, AgentContext("reasoner", config=rc, seed=cfg.seed, max_rounds=cfg.env.max_steps,
                                            problems=problems, shared={} if shared is None else shared,
                                            frozen=cfg.frozen))
     if cfg.frozen != "same" and getattr(built.agent, "lora", None) is not None:
@@ -53,7 +60,7 @@ def load_planner(spec: str, cfg: EvalConfig, shared: dict | None = None) -> Buil
     from agents.planner import PlannerConfig
 
     return build_agent(spec, AgentContext("planner", config=PlannerConfig(greedy=True, seed=cfg.seed), seed=cfg.seed,
-                                          max_rounds=cfg.max_steps, shared={} if shared is None else shared))
+                                          max_rounds=cfg.env.max_steps, shared={} if shared is None else shared))
 
 
 def episode_tokens(planner: Any, planner_rec: Any, reasoner: Any, reasoner_rec: Any) -> dict[str, Any]:
@@ -101,48 +108,67 @@ def make_planner(mode: str, cfg: EvalConfig, trained: Any) -> Any:
 
 
 def _reseed(agent: Any, seed: int) -> None:
-    """Restart an agent's sampling generator, so each mode's results do not depend on mode order."""
-    if getattr(agent, "generator", None) is not None and hasattr(agent, "reset"):
+    """Restart an agent's sampling generator, so a batch's results depend on neither mode order nor earlier batches."""
+    if hasattr(agent, "reset"):
         try:
             agent.reset(0, seed=seed)
-        except TypeError:
+        except TypeError:  # an agent without a seedable generator (a plug-in): nothing to restart
             pass
 
 
-def evaluate_mode(mode: str, problems: Sequence[Problem], reasoner: Any, planner: Any, cfg: EvalConfig,
-                  bar: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Play every problem ``cfg.k`` times under ``mode``; return episode rows and timing stats."""
+def _play_batch(mode: str, chunk: list[Problem], reasoner: Any, planner: Any, cfg: EvalConfig, seed: int
+                ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One batch of ``mode``: its episode rows and timing."""
     import torch
 
     from ..rollout import rollout
 
-    torch.manual_seed(cfg.seed)
+    torch.manual_seed(seed)
     for agent in (reasoner, planner):
-        _reseed(agent, cfg.seed)
-    # the env's reward check (require_evaluated, ...) with only the fallback taken from the eval config
-    check = dataclasses.replace(EnvConfig().check, last_number_fallback=cfg.last_number_fallback)
-    env = EnvConfig(max_steps=cfg.max_steps, planner=mode != "none", protocol=cfg.protocol, check=check)
+        _reseed(agent, seed)
+    group = EnvGroup(chunk, group_size=cfg.k, config=dataclasses.replace(cfg.env, planner=mode != "none"))
+    t0 = time.perf_counter()
+    result = rollout(group, reasoner, planner, seed=seed)
+    stats = {"wall_s": time.perf_counter() - t0}
+    for agent in ("planner", "reasoner"):
+        stats[f"{agent}_s"] = result.stats["seconds"][agent]
+        stats[f"{agent}_calls"] = result.stats["calls"][agent]
+    rows = []
+    for traj in result.trajectories:
+        sample = traj["copy"] - traj["problem_index"] * cfg.k  # copy ids run over all problems of the group
+        rows.append(_row(mode, chunk[traj["problem_index"]], traj, sample, planner, reasoner))
+    return rows, stats
+
+
+def evaluate_mode(mode: str, problems: Sequence[Problem], reasoner: Any, planner: Any, cfg: EvalConfig,
+                  bar: Any = None, journal: Journal | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Play every problem ``cfg.k`` times under ``mode``; return episode rows and timing stats.
+
+    With a ``journal``, batches it holds are taken from it and each new batch is recorded as it finishes.
+    """
     rows: list[dict[str, Any]] = []
     stats = {"wall_s": 0.0, "planner_s": 0.0, "reasoner_s": 0.0, "planner_calls": 0, "reasoner_calls": 0}
     for b in range(0, len(problems), cfg.batch):
         chunk = list(problems[b: b + cfg.batch])
-        group = EnvGroup(chunk, group_size=cfg.k, config=env)
-        t0 = time.perf_counter()
-        result = rollout(group, reasoner, planner, seed=cfg.seed + b * cfg.k)
-        stats["wall_s"] += time.perf_counter() - t0
-        for agent in ("planner", "reasoner"):
-            stats[f"{agent}_s"] += result.stats["seconds"][agent]
-            stats[f"{agent}_calls"] += result.stats["calls"][agent]
-        for traj in result.trajectories:
-            sample = traj["copy"] - traj["problem_index"] * cfg.k  # copy ids run over all problems of the group
-            rows.append(_row(mode, chunk[traj["problem_index"]], traj, sample, planner, reasoner))
+        keys = [(p.id, s) for p in chunk for s in range(cfg.k)]
+        unit = journal.get(mode, b, keys) if journal is not None else None
+        if unit is None:
+            new_rows, new_stats = _play_batch(mode, chunk, reasoner, planner, cfg, cfg.seed + b * cfg.k)
+            if journal is not None:
+                journal.append(mode, b, new_rows, new_stats)
+                unit = journal.done[(mode, b)]
+            else:
+                unit = {"rows": new_rows, "stats": new_stats}
+        rows += unit["rows"]
+        for key in stats:
+            stats[key] += unit["stats"][key]
         if bar is not None:
             bar.update(len(chunk))
     return rows, stats
 
 
-def _figures(modes: list[str], problems: list[Problem], reasoner: Any, trained: Any, cfg: EvalConfig
-             ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _figures(modes: list[str], problems: list[Problem], reasoner: Any, trained: Any, cfg: EvalConfig,
+             journal: Journal | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     bar = None
     if cfg.progress:
         from tqdm.auto import tqdm
@@ -153,7 +179,7 @@ def _figures(modes: list[str], problems: list[Problem], reasoner: Any, trained: 
     for mode in modes:
         if bar is not None:
             bar.set_postfix_str(mode)
-        rows, stats = evaluate_mode(mode, problems, reasoner, make_planner(mode, cfg, trained), cfg, bar)
+        rows, stats = evaluate_mode(mode, problems, reasoner, make_planner(mode, cfg, trained), cfg, bar, journal)
         all_rows += rows
         figures[mode] = {**analysis.mode_figures(rows, cfg.k), "strategies": analysis.strategy_histograms(rows),
                          "accuracy_by_strategy_count": analysis.accuracy_by_strategy_count(rows),
@@ -170,14 +196,8 @@ def _figures(modes: list[str], problems: list[Problem], reasoner: Any, trained: 
     return all_rows, figures
 
 
-def run(cfg: EvalConfig) -> dict[str, Any]:
-    """Evaluate every mode of ``cfg``; return the full results dict (also written under ``cfg.out``)."""
-    modes = cfg.resolved_modes()
-    t_start = time.perf_counter()
-    problems = load_eval_problems(cfg)
-    if not problems:
-        raise ValueError(f"source {cfg.source!r} gave no problems.")
-    t_load = time.perf_counter()
+def _agents(cfg: EvalConfig, modes: list[str], problems: list[Problem]) -> tuple[Any, Any, dict, dict | None]:
+    """The reasoner and (mode ``trained``) the planner, with what was loaded."""
     shared: dict = {}  # LoRA agents of one run on the same base load that base once
     reasoner, reasoner_info = build_reasoner(cfg.reasoner, cfg, problems, shared)
     trained, planner_info = (load_planner(cfg.planner, cfg, shared) if "trained" in modes else (None, None))
@@ -186,10 +206,34 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
         ck = reasoner_info.get("checkpoint")
         same_run = ck is not None and ck == planner_info.get("checkpoint")  # both agents out of one run
         planner_info["plugin"] = base is not None and base != cfg.reasoner and not same_run
+    return reasoner, trained, reasoner_info, planner_info
+
+
+def run(cfg: EvalConfig) -> dict[str, Any]:
+    """Evaluate every mode of ``cfg``; return the full results dict (also written under ``cfg.out``).
+
+    Before any model loads: the env and reasoner settings are resolved (the evaluated run's, then
+    overrides; one line on stderr says which), code problems check the sandbox, and with ``--out`` a
+    journal of an interrupted evaluation of the same settings is picked up (other settings: refused).
+    """
+    cfg, used = settings.resolve(cfg)
+    modes = cfg.resolved_modes()
+    t_start = time.perf_counter()
+    problems = load_eval_problems(cfg)
+    if not problems:
+        raise ValueError(f"source {cfg.source!r} gave no problems.")
+    sandbox = check_sandbox(problems)
+    journal = Journal(Path(cfg.out), settings_of(cfg, [p.id for p in problems], used["from"]), cfg.resume) if cfg.out else None
+    if journal is not None and journal.done:
+        print(f"rsim eval: resuming {journal.path}: {len(journal.done)} finished batches kept", file=sys.stderr)
+    t_load = time.perf_counter()
+    reasoner, trained, reasoner_info, planner_info = _agents(cfg, modes, problems)
     load_s = time.perf_counter() - t_load
-    all_rows, figures = _figures(modes, problems, reasoner, trained, cfg)
+    all_rows, figures = _figures(modes, problems, reasoner, trained, cfg, journal)
     results = {
         "config": dataclasses.asdict(cfg) | {"modes_resolved": modes},
+        "settings": used,
+        "isolation": sandbox["isolation"] if sandbox else None, "sandbox": sandbox,
         "reasoner": reasoner_info, "planner": planner_info,
         "data": {"source": cfg.source, "problems": len(problems), "first_ids": [p.id for p in problems[:5]],
                  "data_seed": cfg.data_seed},

@@ -7,7 +7,8 @@ verdict is made unforgeable and :mod:`.isolation` for the confinement (bubblewra
 
 from .execute import Executor, configure, default_executor, execute
 from .extract import extract_program, program_parses
+from .isolation import OPT_IN_ENV, SandboxUnavailable
 from .result import REASONS, ExecResult, SandboxConfig, pairs_to_check
 
 __all__ = ["Executor", "configure", "default_executor", "execute", "extract_program", "program_parses",
-           "REASONS", "ExecResult", "SandboxConfig", "pairs_to_check"]
+           "REASONS", "ExecResult", "SandboxConfig", "pairs_to_check", "OPT_IN_ENV", "SandboxUnavailable"]

@@ -62,8 +62,18 @@ class Executor:
         self.cfg = cfg or SandboxConfig()
         self.python = isolation.find_python(self.cfg.python)
         self.pool = isolation.UidPool(self.cfg.uid_base, self.cfg.uid_count) if isolation.is_root() else None
+        self.requested = isolation.requested(self.cfg.isolation)
+        """The mode asked for (``cfg.isolation``, or ``$RSIM_SANDBOX`` in place of ``"auto"``)."""
         self.mode = isolation.detect(self.cfg.isolation, self.python, self.pool)
+        """The mode in force: ``"bwrap"`` or ``"rlimits"`` (only when asked for)."""
+        self.netns = self.mode == "rlimits" and isolation.netns_works(self.python, self.pool)
+        """rlimits mode only: each sandboxed process runs in its own empty network namespace."""
         self._threads = ThreadPoolExecutor(self.cfg.max_parallel, thread_name_prefix="rsim-sandbox")
+
+    def describe(self) -> dict[str, Any]:
+        """How programs are confined, for results and logs: ``isolation`` and ``network``."""
+        net = "none (bubblewrap)" if self.mode == "bwrap" else "none (network namespace)" if self.netns else "host"
+        return {"isolation": self.mode, "network": net, "asked": self.requested}
 
     def submit(self, program: str | None, tests: str | Sequence[Any], entry_point: str = "solution",
                timeout_s: float | None = None) -> Future:
@@ -133,7 +143,9 @@ class Executor:
 
     def _spawn(self, cmd, uid, cwd, pass_fds, home) -> _Proc:
         out_r, out_w = os.pipe()
-        kw = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
+        # rlimits as root: the harness makes its network namespace as root, then drops to ``uid`` (confine)
+        as_uid = None if self.mode == "rlimits" else uid
+        kw = {"user": as_uid, "group": as_uid, "extra_groups": []} if as_uid is not None else {}
         try:
             popen = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, pass_fds=pass_fds,
                                      close_fds=True, env=isolation.clean_env(home), cwd=cwd,
@@ -176,8 +188,9 @@ class Executor:
         bw = self.mode == "bwrap"
         nproc = self._nproc()
         cand_cfg = {"limits": self._limits(timeout_s, nproc), "req_fd": req_r, "rep_fd": rep_w,
-                    "entry_point": entry_point}
+                    "entry_point": entry_point, "netns": self.netns, "drop_uid": None if bw else uids[0]}
         check_cfg = {"limits": self._limits(timeout_s, nproc), "req_fd": req_w, "rep_fd": rep_r, "res_fd": res_w,
+                     "netns": self.netns, "drop_uid": None if bw else uids[1],
                      "entry_point": entry_point, "max_reply_bytes": self.cfg.max_reply_mb << 20,
                      "tests_path": "/checker/tests.py" if bw else str(tests_path)}
         py = [self.python, "-I", "-S", "-u", "-c"]  # -u: output reaches us even though we kill the process
@@ -297,11 +310,19 @@ _DEFAULT_LOCK = threading.Lock()
 
 
 def default_executor() -> Executor:
-    """The process-wide executor (created on first use with :class:`SandboxConfig` defaults)."""
+    """The process-wide executor (made on first use with :class:`SandboxConfig` defaults).
+
+    Rebuilt when the mode asked for changed since (``RSIM_SANDBOX`` set or unset in between), so
+    it always confines as the environment asks now. Raises
+    :class:`~rsim_env.code.isolation.SandboxUnavailable` when bubblewrap is needed and missing.
+    """
     global _DEFAULT
     with _DEFAULT_LOCK:
-        if _DEFAULT is None:
-            _DEFAULT = Executor()
+        old = _DEFAULT
+        if old is None or old.requested != isolation.requested(old.cfg.isolation):
+            _DEFAULT = Executor(old.cfg if old is not None else None)
+            if old is not None:
+                old._threads.shutdown(wait=False)  # running executions finish and clean up
         return _DEFAULT
 
 

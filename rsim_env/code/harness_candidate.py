@@ -1,6 +1,7 @@
 """Candidate-side harness: runs INSIDE the sandbox with ``python -I -S -c <wire.py + this file>``.
 
-It lowers its own resource limits, loads the untrusted program, then serves function calls:
+It confines itself (``limits.confine``: network namespace, uid, resource limits), loads the untrusted
+program, then serves function calls:
 one request line (``[args, kwargs]`` in :mod:`wire` form) on fd ``req``, one reply line
 (``["ok", value]`` or ``["err", exception name, message]``) on fd ``rep``. The program runs in
 this process and may tamper with anything here -- that is fine, because this process only ever
@@ -13,7 +14,7 @@ import os
 import sys
 
 try:  # imported as a module (tests); inside the sandbox wire.py's source is prepended instead
-    from rsim_env.code.limits import apply_limits
+    from rsim_env.code.limits import confine
     from rsim_env.code.wire import WireError, decode, encode
 except ImportError:  # pragma: no cover - sandbox path: limits.py + wire.py are prepended
     pass
@@ -67,7 +68,7 @@ def decode_request(line):
 def main():
     cfg = json.loads(sys.argv[1])
     program = sys.argv[2]
-    apply_limits(cfg["limits"])
+    confine(cfg)
     sys.setrecursionlimit(cfg.get("recursion_limit", 3000))
     req_fd, rep_fd = cfg["req_fd"], cfg["rep_fd"]
     try:

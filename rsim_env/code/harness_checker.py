@@ -25,7 +25,7 @@ import os
 import sys
 
 try:  # imported as a module (tests, validation in the parent)
-    from rsim_env.code.limits import apply_limits
+    from rsim_env.code.limits import confine
     from rsim_env.code.wire import WireError, decode, encode
 except ImportError:  # pragma: no cover - sandbox path: limits.py + wire.py are prepended
     pass
@@ -171,7 +171,7 @@ def run(tests_source, entry_point, channel, report):
 
 def main():
     cfg = json.loads(sys.argv[1])
-    apply_limits(cfg["limits"])
+    confine(cfg)
     report = Reporter(cfg["res_fd"])
     with open(cfg["tests_path"], encoding="utf-8") as fh:
         tests_source = fh.read()

@@ -5,9 +5,17 @@ Two modes (chosen once per process by :func:`detect`, or forced by ``SandboxConf
 * ``"bwrap"`` -- bubblewrap: new user, pid, network, ipc, uts and mount namespaces; the root is
   only ``/usr`` (+ the interpreter's prefix) mounted read-only, a private size-capped tmpfs for
   ``/tmp`` and the working directory, no network devices at all, ``--die-with-parent``.
-* ``"rlimits"`` -- fallback when bubblewrap is missing or cannot start: resource limits, a
-  dedicated uid, a new session and a private temp dir only. The network and the readable parts of
-  the filesystem are NOT isolated; a one-time warning says so.
+* ``"rlimits"`` -- an explicit opt-in only (``SandboxConfig(isolation="rlimits")`` or the
+  environment variable ``RSIM_SANDBOX=rlimits``): resource limits, a dedicated uid, a new session,
+  a private temp dir and, where the kernel allows it without extra packages, a new empty network
+  namespace (:func:`netns_works`). The readable parts of the filesystem and the other processes
+  of the machine are NOT hidden (docs/sandbox.md lists what remains exposed).
+
+``"auto"`` (the default) is bubblewrap or nothing: without a working bubblewrap :func:`detect`
+raises :class:`SandboxUnavailable` naming the fix and the opt-in -- untrusted code never runs less
+isolated than the user asked for. ``RSIM_SANDBOX`` (``auto`` | ``bwrap`` | ``rlimits``) replaces
+an ``"auto"`` of the config, so a command line opts in without code; ``RSIM_SANDBOX=bwrap`` also
+overrides a config's ``"rlimits"`` (the stronger request wins).
 
 In both modes, when this process runs as root, every sandboxed process runs under a dedicated
 unprivileged uid taken from a pool guarded by lock files (so concurrent executions, even from other
@@ -35,8 +43,16 @@ from typing import Collection
 
 MODES = ("auto", "bwrap", "rlimits")
 """Accepted values of ``SandboxConfig.isolation``."""
+OPT_IN_ENV = "RSIM_SANDBOX"
+"""Environment variable that replaces ``isolation="auto"``; ``RSIM_SANDBOX=rlimits`` is the opt-in."""
+INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap, or make sandbox-tools)"
+
+
+class SandboxUnavailable(RuntimeError):
+    """``isolation="auto"`` (or ``"bwrap"``) was asked for and bubblewrap does not work here."""
 _LOCK_DIR = Path(tempfile.gettempdir()) / "rsim-sandbox-uids"
-_detected: dict[tuple[str, int], str] = {}
+_detected: dict[tuple[str, int], str] = {}  # "" = bwrap works, else why not
+_netns: dict[tuple[str, int], bool] = {}
 _detect_lock = threading.Lock()
 
 
@@ -217,7 +233,7 @@ def clean_env(home: str) -> dict[str, str]:
 def _probe_bwrap(python: str, uid: int | None) -> str | None:
     """None if a trivial sandboxed command runs, else why not."""
     if shutil.which("bwrap") is None:
-        return "bubblewrap (bwrap) is not installed (apt-get install bubblewrap)"
+        return "bubblewrap (bwrap) is not installed"
     kw = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
     cmd = bwrap_prefix(python, 1) + [python, "-I", "-S", "-c", "print('ok')"]
     try:
@@ -229,26 +245,92 @@ def _probe_bwrap(python: str, uid: int | None) -> str | None:
     return None
 
 
-def detect(requested: str, python: str, pool: UidPool | None) -> str:
-    """Resolve ``"auto"`` to ``"bwrap"`` or ``"rlimits"`` once per process (warning once on fallback)."""
-    if requested not in MODES:
-        raise ValueError(f"isolation={requested!r}; use one of {MODES}.")
-    if requested == "rlimits":
+def requested(isolation: str) -> str:
+    """The mode asked for: ``isolation``, or ``$RSIM_SANDBOX`` when ``isolation`` is ``"auto"``;
+    ``RSIM_SANDBOX=bwrap`` wins over everything (the stronger request is kept)."""
+    if isolation not in MODES:
+        raise ValueError(f"isolation={isolation!r}; use one of {MODES}.")
+    env = os.environ.get(OPT_IN_ENV, "").strip()
+    if env and env not in MODES:
+        raise ValueError(f"{OPT_IN_ENV}={env!r}; use one of {MODES} (rlimits is the explicit opt-in to weaker "
+                         "isolation) or unset it.")
+    if env == "bwrap":
+        return "bwrap"
+    return env if isolation == "auto" and env else isolation
+
+
+def detect(isolation: str, python: str, pool: UidPool | None) -> str:
+    """Resolve the mode once per process: ``"bwrap"`` or, when explicitly asked for, ``"rlimits"``.
+
+    Raises :class:`SandboxUnavailable` (one line: what is missing, the fix, the opt-in) when
+    bubblewrap was asked for (``"auto"`` included) and does not work here.
+    """
+    mode = requested(isolation)
+    if mode == "rlimits":
         return "rlimits"
     with _detect_lock:
         key = (python, os.getpid())
         if key not in _detected:
             uid, fd = pool.acquire() if pool else (None, None)
             try:
-                why = _probe_bwrap(python, uid)
+                _detected[key] = _probe_bwrap(python, uid) or ""
             finally:
                 if fd is not None:
                     UidPool.release(fd, clean=not pids_of_uid(uid))
-            if why is not None and requested == "bwrap":
-                raise RuntimeError(f"isolation='bwrap' was requested but {why}.")
-            if why is not None:
-                warnings.warn(f"rsim_env.code: {why}; model-written code runs with resource limits and a "
-                              "dedicated uid only -- NO network or filesystem namespace isolation.",
-                              RuntimeWarning, stacklevel=3)
-            _detected[key] = "bwrap" if why is None else "rlimits"
-        return _detected[key]
+        why = _detected[key]
+    if why:
+        raise SandboxUnavailable(
+            f"code problems run model-written programs in a sandbox that needs bubblewrap, but {why}: "
+            f"{INSTALL_HINT}, or opt in to weaker isolation (resource limits, a dedicated uid, no network "
+            f"where the kernel allows) with {OPT_IN_ENV}=rlimits or SandboxConfig(isolation='rlimits'); "
+            "see docs/sandbox.md.")
+    return "bwrap"
+
+
+_NETNS_PROBE = """
+import json, socket, sys
+confine(json.loads(sys.argv[1]))
+s = socket.socket()
+s.settimeout(2)
+try:
+    s.connect(("127.0.0.1", int(sys.argv[2])))
+    print("connected")
+except OSError:
+    print("cut")
+"""
+
+
+def netns_works(python: str, pool: UidPool | None) -> bool:
+    """Whether a sandboxed process can be put in an empty network namespace here (cached per process).
+
+    Probed the way executions run it (:func:`rsim_env.code.limits.confine`): as root, unshare then
+    drop to a pool uid; otherwise a user + network namespace. True only if the probe then fails
+    to reach a listener of ours on 127.0.0.1.
+    """
+    import json
+    import socket
+
+    with _detect_lock:
+        key = (python, os.getpid())
+        if key in _netns:
+            return _netns[key]
+        uid, fd = pool.acquire() if pool else (None, None)
+        src = (Path(__file__).with_name("limits.py")).read_text(encoding="utf-8") + _NETNS_PROBE
+        cfg = {"limits": {}, "netns": True, "drop_uid": uid}
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(1)
+            try:
+                r = subprocess.run([python, "-I", "-S", "-c", src, json.dumps(cfg), str(listener.getsockname()[1])],
+                                   capture_output=True, timeout=20, stdin=subprocess.DEVNULL, env=clean_env("/"))
+                ok = r.returncode == 0 and r.stdout.strip() == b"cut"
+            except (OSError, subprocess.TimeoutExpired):
+                ok = False
+            finally:
+                if fd is not None:
+                    UidPool.release(fd, clean=not pids_of_uid(uid))
+        if not ok:
+            warnings.warn("rsim_env.code: isolation 'rlimits' cannot make a network namespace here; sandboxed "
+                          "programs can reach the network (docs/sandbox.md).", RuntimeWarning, stacklevel=3)
+        _netns[key] = ok
+        return ok

@@ -18,7 +18,7 @@ from typing import Sequence
 
 from agents.reasoner import ReasonerConfig
 from rsim_env.game import EnvConfig
-from rsim_env.strategies import NUM_STRATEGIES, TERMINATION, by_name
+from rsim_env.strategies import TERMINATION, by_name, num_strategies
 from rsim_env.validation import check_finite
 
 __all__ = ["EvalConfig", "DEFAULT_FIXED", "fixed_name", "parse_assignment", "parse_sequence", "split_modes"]
@@ -49,8 +49,8 @@ def parse_sequence(text: str) -> tuple[int, ...]:
         seq = tuple(int(x) for x in text.replace(" ", "").split(",") if x != "")
     except ValueError as e:
         raise ValueError(f"fixed sequence {text!r}: expected comma-separated strategy indices, e.g. 1,3,8.") from e
-    if not seq or any(not 0 <= s < NUM_STRATEGIES for s in seq):
-        raise ValueError(f"fixed sequence {text!r}: use strategy indices in 0..{NUM_STRATEGIES - 1}, e.g. 1,3,8.")
+    if not seq or any(not 0 <= s < num_strategies() for s in seq):
+        raise ValueError(f"fixed sequence {text!r}: use strategy indices in 0..{num_strategies() - 1}, e.g. 1,3,8.")
     return seq
 
 
@@ -170,8 +170,8 @@ class EvalConfig:
         if self.frozen not in FROZEN:
             raise ValueError(f"EvalConfig.frozen={self.frozen!r} is invalid: use one of {FROZEN}.")
         for seq in self.fixed:
-            if not seq or any(not isinstance(s, int) or not 0 <= s < NUM_STRATEGIES for s in seq):
-                raise ValueError(f"EvalConfig.fixed has sequence {seq!r}: use ints in 0..{NUM_STRATEGIES - 1}, "
+            if not seq or any(not isinstance(s, int) or not 0 <= s < num_strategies() for s in seq):
+                raise ValueError(f"EvalConfig.fixed has sequence {seq!r}: use ints in 0..{num_strategies() - 1}, "
                                  "e.g. --fixed 1,3,8.")
         for m in self.resolved_modes():
             if m == "trained" and not self.planner:

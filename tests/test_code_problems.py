@@ -128,7 +128,7 @@ def test_mixed_math_and_code_envgroup_episode_with_hand_computed_rewards():
     script = [
         # copies: 0, 1 play SUM (math); 2, 3 play DOUBLE (code)
         ("planner", [8, 1, 8, 1]),
-        ("reasoner", ["So the answer is \\boxed{5}.", "Break it into parts: 2 and 3.",
+        ("reasoner", ["So the answer is \\boxed{5}.", "Break it into parts: 2 and 3, so 2 + 3 = 5.",
                       "The answer is this program:\n```python\ndef double(x):\n    return 2 * x\n```",
                       "First, break the task into sub-problems."]),
         ("planner", [8, 8]),
@@ -141,12 +141,14 @@ def test_mixed_math_and_code_envgroup_episode_with_hand_computed_rewards():
         group.step(actions)
     assert group.done
     res = group.results()
-    # planner R_p = acc + terminal + penalty; reasoner R = acc + format + follow
-    # copy 0: plans [8]    -> terminal +1, penalty -1/1;  math right, boxed, step shows 8 -> follow 1
-    # copy 1: plans [1, 8] -> terminal +1, penalty -1/2;  math wrong (6), boxed, both steps follow -> 1
-    # copy 2: plans [8]    -> +1, -1;  all 3 tests pass, program parses, follow 1
-    # copy 3: plans [1, 8] -> +1, -1/2;  1 of 3 tests pass (x + 2 is right only at 2), parses, follow 1
-    expected = [(1 + 1 - 1, 1 + 1 + 1), (0 + 1 - 0.5, 0 + 1 + 1), (1 + 1 - 1, 1 + 1 + 1), (0 + 1 - 0.5, 0 + 1 + 1)]
+    # planner R_p = acc + terminal + penalty; reasoner R = acc + format + follow, where follow counts only the
+    # steps before the answer step (which earns none of its own) that add content (rsim_env.novelty)
+    # copy 0: plans [8]    -> terminal +1, penalty -1/1;  math right, boxed, no step to follow -> follow 0
+    # copy 1: plans [1, 8] -> terminal +1, penalty -1/2;  math wrong (6), boxed, step 1 decomposes, adds 5 -> 1
+    # copy 2: plans [8]    -> +1, -1;  all 3 tests pass, program parses, follow 0
+    # copy 3: plans [1, 8] -> +1, -1/2;  1 of 3 tests pass (x + 2 is right only at 2), parses; step 1 only
+    #         restates the decomposition instruction (no word the context lacks) -> vacuous, follow 0
+    expected = [(1 + 1 - 1, 1 + 1 + 0), (0 + 1 - 0.5, 0 + 1 + 1), (1 + 1 - 1, 1 + 1 + 0), (0 + 1 - 0.5, 0 + 1 + 0)]
     got = [(r["rewards"]["planner"], r["rewards"]["reasoner"]) for r in res]
     assert [x for pair in got for x in pair] == pytest.approx([x for pair in expected for x in pair])
     assert [r["info"]["kind"] for r in res] == ["math", "math", "code", "code"]

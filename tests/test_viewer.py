@@ -7,7 +7,7 @@ import pytest
 
 from algos.cli import main as cli
 from algos.viewer import ViewConfig, main
-from algos.viewer.load import NO_QUESTION, load_dir
+from algos.viewer.load import load_dir
 from rsim_env.record import RECORD_VERSION
 from tests.browser import Browser, find_chromium
 

@@ -8,7 +8,7 @@ import pytest
 from algos.cli import main as cli
 from algos.viewer import ViewConfig, main
 from algos.viewer.load import load_dir
-from rsim_env.record import RECORD_VERSION
+from rsim_env.record import RECORD_VERSION, EpisodeRecord
 from tests.browser import Browser, find_chromium
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,10 +51,13 @@ def test_page_is_self_contained_and_escapes_model_text(tmp_path):
     row = {"step": 1, "problem_id": "p/0", "answer": "1", "extracted": "1", "correct": True, "strategies": [8],
            "steps": [evil], "rewards": {"planner": 0.0, "reasoner": 3.0},
            "components": {"acc": 1.0, "format": 1.0, "follow": 1.0, "terminal": 1.0, "penalty": -1.0}}
-    (d / "samples.jsonl").write_text(json.dumps(row) + "\n")
+    record = EpisodeRecord("p/1", "math", evil, "1", protocol="chat+lead", strategies=(8,), injected=(evil,),
+                           steps=("1}.",), shown_steps=(evil + "1}.",), correct=True, step=1)  # question and lead-in too
+    (d / "samples.jsonl").write_text(json.dumps(row) + "\n" + record.to_json() + "\n")
     out = main(ViewConfig(str(d), str(tmp_path / "v.html")))
     html = Path(out["out"]).read_text()
     assert "<script>alert" not in html and "<img src=x" not in html and "&lt;script&gt;alert(1)" in html
+    assert html.count("&lt;script&gt;alert(1)") == 3  # the step, the question, the injected text
     assert "http://" not in html and "https://" not in html  # no CDN, nothing fetched
     assert "default-src 'none'" in html and out["curves"] == 0
 

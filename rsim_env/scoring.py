@@ -84,6 +84,9 @@ def score(record: EpisodeRecord, problem: Problem | None = None, check: answers.
     planned = list(record.strategies) if record.planner else [TERMINATION] * len(steps)
     detected = [kind.detect(z, s, i) for z, s, i in zip(steps, shown, injected)]
     echoes = [echo.is_echo(z) for z in steps]
+    # The kind says which text is graded (math: the steps as shown, a lead-in such as "The final answer is
+    # \\boxed{" belongs to the answer; code: the last step preceded by its lead-in only when that opened the
+    # fenced block -- as its sandbox prefetch does, EnvGroup and ``Episode.finishes_with``).
     graded = kind.graded_steps(steps, shown, injected)
     if grade is None:
         grade = kind.grade(problem if problem is not None else record.problem(), graded, check or DEFAULT_CHECK)

@@ -1,11 +1,12 @@
 """Figures from evaluated episodes: accuracy with confidence intervals, pass@k, strategy analysis, token cost.
 
-Pure Python (no torch): everything here takes *episode rows*, the plain dicts that
-:mod:`algos.evaluation` builds, one per (problem, sample)::
+Pure Python (no torch): everything here takes *episode rows*, the plain dicts of
+:class:`rsim_env.record.EpisodeRecord` (``to_dict()``) that :mod:`algos.evaluation` writes, one per
+(problem, sample); it reads::
 
-    problem_id, sample, correct (bool), format (0/1), rounds, terminated, truncated,
-    injected   [strategy per round]  (empty without a planner)
-    detected   [[strategies shown by step i], ...]   (rsim_env.detect on each step)
+    problem_id, sample, correct (bool), components["format"] (0/1), rounds, terminated, truncated,
+    strategies [strategy planned per round]  (empty without a planner)
+    detected   [[strategies shown by step i], ...]   (the kind's echo-aware detection)
     tokens     {planner_read, planner_context, reasoner_read, reasoner_written} (values may be None)
 
 Strategy counts follow the paper's keyword matching (``rsim_env.detect``). That detector counts a
@@ -92,12 +93,12 @@ def mode_figures(rows: Sequence[dict[str, Any]], k: int) -> dict[str, Any]:
     out: dict[str, Any] = {
         "problems": n, "samples": len(rows), "accuracy": acc, "ci95": [lo, hi],
         "correct": sum(bool(r["correct"]) for r in rows),
-        "format_rate": _mean([float(r["format"]) for r in rows]),
+        "format_rate": _mean([float(r["components"]["format"]) for r in rows]),
         "mean_rounds": _mean([float(r["rounds"]) for r in rows]),
         "terminated_rate": _mean([float(bool(r["terminated"])) for r in rows]),
         "truncated_rate": _mean([float(bool(r["truncated"])) for r in rows]),
         "mean_distinct_strategies": _mean([float(distinct_detected(r)) for r in rows]),
-        "mean_injected": _mean([float(len(r["injected"])) for r in rows]),
+        "mean_injected": _mean([float(len(r["strategies"])) for r in rows]),
     }
     if k > 1:
         pk = sum(pass_at_k(m, c, min(k, m)) for m, c in per_problem) / n
@@ -120,7 +121,7 @@ def strategy_histograms(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     episodes = [0] * num_strategies()
     distinct: dict[int, int] = defaultdict(int)
     for r in rows:
-        for s in r["injected"]:
+        for s in r["strategies"]:
             injected[int(s)] += 1
         seen: set[int] = set()
         for d in r["detected"]:

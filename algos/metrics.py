@@ -15,6 +15,7 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import gather_object
 
+from rsim_env import record
 from rsim_env.answers import reason_counts
 from rsim_env.strategies import STRATEGIES
 
@@ -112,11 +113,7 @@ class TrainLog:
                              bins=np.arange(len(STRATEGIES) + 1) - 0.5)
         with open(self.out / "samples.jsonl", "a") as f:
             for r in results[: self.sample_rollouts]:
-                info = r["info"]
-                f.write(json.dumps({"step": step, "problem_id": info["problem_id"], "answer": info["answer"],
-                                    "extracted": info["extracted"], "correct": info["correct"],
-                                    "strategies": info["strategies"], "steps": info["steps"],
-                                    "rewards": r["rewards"], "components": info["components"]}) + "\n")
+                f.write(record.from_outcome(r, step=step).to_json() + "\n")
 
 
 def flat_hparams(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

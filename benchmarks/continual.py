@@ -87,13 +87,13 @@ def _eval(cfg: Config, planner: str, source: str, modes: tuple[str, ...], out: P
             for m in modes} | {"examples": examples(res["per_problem"])}
 
 
-EXAMPLE_KEYS = ("mode", "problem_id", "answer", "extracted", "correct", "injected", "shown_steps")
+EXAMPLE_KEYS = ("mode", "problem_id", "question", "answer", "extracted", "correct", "strategies", "injected", "shown_steps")
 
 
 def examples(per_problem: list[dict], mode: str = "trained", per_outcome: int = 2) -> list[dict]:
     """Episodes of the planner being reported (``mode``), correct ones first, then wrong ones.
 
-    Each carries its plan (``injected``) and its steps as shown, so a reader can judge the reasoning.
+    Each carries its question, its plan (``strategies``), the injected texts and its steps as shown, so a reader can judge the reasoning.
     (The first version took the first three rows of the file, which were the reasoner-alone mode.)
     """
     rows = [r for r in per_problem if r.get("mode") == mode]

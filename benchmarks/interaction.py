@@ -101,12 +101,17 @@ def step_facts(step: str, planned: int, shown: str | None = None) -> dict[str, A
 
 
 def _final_text(row: dict[str, Any]) -> str:
-    return row.get("final_text") or (row["steps"][-1] if row["steps"] else "")
+    return row.get("final_text") or ((row.get("shown_steps") or row["steps"]) or [""])[-1]
+
+
+def _plans(row: dict[str, Any]) -> list[int]:
+    """Planned strategies: ``strategies`` of an episode record; ``injected`` of a row saved before the record."""
+    return list(row["strategies"] if "version" in row else row["injected"])
 
 
 def episode_facts(row: dict[str, Any]) -> dict[str, Any]:
-    """Per-episode facts from an :mod:`algos.evaluate` row (``steps``, ``injected``, ``correct``, ...)."""
-    plans = list(row["injected"]) or [TERMINATION] * len(row["steps"])
+    """Per-episode facts from an :mod:`algos.evaluate` row (an episode record; older saved rows too)."""
+    plans = _plans(row) or [TERMINATION] * len(row["steps"])
     shown = row.get("shown_steps") or (row["steps"][:-1] + [_final_text(row)] if row["steps"] else [])
     steps = [step_facts(s, p, v) for s, p, v in zip(row["steps"], plans, shown)]
     final_plan_is_term = bool(plans) and plans[-1] == TERMINATION and len(steps) == len(plans)
@@ -170,14 +175,14 @@ def _reasoner(cfg: Config, decoding: str, problems: Sequence[Any]) -> Any:
 
 
 def _example(row: dict[str, Any]) -> dict[str, Any]:
-    keys = ("problem_id", "answer", "extracted", "correct", "injected", "steps", "shown_steps")
+    keys = ("problem_id", "question", "answer", "extracted", "correct", "strategies", "injected", "steps", "shown_steps")
     return {k: row[k] for k in keys if k in row}
 
 
 def _episode(row: dict[str, Any]) -> dict[str, Any]:
-    """Everything :func:`mode_figures` needs, so figures can be recomputed from the JSON (``recompute``)."""
-    keys = ("problem_id", "answer", "extracted", "correct", "injected", "steps", "shown_steps", "final_text", "tokens")
-    return {k: row[k] for k in keys if k in row}
+    """The episode record (:mod:`rsim_env.record`): everything :func:`mode_figures` needs, so figures can be
+    recomputed from the JSON (``recompute``)."""
+    return dict(row)
 
 
 def recompute(result: dict[str, Any]) -> dict[str, Any]:

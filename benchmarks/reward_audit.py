@@ -57,9 +57,14 @@ def problem(pid: str) -> Problem:
     return _task(name, int(seed), 64)[int(index)]
 
 
+def replay_plan(row: dict[str, Any]) -> list[int]:
+    """A saved episode's plan: ``strategies`` of an episode record (rsim_env.record), ``injected`` of older rows."""
+    return list((row.get("strategies") if "version" in row else row.get("injected")) or [])
+
+
 def replay(row: dict[str, Any], protocol: str) -> dict[str, Any]:
     """The info of a recorded episode replayed under today's rules."""
-    plan = list(row.get("injected") or [])
+    plan = replay_plan(row)
     cfg = EnvConfig(protocol=protocol or "inline", planner=bool(plan), max_steps=max(1, len(plan)), max_step_chars=10**6)
     ep = Episode(problem(row["problem_id"]), cfg)
     for i, step in enumerate(row["steps"]):
@@ -76,7 +81,7 @@ def _share(xs: list[bool]) -> float | None:
 def audit_file(path: str) -> dict[str, Any]:
     data = json.loads(Path(path).read_text())
     protocol = data.get("config", {}).get("protocol") or "inline"  # files from before protocols: the inline design
-    label = protocol if any(row.get("injected") for row in data["episodes"]) else "none"
+    label = protocol if any(replay_plan(row) for row in data["episodes"]) else "none"
     steps: dict[str, list[bool]] = {"echo": [], "vacuous": [], "self_repeat": [], "no_number": []}
     follow_old, follow_new, from_q, gold_in_q, r_from_q, r_other = [], [], [], [], [], []
     for row in data["episodes"]:
@@ -87,7 +92,7 @@ def audit_file(path: str) -> dict[str, Any]:
                              f"{row['answer']!r}; the curriculum changed, so this file cannot be audited.")
         qnums = {u for u in novelty.math_units(q.question) if u.replace(".", "").isdigit()}
         gold_in_q.append(q.answer.lstrip("-") in qnums)
-        if row.get("injected"):
+        if replay_plan(row):
             for k in ("echo", "vacuous", "self_repeat"):
                 steps[k] += info[k]
             steps["no_number"] += [not any(c.isdigit() for c in s) for s in info["steps"]]

@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from . import answers, echo, kinds, novelty, protocols, render, rewards
+from . import answers, kinds, protocols, render, scoring
 from .problems import Problem
+from .record import EpisodeRecord
 from .rewards import RewardWeights
 from .strategies import TERMINATION, num_strategies
 from .validation import check_finite
@@ -41,8 +42,7 @@ class EnvConfig:
     """Weights of the reward components."""
     protocol: str = render.DEFAULT_PROTOCOL
     """Turn protocol of the reasoner's prompts (``rsim_env.protocols.PROTOCOLS``: chat+lead, chat, lead, inline)."""
-    check: answers.CheckConfig = field(default_factory=lambda: answers.CheckConfig(last_number_fallback=False,
-                                                                                   require_evaluated=True))
+    check: answers.CheckConfig = scoring.DEFAULT_CHECK
     """Answer checking (``timeout_s`` of the sympy part, ``last_number_fallback``). The fallback is off by
     default: a response must state its answer (``\\boxed{}``, "the answer is") to earn R_acc, so a rambling
     single answer is not graded by whatever number it ended on (measured in docs/interaction.md).
@@ -84,8 +84,6 @@ class Episode:
         """Per step: the text the protocol injected before it (lead-in, ``inline`` header, or "")."""
         self.shown: list[str] = []
         """Per step: the step as shown (:meth:`Protocol.show`), computed once; detection and grading read it."""
-        self.detected: list[set[int]] = []
-        self.echoes: list[bool] = []
         self.truncated_steps: list[int] = []
         self.pending: int | None = None
         self.pending_injected = ""
@@ -138,8 +136,6 @@ class Episode:
         strategy = self.pending if self.pending is not None else TERMINATION
         injected = self.pending_injected if self.pending is not None else ""
         shown = self.protocol.show(injected, text)
-        self.detected.append(self.kind.detect(text, shown, injected))
-        self.echoes.append(echo.is_echo(text))
         self.steps.append(text)
         self.strategies.append(strategy)
         self.injected.append(injected)
@@ -177,43 +173,39 @@ class Episode:
         """Steps as the transcript reads them (lead-in + generated text; stored by :meth:`write`)."""
         return list(self.shown)
 
+    def record(self) -> EpisodeRecord:
+        """The finished episode's texts as an unscored :class:`~rsim_env.record.EpisodeRecord` (what
+        :func:`rsim_env.scoring.score` reads)."""
+        p = self.problem
+        return EpisodeRecord(problem_id=p.id, kind=p.kind, question=self.question, answer=p.answer,
+                             answer_type=p.answer_type, protocol=self.protocol.name, planner=self.cfg.planner,
+                             strategies=tuple(self.strategies) if self.cfg.planner else (),
+                             injected=tuple(self.injected), steps=tuple(self.steps), shown_steps=tuple(self.shown),
+                             rounds=len(self.steps), terminated=self.terminated, truncated=self.truncated)
+
     def _compute_outcome(self) -> dict[str, Any]:
-        shown = self.shown_steps()
-        # The kind says which text is graded (math: the steps as shown, a lead-in such as "The final answer
-        # is \\boxed{" belongs to the answer; code: the last step preceded by its lead-in only when that
-        # opened the fenced block -- as its sandbox prefetch does, EnvGroup and ``finishes_with``).
-        graded = self.kind.graded_steps(self.steps, self.shown, self.injected)
-        result = self.kind.grade(self.problem, graded, self.cfg.check)
-        correct = bool(result.correct)
-        final = graded[-1] if self.steps else ""
-        plans = self.strategies if self.cfg.planner else []
-        detected = self.detected if self.cfg.planner else []
-        fresh = novelty.assess(self.question, self.steps, self.strategies, self.detected, shown,
-                               self.injected, self.problem.kind)
-        facts = rewards.Facts(correct, final, plans, detected, fresh.void if self.cfg.planner else None)
-        comps = rewards.components(facts, planner=self.cfg.planner)  # plan-based ones are 0 without plans
-        if result.format is not None:  # kinds with their own format rule (code: a program that parses)
-            comps["format"] = result.format
-        elif self.echoes and self.echoes[-1]:  # a copied "\\boxed{answer}" is no answer format
-            comps["format"] = 0.0
-        w = self.cfg.weights
+        scored = scoring.score(self.record(), self.problem, self.cfg.check)
+        grade = scored.grade
         info = {
             "problem_id": self.problem.id,
+            "question": self.question,
             "answer": self.problem.answer,
-            "extracted": result.extracted,
-            "correct": correct,
-            "reason": result.reason,
+            "answer_type": self.problem.answer_type,
+            "extracted": grade.extracted,
+            "correct": bool(grade.correct),
+            "reason": grade.reason,
             "kind": self.problem.kind,
-            "tests_fraction": result.fraction,
-            "components": comps,
+            "tests_fraction": grade.fraction,
+            "components": scored.values,
+            "planner": self.cfg.planner,
             "strategies": list(self.strategies),
-            "detected": [sorted(d) for d in self.detected],
+            "detected": [list(d) for d in scored.detected],
             "steps": list(self.steps),
-            "shown_steps": shown,
+            "shown_steps": self.shown_steps(),
             "injected": list(self.injected),
-            "echo": list(self.echoes),
-            "vacuous": list(fresh.vacuous),
-            "self_repeat": list(fresh.self_repeat),
+            "echo": list(scored.echo),
+            "vacuous": list(scored.vacuous),
+            "self_repeat": list(scored.self_repeat),
             "protocol": self.protocol.name,
             "num_rounds": len(self.steps),
             "terminated": self.terminated,
@@ -222,10 +214,4 @@ class Episode:
             "question_truncated": self.question_truncated,
             "chars": {"question": len(self.question), "steps": sum(len(s) for s in self.steps)},
         }
-        return {
-            "rewards": {
-                "planner": rewards.reward("planner", comps, w) if self.cfg.planner else 0.0,
-                "reasoner": rewards.reward("reasoner", comps, w),
-            },
-            "info": info,
-        }
+        return {"rewards": scored.rewards(self.cfg.weights, self.cfg.planner), "info": info}

@@ -144,27 +144,3 @@ def assess(question: str, steps: Sequence[str], planned: Sequence[int], detected
         repeat.append(not answer and i > 0 and bool(echo.words(content)) and echo.is_echo(content, contents[:i]))
         known |= units(shown[i], kind)
     return StepNovelty(tuple(vacuous), tuple(repeat))
-
-
-def detect_steps(steps: Sequence[str], shown: Sequence[str] | None = None, kind: str = "math") -> list[set[int]]:
-    """Strategies each generated step shows, by the env's rule: :func:`rsim_env.echo.detect_generated` (math),
-    :func:`rsim_env.code.follow.detect_code_step` (code; its lead-in is what ``shown`` holds before the step)."""
-    from . import kinds
-
-    shown = list(steps) if shown is None else list(shown)
-    k = kinds.get(kind)
-    return [k.detect(z, s, s[: len(s) - len(z)] if z and s.endswith(z) else "") for z, s in zip(steps, shown)]
-
-
-def follow_from_texts(planned: Sequence[int], steps: Sequence[str], shown: Sequence[str] | None = None,
-                      question: str = "", kind: str = "math") -> tuple[float, list[set[int]], StepNovelty]:
-    """R_follow of recorded texts, with the detection and novelty behind it (for readers of saved episodes).
-
-    The env's rule when ``shown`` (lead-ins included) and ``question`` are given; without the question,
-    a step that only restates the question's numbers is not recognised as vacuous.
-    """
-    from .rewards import r_follow
-
-    detected = detect_steps(steps, shown, kind)
-    fresh = assess(question, steps, planned, detected, shown, (), kind)
-    return r_follow(planned, detected, fresh.void), detected, fresh

@@ -12,8 +12,9 @@ assistant turns are used). No TRL import here; these are plain callables::
                           train_dataset=ds)   # ds columns: prompt, answer (+ strategies, kind, ...)
 
 **One score.** Each function replays the completion as an episode of :class:`rsim_env.game.Episode`
-and returns one of the env's own components, so a TRL run is rewarded exactly as the env rewards the
-same texts (``tests/test_trl_rewards.py`` checks it for every protocol and kind): the answer check
+and returns one of the env's own components (:func:`rsim_env.scoring.score`, which the viewer calls
+too), so a TRL run is rewarded exactly as the env rewards the same texts (``tests/test_trl_rewards.py``
+checks it for every protocol and kind): the answer check
 with ``last_number_fallback`` off and ``require_evaluated`` on (an unboxed last number earns nothing,
 nor does ``\\boxed{6 * 7}``), echo-aware detection (a copied instruction follows nothing), and
 :func:`rsim_env.rewards.r_follow`'s rules (the answer step, announcement-only and self-repeating steps

@@ -82,9 +82,11 @@ def test_continual_benchmark_produces_the_table(tmp_path):
 def test_continual_examples_are_the_reported_planners_episodes_with_their_plans():
     from benchmarks.continual import examples
 
-    rows = [{"mode": "none", "problem_id": "p/0", "correct": True, "injected": []},
-            {"mode": "trained", "problem_id": "p/1", "correct": False, "injected": [3, 8], "shown_steps": ["a", "b"]},
-            {"mode": "trained", "problem_id": "p/2", "correct": True, "injected": [1, 8], "shown_steps": ["c", "d"]}]
+    rows = [{"mode": "none", "problem_id": "p/0", "correct": True, "strategies": []},
+            {"mode": "trained", "problem_id": "p/1", "correct": False, "strategies": [3, 8], "shown_steps": ["a", "b"]},
+            {"mode": "trained", "problem_id": "p/2", "correct": True, "strategies": [1, 8], "shown_steps": ["c", "d"],
+             "question": "q2", "injected": ["", "lead "]}]
     ex = examples(rows)
     assert [e["problem_id"] for e in ex] == ["p/2", "p/1"]          # the trained mode only, correct first
-    assert ex[0]["injected"] == [1, 8] and ex[0]["shown_steps"] == ["c", "d"]
+    assert ex[0]["strategies"] == [1, 8] and ex[0]["shown_steps"] == ["c", "d"]
+    assert ex[0]["question"] == "q2" and ex[0]["injected"] == ["", "lead "]

@@ -14,6 +14,7 @@ import pytest
 from algos import analysis
 from agents.reasoner import Reasoner
 from algos.evaluation import DEFAULT_FIXED, EvalConfig, main, parse, split_modes
+from rsim_env.record import EpisodeRecord
 from rsim_env.strategies import NUM_STRATEGIES
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -40,10 +41,11 @@ def test_pass_at_k(n, c, k, want):
     assert analysis.pass_at_k(n, c, k) == pytest.approx(want)
 
 
-def _row(pid, correct, injected, detected, sample=0):
-    return {"problem_id": pid, "sample": sample, "correct": correct, "format": 1.0, "rounds": len(detected),
-            "terminated": True, "truncated": False, "injected": injected, "detected": detected,
-            "tokens": dict.fromkeys(analysis.TOKEN_KEYS, 1)}
+def _row(pid, correct, planned, detected, sample=0):
+    """An episodes.jsonl row as eval writes it (an EpisodeRecord's dict)."""
+    return EpisodeRecord(pid, "math", "q", "1", strategies=tuple(planned), detected=tuple(map(tuple, detected)),
+                         correct=correct, components={"format": 1.0}, rounds=len(detected), terminated=True,
+                         sample=sample, tokens=dict.fromkeys(analysis.TOKEN_KEYS, 1)).to_dict()
 
 
 def test_strategy_analysis_counts():
@@ -115,6 +117,10 @@ def test_eval_scripted_writes_every_field(tmp_path, capsys):
     assert len(data["per_problem"]) == 4 * 5 and "steps" not in data["per_problem"][0]
     episodes = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
     assert len(episodes) == 20 and all(e["steps"] for e in episodes)
+    # every row is a versioned episode record carrying the question and each step's injected text
+    assert all(EpisodeRecord.from_json(e).question.strip() for e in episodes)
+    term = [e for e in episodes if e["mode"] == "fixed:1,3,8"][0]
+    assert term["injected"][-1] and term["shown_steps"][-1] == term["injected"][-1] + term["steps"][-1]
     assert (out / "table.md").read_text().strip() == res["table_md"].strip()
     for key in ("plot_accuracy", "plot_strategies", "plot_accuracy_vs_strategies"):
         assert Path(data["files"][key]).read_bytes()[:8] == PNG
@@ -167,7 +173,7 @@ def test_eval_tiny_lms_via_rsim_cli(tmp_path, tiny_planner_dir):
     assert t["planner_read_mean"] == t["planner_context_mean"] > 0 and t["total_vs_none"] > 0
     assert data["modes"]["fixed:1,8"]["token_cost"]["planner_read_mean"] is None  # scripted planner: no tokens
     rows = [r for r in data["per_problem"] if r["mode"] == "trained"]
-    assert all(1 <= len(r["injected"]) <= 2 for r in rows)
+    assert all(1 <= len(r["strategies"]) <= 2 for r in rows)
     assert all(Path(data["files"][k]).is_file() for k in ("plot_accuracy", "plot_strategies"))
 
 
@@ -195,7 +201,7 @@ def test_planner_tokens_with_and_without_cache():
 def test_eval_is_reproducible_with_a_seed():
     a = main([*TINY, "--modes", "none,random", "--k", "2", "--seed", "5"])
     b = main([*TINY, "--modes", "random,none", "--k", "2", "--seed", "5"])  # mode order must not matter
-    key = lambda rows: sorted((r["mode"], r["problem_id"], r["sample"], r["extracted"], tuple(r["injected"]),
+    key = lambda rows: sorted((r["mode"], r["problem_id"], r["sample"], r["extracted"], tuple(r["strategies"]),
                                r["tokens"]["reasoner_written"]) for r in rows)
     assert key(a["per_problem"]) == key(b["per_problem"])
 

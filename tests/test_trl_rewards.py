@@ -4,8 +4,10 @@ import pytest
 
 import rsim_env
 from agents.scripted import FixedPlanner
+from algos.viewer.load import recompute
 from rsim_env import Problem, render
 from rsim_env.code import SandboxConfig, configure
+from rsim_env.record import EpisodeRecord, from_outcome
 from rsim_env.strategies import STRATEGIES
 from rsim_env.trl_rewards import (accuracy_reward, completion_steps, completion_text, follow_reward, format_reward,
                                   make_accuracy_reward, make_follow_reward)
@@ -177,6 +179,13 @@ def rlimits_sandbox():
     configure(SandboxConfig())
 
 
+def viewer_components(info, problem):
+    """The viewer's recomputation of an env episode written as a record and read back (math regrades from the
+    record alone; a code record carries no tests, so the viewer is given the problem)."""
+    row = from_outcome({"info": info, "rewards": {}}).to_json()
+    return recompute(EpisodeRecord.from_json(row), problem if problem.tests else None).values
+
+
 def _columns(problem, plan, proto):
     return {"answer": [problem.answer], "kind": [problem.kind], "tests": [problem.tests],
             "entry_point": [problem.entry_point], "protocol": [proto], "question": [problem.question],
@@ -186,10 +195,11 @@ def _columns(problem, plan, proto):
 @pytest.mark.parametrize("proto", sorted(render.PROTOCOLS))
 @pytest.mark.parametrize("kind,plan", [(k, p) for k, plans in PLANS.items() for p in plans],
                          ids=lambda x: x if isinstance(x, str) else ",".join(map(str, x)))
-def test_env_and_bridge_give_the_same_components(kind, plan, proto, rlimits_sandbox):
+def test_env_bridge_and_viewer_give_the_same_components(kind, plan, proto, rlimits_sandbox):
     problem = MATH if kind == "math" else CODE
     for answer in ("42", "41"):
         info = env_episode(problem, plan, proto, answer=answer)
+        assert viewer_components(info, problem) == info["components"]
         cols = _columns(problem, plan, proto)
         as_text = [render.STEP_DELIMITER.join(info["steps"])]
         as_chat = [[{"role": "assistant", "content": s} for s in info["steps"]]]
@@ -201,9 +211,10 @@ def test_env_and_bridge_give_the_same_components(kind, plan, proto, rlimits_sand
 
 
 @pytest.mark.parametrize("kind", ["math", "code"])
-def test_env_and_bridge_agree_without_a_planner(kind, rlimits_sandbox):
+def test_env_bridge_and_viewer_agree_without_a_planner(kind, rlimits_sandbox):
     problem = MATH if kind == "math" else CODE
     info = env_episode(problem, [8], "chat", planner=False)
+    assert viewer_components(info, problem) == info["components"]
     cols = _columns(problem, None, "chat")
     got = [call_like_trl(f, [problem.question], [info["steps"][0]], **cols)[0] for f in (accuracy_reward, format_reward)]
     assert got == [info["components"]["acc"], info["components"]["format"]] == [1.0, 1.0]

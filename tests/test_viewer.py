@@ -8,6 +8,7 @@ import pytest
 from algos.cli import main as cli
 from algos.viewer import ViewConfig, main
 from algos.viewer.load import load_dir
+from rsim_env.record import RECORD_VERSION, EpisodeRecord
 from tests.browser import Browser, find_chromium
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,11 +35,13 @@ def eval_dir(tmp_path_factory):
 def test_run_dir_groups_rollouts_and_reads_curves(run_dir):
     data = load_dir(run_dir)
     rows = [json.loads(x) for x in (run_dir / "samples.jsonl").read_text().splitlines()]
-    assert data.kind == "run" and sum(len(g.rollouts) for g in data.groups) == len(rows)
+    assert data.origin == "run" and sum(len(g.rollouts) for g in data.groups) == len(rows)
     assert {"planner/reward", "reasoner/reward", "rewards/acc/mean"} <= set(data.curves)
     r, row = data.groups[0].rollouts[0], rows[0]
     assert r.steps == row["steps"] and r.components == row["components"] and r.rewards == row["rewards"]
-    assert r.detected_computed  # samples.jsonl has no per-step detection; the viewer computes it
+    # a sample row is a versioned episode record: question, injected texts and detection are in the file
+    assert row["version"] == RECORD_VERSION and row["question"] and data.groups[0].question == row["question"]
+    assert r.injected == row["injected"] and len(r.injected) == len(r.steps) and not r.detected_computed
 
 
 def test_page_is_self_contained_and_escapes_model_text(tmp_path):
@@ -48,10 +51,13 @@ def test_page_is_self_contained_and_escapes_model_text(tmp_path):
     row = {"step": 1, "problem_id": "p/0", "answer": "1", "extracted": "1", "correct": True, "strategies": [8],
            "steps": [evil], "rewards": {"planner": 0.0, "reasoner": 3.0},
            "components": {"acc": 1.0, "format": 1.0, "follow": 1.0, "terminal": 1.0, "penalty": -1.0}}
-    (d / "samples.jsonl").write_text(json.dumps(row) + "\n")
+    record = EpisodeRecord("p/1", "math", evil, "1", protocol="chat+lead", strategies=(8,), injected=(evil,),
+                           steps=("1}.",), shown_steps=(evil + "1}.",), correct=True, step=1)  # question and lead-in too
+    (d / "samples.jsonl").write_text(json.dumps(row) + "\n" + record.to_json() + "\n")
     out = main(ViewConfig(str(d), str(tmp_path / "v.html")))
     html = Path(out["out"]).read_text()
     assert "<script>alert" not in html and "<img src=x" not in html and "&lt;script&gt;alert(1)" in html
+    assert html.count("&lt;script&gt;alert(1)") == 3  # the step, the question, the injected text
     assert "http://" not in html and "https://" not in html  # no CDN, nothing fetched
     assert "default-src 'none'" in html and out["curves"] == 0
 
@@ -98,8 +104,18 @@ def test_eval_page_in_a_real_browser(browser, tmp_path, eval_dir):
     _select(browser, "f-outcome", "")
     _select(browser, "f-mode", "fixed:1,3,8")
     _select(browser, "f-strategy", "3")
-    expect = sum(r["mode"] == "fixed:1,3,8" and (3 in r["injected"] or any(3 in d for d in r["detected"])) for r in rows)
+    expect = sum(r["mode"] == "fixed:1,3,8" and (3 in r["strategies"] or any(3 in d for d in r["detected"])) for r in rows)
     assert _count(browser) == expect > 0
+    # the question and the injected lead-in are on the page, the lead-in marked apart from the generated text
+    card = "[...document.querySelectorAll('.card:not(.hidden)')][0]"
+    group = f"{card}.closest('.group')"
+    title, question = browser.eval(f"[{group}.querySelector('h2').innerText, {group}.querySelector('.question').innerText]")
+    row = next(r for r in rows if title.startswith(r["problem_id"] + " "))
+    assert row["question"].strip() and row["question"].split("\n")[0].strip() in question
+    leads = browser.eval(f"[...{card}.querySelectorAll('.step .inj')].map(e => e.innerText)")
+    term = [r for r in rows if r["mode"] == "fixed:1,3,8"][0]["injected"][-1]
+    assert term and term.strip() in [x.strip() for x in leads]  # e.g. "The final answer is \\boxed{"
+    assert browser.eval(f"getComputedStyle({card}.querySelector('.step .inj')).fontStyle") == "italic"
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "viewer_eval_filtered.png"
     browser.screenshot(str(shot))

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 from agents.registry import AgentContext, Built, build_agent
 from rsim_env.data import load_problems
+from rsim_env import record
 from rsim_env.group import EnvGroup
 from rsim_env.problems import Problem
 
@@ -79,20 +80,10 @@ def episode_tokens(planner: Any, planner_rec: Any, reasoner: Any, reasoner_rec: 
 
 
 def _row(mode: str, problem: Problem, traj: dict[str, Any], sample: int, planner: Any, reasoner: Any) -> dict[str, Any]:
-    info = traj["info"]
-    return {
-        "mode": mode, "problem_id": problem.id, "sample": sample, "answer": problem.answer,
-        "extracted": info["extracted"], "correct": bool(info["correct"]), "reason": info["reason"],
-        "format": float(info["components"].get("format", 0.0)), "rounds": info["num_rounds"],
-        "terminated": bool(info["terminated"]), "truncated": bool(info["truncated"]),
-        "injected": list(info["strategies"]) if planner is not None else [],
-        "detected": [list(d) for d in info["detected"]], "steps": list(info["steps"]),
-        "shown_steps": list(info.get("shown_steps", info["steps"])), "echo": list(info.get("echo", [])),
-        "vacuous": list(info.get("vacuous", [])), "self_repeat": list(info.get("self_repeat", [])),
-        "follow": float(info["components"].get("follow", 0.0)),
-        "final_text": (info.get("shown_steps") or info["steps"] or [""])[-1],
-        "tokens": episode_tokens(planner, traj.get("planner"), reasoner, traj.get("reasoner")),
-    }
+    """One ``episodes.jsonl`` row: the episode's :class:`rsim_env.record.EpisodeRecord` (question and injected
+    texts included) with its mode, sample and token counts."""
+    tokens = episode_tokens(planner, traj.get("planner"), reasoner, traj.get("reasoner"))
+    return record.from_outcome(traj, mode=mode, sample=sample, tokens=tokens).to_dict()
 
 
 def make_planner(mode: str, cfg: EvalConfig, trained: Any) -> Any:

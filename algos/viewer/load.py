@@ -5,11 +5,12 @@
 * Eval dir (``rsim eval --out DIR``): ``episodes.jsonl`` (one episode per line, with its ``mode``)
   and ``results.json``.
 
-Both become a list of :class:`Rollout` grouped into :class:`Problem` groups (a run: one group per
-training step and problem, its G rollouts; an eval: one group per problem, one rollout per mode
-and sample). Detected strategies and R_follow missing from a file are computed by the env's own rule
-(:func:`rsim_env.novelty.follow_from_texts`: echo-aware detection, vacuous and self-repeating steps void)
-and marked as such.
+Both files hold :class:`rsim_env.record.EpisodeRecord` rows (read with :func:`rsim_env.record.read_row`,
+which also converts files written before the record). They become a list of :class:`Rollout` grouped
+into :class:`Group` s (a run: one group per training step and problem, its G rollouts; an eval: one
+group per problem, one rollout per mode and sample), each group with its question text and each step
+with the text injected before it. Detected strategies and R_follow missing from an old file are computed
+by the env's own scoring (:func:`rsim_env.scoring.score`, with the file's stored grade) and marked as such.
 """
 
 from __future__ import annotations
@@ -19,12 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rsim_env.novelty import detect_steps, follow_from_texts
+from rsim_env.kinds import Grade
+from rsim_env.problems import Problem
+from rsim_env.record import EpisodeRecord, read_row
+from rsim_env.scoring import Components, score
 
-__all__ = ["Rollout", "Group", "Loaded", "load_dir", "read_curves"]
+__all__ = ["Rollout", "Group", "Loaded", "load_dir", "read_curves", "recompute"]
 
 MAX_LINES = 20_000
 """Rollouts read from one file (the page stays usable in a browser)."""
+NO_QUESTION = "(question not recorded: this file was written before rsim's episode record)"
+"""What a group of an old file shows in place of its question."""
 
 
 @dataclass
@@ -34,6 +40,7 @@ class Rollout:
     label: str
     planned: list[int | None]
     steps: list[str]
+    """Generated text per step."""
     detected: list[list[int]]
     extracted: str
     correct: bool
@@ -41,6 +48,8 @@ class Rollout:
     rewards: dict[str, float] = field(default_factory=dict)
     detected_computed: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    injected: list[str] = field(default_factory=list)
+    """Text the protocol injected before each step ("" for none), shown apart from the generated text."""
 
 
 @dataclass
@@ -51,20 +60,23 @@ class Group:
     problem_id: str
     answer: str
     rollouts: list[Rollout]
+    question: str = ""
+    """The question text ("" when the file did not record it)."""
 
 
 @dataclass
 class Loaded:
     """Everything the page shows."""
 
-    kind: str
+    origin: str
+    """Where the rollouts come from: ``"run"`` (samples.jsonl) or ``"eval"`` (episodes.jsonl)."""
     source: str
     groups: list[Group]
     curves: dict[str, list[tuple[float, float]]]
     notes: list[str]
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
+def _jsonl(path: Path) -> list[EpisodeRecord]:
     rows = []
     with open(path, encoding="utf-8") as f:
         for i, line in enumerate(f, 1):
@@ -72,52 +84,50 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
                 break
             if line.strip():
                 try:
-                    rows.append(json.loads(line))
+                    rows.append(read_row(json.loads(line)))
                 except json.JSONDecodeError as e:
                     raise ValueError(f"{path}:{i} is not valid JSON ({e.msg}); is this an rsim run or eval dir?") from e
+                except (ValueError, TypeError) as e:
+                    raise ValueError(f"{path}:{i}: {e}") from e
     return rows
 
 
-def _shown(row: dict[str, Any], steps: list[str]) -> list[str]:
-    shown = row.get("shown_steps")
-    return [str(s) for s in shown] if isinstance(shown, list) and len(shown) == len(steps) else steps
+def recompute(record: EpisodeRecord, problem: Problem | None = None, keep_grade: bool = False) -> Components:
+    """Every component of ``record`` by the env's scoring (:func:`rsim_env.scoring.score`).
+
+    Args:
+        record: The episode.
+        problem: What to grade against; default the problem rebuilt from the record (math; a code
+            record carries no tests, so pass its problem).
+        keep_grade: Take the record's stored grade (correct, extracted answer, stored format) instead of
+            grading again (what the page does for old files, which lack some components).
+    """
+    if keep_grade:
+        grade = Grade(record.correct, record.components.get("format"), record.extracted, record.reason,
+                      record.tests_fraction)
+        return score(record, grade=grade)
+    return score(record, problem if problem is not None else record.problem())
 
 
-def _detected(row: dict[str, Any], steps: list[str]) -> tuple[list[list[int]], bool]:
-    if isinstance(row.get("detected"), list) and len(row["detected"]) == len(steps):
-        return [sorted(int(s) for s in d) for d in row["detected"]], False
-    return [sorted(d) for d in detect_steps(steps, _shown(row, steps), str(row.get("kind") or "math"))], True
+def _rollout(label: str, rec: EpisodeRecord, extra: dict[str, Any]) -> Rollout:
+    comps, detected, computed = dict(rec.components), [list(d) for d in rec.detected], False
+    if len(detected) != len(rec.steps) or (rec.planner and "follow" not in comps):  # an old file
+        scored = recompute(rec, keep_grade=True)
+        if len(detected) != len(rec.steps):
+            detected, computed = [list(d) for d in scored.detected], True
+        if rec.planner:
+            comps.setdefault("follow", scored.values["follow"])
+    planned: list[int | None] = list(rec.strategies) if rec.planner else []
+    return Rollout(label=label, planned=planned + [None] * (len(rec.steps) - len(planned)), steps=list(rec.steps),
+                   detected=detected, extracted=str(rec.extracted or ""), correct=rec.correct, components=comps,
+                   rewards=dict(rec.rewards), detected_computed=computed, extra=extra, injected=list(rec.injected))
 
 
-def _run_rollout(i: int, row: dict[str, Any]) -> Rollout:
-    steps = [str(s) for s in row.get("steps", [])]
-    det, computed = _detected(row, steps)
-    planned = [int(s) for s in row.get("strategies", [])]
-    return Rollout(label=f"rollout {i + 1}", planned=planned + [None] * (len(steps) - len(planned)), steps=steps,
-                   detected=det, extracted=str(row.get("extracted") or ""), correct=bool(row.get("correct")),
-                   components=dict(row.get("components") or {}), rewards=dict(row.get("rewards") or {}),
-                   detected_computed=computed)
-
-
-def _eval_rollout(row: dict[str, Any]) -> Rollout:
-    steps = [str(s) for s in row.get("steps", [])]
-    det, computed = _detected(row, steps)
-    injected = [int(s) for s in row.get("injected") or []]
-    comps = {"acc": 1.0 if row.get("correct") else 0.0}
-    if "format" in row:
-        comps["format"] = float(row["format"])
-    if "follow" in row:
-        comps["follow"] = float(row["follow"])
-    elif injected and len(injected) == len(steps):  # an older file: recomputed by the env's rule
-        comps["follow"] = follow_from_texts(injected, steps, _shown(row, steps), str(row.get("question") or ""),
-                                            str(row.get("kind") or "math"))[0]
-    extra = {k: row[k] for k in ("reason", "rounds", "terminated", "truncated") if k in row}
-    tokens = row.get("tokens") or {}
-    extra.update({f"tokens {k.replace('_', ' ')}": v for k, v in tokens.items() if v is not None})
-    return Rollout(label=f"{row.get('mode', '?')} #{row.get('sample', 0)}",
-                   planned=injected + [None] * (len(steps) - len(injected)) if injected else [None] * len(steps),
-                   steps=steps, detected=det, extracted=str(row.get("extracted") or ""),
-                   correct=bool(row.get("correct")), components=comps, detected_computed=computed, extra=extra)
+def _eval_extra(rec: EpisodeRecord) -> dict[str, Any]:
+    extra: dict[str, Any] = {"reason": rec.reason, "rounds": rec.rounds, "terminated": rec.terminated,
+                             "truncated": rec.truncated}
+    extra.update({f"tokens {k.replace('_', ' ')}": v for k, v in rec.tokens.items() if v is not None})
+    return extra
 
 
 def read_curves(tb_dir: Path) -> tuple[dict[str, list[tuple[float, float]]], list[str]]:
@@ -145,17 +155,17 @@ def load_dir(path: str | Path) -> Loaded:
                          "(rsim eval --out).")
     if (d / "samples.jsonl").is_file():
         groups: dict[tuple[int, str], Group] = {}
-        for row in _jsonl(d / "samples.jsonl"):
-            key = (int(row.get("step", 0)), str(row.get("problem_id", "?")))
-            g = groups.setdefault(key, Group(f"step {key[0]} · {key[1]}", key[1], str(row.get("answer", "")), []))
-            g.rollouts.append(_run_rollout(len(g.rollouts), row))
+        for rec in _jsonl(d / "samples.jsonl"):
+            key = (int(rec.step or 0), rec.problem_id)
+            g = groups.setdefault(key, Group(f"step {key[0]} · {key[1]}", key[1], rec.answer, [], rec.question))
+            g.rollouts.append(_rollout(f"rollout {len(g.rollouts) + 1}", rec, {}))
         curves, notes = read_curves(d / "tensorboard")
         return Loaded("run", str(d), list(groups.values()), curves, notes)
     if (d / "episodes.jsonl").is_file():
         egroups: dict[str, Group] = {}
-        for row in _jsonl(d / "episodes.jsonl"):
-            pid = str(row.get("problem_id", "?"))
-            egroups.setdefault(pid, Group(pid, pid, str(row.get("answer", "")), [])).rollouts.append(_eval_rollout(row))
+        for rec in _jsonl(d / "episodes.jsonl"):
+            g = egroups.setdefault(rec.problem_id, Group(rec.problem_id, rec.problem_id, rec.answer, [], rec.question))
+            g.rollouts.append(_rollout(f"{rec.mode or '?'} #{rec.sample}", rec, _eval_extra(rec)))
         return Loaded("eval", str(d), list(egroups.values()), {}, ["eval dir: no training curves"])
     raise ValueError(f"{str(d)!r} has neither samples.jsonl (a run dir) nor episodes.jsonl (an eval dir); "
                      "pass the --out dir of rsim train or rsim eval.")

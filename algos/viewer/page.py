@@ -11,7 +11,7 @@ from typing import Iterable
 
 from rsim_env.strategies import STRATEGIES
 
-from .load import Group, Loaded, Rollout
+from .load import NO_QUESTION, Group, Loaded, Rollout
 from .svg import line_chart
 
 COLORS = ("#d62728", "#1f77b4", "#9467bd", "#2ca02c", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#ff7f0e")
@@ -38,6 +38,9 @@ h1{font-size:1.3em}h2{font-size:1.1em;margin:1.2em 0 .4em}
 .text{white-space:pre-wrap;word-break:break-word;font-family:ui-monospace,monospace;font-size:12px;max-height:12em;overflow:auto}
 table{border-collapse:collapse;font-size:12px}td{padding:0 .5em 0 0}
 .note{color:#666;font-size:12px}.hidden{display:none}
+.question{background:#fafafa;border:1px solid #e3e3e3;border-radius:4px;padding:.3em .5em;margin:.3em 0 .5em;max-width:80em}
+.question .text{max-height:8em}
+.inj{background:#e8eefc;color:#2b3f73;font-style:italic;border-bottom:1px dotted #2b3f73}
 """
 
 JS = """
@@ -77,10 +80,12 @@ def _rollout(r: Rollout) -> str:
     head = (f'<b>{escape(r.label)}</b> · {"✔ correct" if r.correct else "✘ wrong"} · answer '
             f'<code>{escape(r.extracted[:200]) or "—"}</code>')
     steps = []
-    for k, (p, z, d) in enumerate(zip(r.planned, r.steps, r.detected)):
+    injected = r.injected + [""] * (len(r.steps) - len(r.injected))
+    for k, (p, z, d, inj) in enumerate(zip(r.planned, r.steps, r.detected, injected)):
         det = "".join(_badge(s, detected=True) for s in d) or '<span class="note">nothing</span>'
+        lead = f'<span class="inj" title="injected by the protocol, not generated">{escape(inj)}</span>' if inj else ""
         steps.append(f'<div class="step"><div>{k + 1}. {_badge(p) or "<span class=note>no plan</span>"} '
-                     f'→ shows {det}</div><div class="text">{escape(z)}</div></div>')
+                     f'→ shows {det}</div><div class="text">{lead}{escape(z)}</div></div>')
     rows = [f"<tr><td>{escape(k)}</td><td>{v:+.3g}</td></tr>" for k, v in r.components.items()]
     rows += [f"<tr><td><b>R {escape(k)}</b></td><td><b>{v:+.3g}</b></td></tr>" for k, v in r.rewards.items()]
     rows += [f"<tr><td>{escape(str(k))}</td><td>{escape(str(v))}</td></tr>" for k, v in r.extra.items()]
@@ -93,7 +98,9 @@ def _rollout(r: Rollout) -> str:
 def _group(g: Group) -> str:
     ok = sum(r.correct for r in g.rollouts)
     return (f'<section class="group"><h2>{escape(g.title)} <span class="note">gold <code>{escape(g.answer)}</code> · '
-            f'{ok}/{len(g.rollouts)} correct</span></h2><div class="rollouts">'
+            f'{ok}/{len(g.rollouts)} correct</span></h2><div class="question"><b>Question</b>'
+            f'<div class="text">{escape(g.question) if g.question else f"<span class=note>{escape(NO_QUESTION)}</span>"}'
+            '</div></div><div class="rollouts">'
             + "".join(_rollout(r) for r in g.rollouts) + "</div></section>")
 
 
@@ -105,7 +112,7 @@ def render_page(data: Loaded) -> str:
     """The whole HTML document for ``data``."""
     n = sum(len(g.rollouts) for g in data.groups)
     legend = "".join(f'<span style="background:{COLORS[s.index]}">{s.index} {escape(s.name)}</span>' for s in STRATEGIES)
-    modes = sorted({r.label.split(" #")[0] for g in data.groups for r in g.rollouts}) if data.kind == "eval" else []
+    modes = sorted({r.label.split(" #")[0] for g in data.groups for r in g.rollouts}) if data.origin == "eval" else []
     mode_filter = (f'<label>mode <select id="f-mode"><option value="">all</option>{_options((m, m) for m in modes)}'
                    "</select></label>") if modes else ""
     bar = (f'<div class="bar"><label>strategy (injected or shown) <select id="f-strategy"><option value="">any</option>'
@@ -120,7 +127,8 @@ def render_page(data: Loaded) -> str:
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             f"<title>rSIM rollouts · {escape(data.source)}</title><style>{CSS}</style></head><body>"
-            f"<h1>rSIM rollouts — {escape(data.kind)} <code>{escape(data.source)}</code></h1>"
+            f"<h1>rSIM rollouts — {escape(data.origin)} <code>{escape(data.source)}</code></h1>"
             f'<p class="note">{len(data.groups)} problem groups, {n} rollouts. Filled badge = injected strategy, '
-            f"outlined badge = strategies detected in the step's text.</p><div class=\"legend\">{legend}</div>"
+            f"outlined badge = strategies detected in the step's text; <span class=\"inj\">shaded italic text</span> = "
+            f"injected by the protocol before the step (not generated).</p><div class=\"legend\">{legend}</div>"
             f"{notes}{curves}{bar}{''.join(_group(g) for g in data.groups)}<script>{JS}</script></body></html>")

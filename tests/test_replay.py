@@ -126,3 +126,29 @@ def test_store_is_capped_by_evicting_the_oldest(tmp_path):
     assert "k39" in store.get_many(["k39"]) and not store.get_many(["k0"])
     with pytest.raises(ValueError, match="max_mb"):
         StepStore(tmp_path / "t.sqlite", max_mb=0)
+
+
+def test_planner_only_training_and_eval_on_the_replay(tmp_path, monkeypatch):
+    """The second identical run reads every step back (the store does not grow) and learns the same."""
+    from algos.cli import main as rsim
+
+    monkeypatch.setenv("RSIM_REPLAY_DIR", str(tmp_path / "replay"))
+    args = ["train", "--learner", "planner_only", "--planner", "toy", "--reasoner", "replay:tiny", "--data", "tiny",
+            "--steps", "2", "--set", "reasoner.greedy=true", "--set", "train.groups_per_step=2",
+            "--set", "train.grpo.group_size=4", "--set", "env.max_steps=3", "--set", "reasoner.max_step_tokens=4",
+            "--set", "train.progress=false"]
+    first = rsim([*args, "--out", str(tmp_path / "a")])
+    size = len(StepStore(tmp_path / "replay" / "steps.sqlite"))
+    second = rsim([*args, "--out", str(tmp_path / "b")])
+    assert size > 0 and len(StepStore(tmp_path / "replay" / "steps.sqlite")) == size
+    def learned(run):  # everything but timings
+        return [{k: v for k, v in h.items() if "time" not in k and "per_s" not in k} for h in run["history"]]
+
+    assert learned(first) == learned(second)
+    with pytest.raises(ValueError, match="samples"):
+        sampled = [a for a in args if a != "reasoner.greedy=true"]
+        sampled.remove("--set")
+        rsim([*sampled, "--out", str(tmp_path / "c")])
+    ev = ["eval", "--reasoner", "replay:tiny", "--source", "tiny", "--limit", "3", "--max-steps", "2",
+          "--max-step-tokens", "4", "--modes", "fixed:1,8", "--no-progress"]
+    assert rsim(ev)["per_problem"] == rsim(ev)["per_problem"]

@@ -152,3 +152,13 @@ def test_planner_only_training_and_eval_on_the_replay(tmp_path, monkeypatch):
     ev = ["eval", "--reasoner", "replay:tiny", "--source", "tiny", "--limit", "3", "--max-steps", "2",
           "--max-step-tokens", "4", "--modes", "fixed:1,8", "--no-progress"]
     assert rsim(ev)["per_problem"] == rsim(ev)["per_problem"]
+
+
+def test_replay_benchmark_smoke_plays_the_same_episodes(tmp_path):
+    from benchmarks.replay import Config, main
+
+    res = main(Config(planner="toy", reasoner="tiny", source="tiny", steps=2, max_step_tokens=4, max_answer_tokens=6,
+                      out=str(tmp_path / "r.json")))
+    assert res["same_episodes"] and res["rows"]["replay_warm"]["replay"]["misses"] == 0
+    assert res["rows"]["replay_cold"]["replay"]["hits"] == 0 and res["rows"]["live"]["episodes"] == 2 * 2 * 4
+    assert json.loads((tmp_path / "r.json").read_text())["speedup"] > 0

@@ -124,7 +124,8 @@ def decoding_settings(agent: Any) -> dict[str, Any]:
         raise ValueError(f"replay: the reasoner {type(agent).__name__} samples (greedy=False), so its steps are not a "
                          "function of its inputs and caching them would silently fix one sample; decode greedily "
                          "(rsim train --set reasoner.greedy=true, rsim eval -k 1) or do not wrap it in replay:.")
-    settings.pop("seed", None)  # greedy decoding ignores the seed
+    for name in ("seed", "temperature", "top_p"):  # argmax ignores them: training (T=0.7) and eval share steps
+        settings.pop(name, None)
     return json.loads(json.dumps(settings, default=str))
 
 

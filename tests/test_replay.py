@@ -94,6 +94,9 @@ def test_changed_weights_miss_the_cache(tmp_path):
     other_settings = ReplayReasoner(greedy_reasoner(max_step_tokens=5), store)
     episodes(other_settings, FixedPlanner([3, 8]))
     assert other_settings.stats["hits"] == 0
+    other_temperature = ReplayReasoner(greedy_reasoner(temperature=0.7), store)  # argmax does not see it
+    episodes(other_temperature, FixedPlanner([3, 8]))
+    assert other_temperature.stats["misses"] == 0
 
 
 def _writer(path: str, start: int, n: int) -> None:

@@ -46,9 +46,13 @@ def test_toy_scale_end_to_end(tmp_path):
 
 
 def test_exhaustive_per_task_and_bandit_modes_choose_on_the_validation_table(tmp_path):
+    from benchmarks.plan_table import all_plans
+
     r = main(Config(preset="tiny", seeds=(0,), eval_limit=8, validation_limit=6, output_dir=str(tmp_path / "runs"),
-                    plan_rounds=2, bandit_episodes=300, bootstrap_rounds=200, fixed=((8,),)))
+                    plan_rounds=2, bandit_episodes=300, bootstrap_rounds=200, fixed=tuple(all_plans(2))))
     ex, table = r["modes"]["best_fixed_exhaustive"], r["plan_table"]
+    # the replayed table agrees with live evaluations of the same plans on the same validation problems
+    assert {k[len("fixed:"):]: v for k, v in r["validation_fixed_accuracy"].items()} == table["validation_accuracy"]
     assert ex["plans_searched"] == table["plans"] == 9  # every plan of <= 2 rounds, not the one-plan candidate list
     assert ex["val_accuracy"] == max(table["validation_accuracy"].values())
     assert table["validation_accuracy"][ex["plan"]] == ex["val_accuracy"]
@@ -212,3 +216,11 @@ def test_old_cache_without_training_overrides_still_resumes(tmp_path):
     cfg = Config(preset="tiny", plan_rounds=2, bandit_episodes=50, seeds=(0,), eval_limit=4, validation_limit=4, output_dir=str(tmp_path), fixed=((8,),))
     cache = __import__("benchmarks.efficacy", fromlist=["Cache"]).Cache(tmp_path / "efficacy_cache.json", cfg)
     assert "train_set" not in cache.data["config"]
+
+
+def test_config_defaults_and_errors():
+    assert len(Config().seeds) >= 5  # issue 19: seed-level tests need at least five seeds
+    for bad, field in ((dict(plan_rounds=5), "plan_rounds"), (dict(sc_k=-1), "sc_k"),
+                       (dict(sc_temperature=0.0), "sc_temperature"), (dict(bandit_episodes=0), "bandit_episodes")):
+        with pytest.raises(ValueError, match=field):
+            Config(**bad)

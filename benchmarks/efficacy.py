@@ -33,7 +33,7 @@ Every evaluation's episodes go to ``<output_dir>/episodes/`` -- read them before
 Learning curves (reward and accuracy per step, per seed and learner) go to ``F_curves.png``.
 
     python -m benchmarks.efficacy --out results/efficacy.json                     # many hours on a CPU
-    python -m benchmarks.efficacy --preset tiny --eval-limit 40 --plan-rounds 2 --out /tmp/e.json  # toy agents
+    python -m benchmarks.efficacy --preset tiny --eval-limit 40 --out /tmp/e.json  # toy agents, about a minute
     python -m benchmarks.efficacy --table-from results/efficacy_outcomes.jsonl.gz  # the table, from the file
 
 This is not a unit test; never run the full version in CI (``tests/test_efficacy.py`` runs the
@@ -60,10 +60,11 @@ __all__ = ["Config", "main", "Cache", "mcnemar_exact", "mode_summary", "paired_p
            "DETERMINISTIC"]
 
 SCALES = {
-    "study": {"source": "curriculum:heldout", "validation": "curriculum:train"},
-    "tiny": {"source": "tiny", "validation": "tiny"},
+    "study": {"source": "curriculum:heldout", "validation": "curriculum:train", "plan_rounds": 0},
+    "tiny": {"source": "tiny", "validation": "tiny", "plan_rounds": 2},
 }
-"""Per preset: the held-out evaluation source and the validation source (for choosing the fixed sequence)."""
+"""Per preset: the held-out evaluation source, the validation source (for choosing plans) and the default L of
+the exhaustive plan search (0 = env.max_steps: 73 plans for the study's 3 rounds; tiny: 9 plans, seconds)."""
 
 
 def parse_fixed(text: str) -> tuple[int, ...]:
@@ -109,7 +110,7 @@ class Config:
 
     plan_rounds: int = 0
     """L of ``best_fixed_exhaustive``, ``per_task`` and ``bandit``: every plan of at most L rounds ending in
-    termination is played on the validation problems (0 = the preset's env.max_steps; at most 4)."""
+    termination is played on the validation problems (0 = the preset's: study env.max_steps = 3, tiny 2; at most 4)."""
     bandit_episodes: int = 2000
     """Training episodes of the bandit planner (per-task Thompson sampling) on the validation problems."""
     sc_k: int = 0
@@ -296,7 +297,7 @@ class _Study:
         from .plan_table import all_plans, task_of
 
         steps = self.run_cfg.env.max_steps
-        L = self.cfg.plan_rounds or steps
+        L = self.cfg.plan_rounds or SCALES[self.cfg.preset]["plan_rounds"] or steps
         if L > steps:
             raise ValueError(f"Config.plan_rounds={L} exceeds the preset's env.max_steps={steps}; use at most {steps}.")
         key = f"validation/L{L}"
@@ -402,12 +403,15 @@ def main(cfg: Config) -> dict[str, Any]:
               "total_compute_s": sum(r["seconds"] for r in runs.values()) + sum(st.timing.values())}
     result["table_md"] = efficacy_report.table(result)
     print(result["table_md"])
-    _write(cfg, result, rows)
+    _write(cfg, result, rows, [{"mode": "validation_table", "seed": st.s0, "problem_id": pid, "sample": 0,
+                                "task": tab["tasks"][pid], "plan": [int(x) for x in plan.split(",")], "correct": c}
+                               for pid, by_plan in tab["table"].items() for plan, c in by_plan.items()])
     return result
 
 
-def _write(cfg: Config, result: dict[str, Any], rows: list[dict[str, Any]]) -> None:
-    """Outcome file, the table regenerated from it, curves and JSON (beside ``cfg.out``)."""
+def _write(cfg: Config, result: dict[str, Any], rows: list[dict[str, Any]], table_rows: list[dict[str, Any]]) -> None:
+    """Outcome file, the table regenerated from it, the validation plan table (from which ``best_fixed_exhaustive``,
+    ``per_task`` and the bandits' pulls can be recomputed), curves and JSON, beside ``cfg.out``."""
     from .efficacy_modes import outcome_table
     from .seedstats import read_outcomes, write_outcomes
 
@@ -421,6 +425,8 @@ def _write(cfg: Config, result: dict[str, Any], rows: list[dict[str, Any]]) -> N
     result["outcomes_table_md"] = outcome_table(read_outcomes(path), efficacy_report.OUTCOME_BASELINE,
                                                 cfg.bootstrap_rounds)
     result["outcomes_file"] = str(path)
+    result["plan_table"]["outcomes_file"] = str(write_outcomes(out.with_name(out.stem + "_validation_table.jsonl.gz"),
+                                                              table_rows))
     result["curves_png"] = str(efficacy_report.plot_curves(result["runs"], out.with_name(out.stem + "_curves.png")))
     out.write_text(json.dumps(result, indent=2))
 

@@ -31,8 +31,9 @@ NEW_MODES = {"best_fixed_exhaustive", "per_task", "self_consistency", "bandit", 
 def test_toy_scale_end_to_end(tmp_path):
     out = tmp_path / "e.json"
     r = main(Config(preset="tiny", seeds=(0, 1), eval_limit=12, validation_limit=6, output_dir=str(tmp_path / "runs"),
-                    out=str(out), plan_rounds=2, bandit_episodes=300, bootstrap_rounds=300))
+                    out=str(out), bandit_episodes=300, bootstrap_rounds=300))
     saved = json.loads(out.read_text())
+    assert saved["modes"]["best_fixed_exhaustive"]["plans_searched"] == 9  # the tiny preset's L = 2
     assert set(saved["modes"]) == {"none", "random", "best_fixed", "grpo"} | NEW_MODES
     for m in saved["modes"].values():
         assert m["n"] == 12 * (1 if m["deterministic"] else 2) and 0 <= m["ci_low"] <= m["accuracy"] <= m["ci_high"] <= 1
@@ -97,6 +98,16 @@ def test_outcome_file_regenerates_the_table(tmp_path):
     assert count == {"none": 6, "best_fixed": 6, "best_fixed_exhaustive": 6, "per_task": 6, "random": 12,
                      "bandit": 12, "trained": 12, "grpo": 12, "self_consistency": 12, "self_consistency_samples": 24}
     assert all(row["plan"] == [8] for row in rows if row["mode"] == "best_fixed")
+    # the validation plan table is committed beside it: the exhaustive choice can be recomputed from it
+    from benchmarks.efficacy_modes import choose_fixed, plan_name
+    from benchmarks.plan_table import all_plans
+
+    val = read_outcomes(tmp_path / "e_validation_table.jsonl.gz")
+    assert len(val) == 4 * 9
+    table = {}
+    for row in val:
+        table.setdefault(row["problem_id"], {})[",".join(map(str, row["plan"]))] = row["correct"]
+    assert choose_fixed(table, [plan_name(p) for p in all_plans(2)])[0] == r["modes"]["best_fixed_exhaustive"]["plan"]
     again = main(Config(table_from=str(path), out=str(tmp_path / "t.md"), bootstrap_rounds=300))
     assert again["table_md"] == r["outcomes_table_md"] == (tmp_path / "t.md").read_text()
     assert "| `trained` | 2 |" in again["table_md"] and "sign test over seeds" in again["table_md"]

@@ -33,7 +33,7 @@ Every evaluation's episodes go to ``<output_dir>/episodes/`` -- read them before
 Learning curves (reward and accuracy per step, per seed and learner) go to ``F_curves.png``.
 
     python -m benchmarks.efficacy --out results/efficacy.json                     # many hours on a CPU
-    python -m benchmarks.efficacy --preset tiny --eval-limit 40 --out /tmp/e.json  # toy agents, about a minute
+    python -m benchmarks.efficacy --preset tiny --eval-limit 40 --out /tmp/e.json  # toy agents, ~40 s
     python -m benchmarks.efficacy --table-from results/efficacy_outcomes.jsonl.gz  # the table, from the file
 
 This is not a unit test; never run the full version in CI (``tests/test_efficacy.py`` runs the

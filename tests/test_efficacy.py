@@ -57,7 +57,11 @@ def test_exhaustive_per_task_and_bandit_modes_choose_on_the_validation_table(tmp
     assert ex["plans_searched"] == table["plans"] == 9  # every plan of <= 2 rounds, not the one-plan candidate list
     assert ex["val_accuracy"] == max(table["validation_accuracy"].values())
     assert table["validation_accuracy"][ex["plan"]] == ex["val_accuracy"]
-    assert table["replay"]["misses"] > 0  # played through the replay cache
+    assert table["replay"]["misses"] > 0  # played through the replay cache: a second study decodes no step again
+    again = main(Config(preset="tiny", seeds=(0,), eval_limit=8, validation_limit=6, output_dir=str(tmp_path / "again"),
+                        plan_rounds=2, bandit_episodes=300, bootstrap_rounds=200, fixed=((8,),)))
+    assert again["plan_table"]["replay"]["misses"] == 0 and again["plan_table"]["replay"]["hits"] > 0
+    assert again["plan_table"]["validation_accuracy"] == table["validation_accuracy"]
     assert r["modes"]["per_task"]["plans"] == {"tiny": ex["plan"]}  # one task: per task = best fixed
     # the bandit's greedy policy plays plans of the table; its test outcomes are those plans' outcomes
     policy = r["modes"]["bandit"]["policies"]["0"]

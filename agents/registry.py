@@ -15,6 +15,8 @@ run or checkpoint dir       the agent trained by ``rsim train`` (its newest ``st
 ``template[:p]``            scripted reasoner, right with probability ``p`` (reasoner only)
 ``untrained:SPEC``          SPEC's base model with fresh weights where training would have put
                             them (a planner gets a new head; a run dir gives its base model)
+``replay:SPEC``             SPEC's reasoner (greedy, frozen) with every step cached on disk and
+                            read back when seen again (:mod:`agents.replay`)
 ``openai:MODEL@URL``        a reasoner served by an OpenAI-compatible chat-completions API
                             (:mod:`agents.openai_reasoner`; ``#max_concurrency=16&...`` options)
 ``module:factory``          your own agent: ``factory(context)`` returns an object following
@@ -280,7 +282,8 @@ NAMES: dict[str, Builder] = {"tiny": _tiny, "toy": _toy, "template": _template}
 """Specs that are a bare name."""
 
 PREFIXES: dict[str, Builder] = {"template": _template, "untrained": _untrained,
-                                 "openai": lazy("agents.openai_reasoner", "build")}
+                                 "openai": lazy("agents.openai_reasoner", "build"),
+                                 "replay": lazy("agents.replay", "build")}
 """Specs ``PREFIX:REST``; add a line here (with :func:`lazy`) for a new kind of agent."""
 
 _CORE_HELP = ("default | HUB_ID | MODEL_DIR | SAVED_PLANNER_DIR | RUN_OR_CHECKPOINT_DIR | tiny | toy | "
@@ -311,7 +314,7 @@ def check_spec(spec: str, role: str) -> None:
     if spec in NAMES or spec == "default" or Path(spec).expanduser().exists():
         return
     if sep and head in PREFIXES:
-        return check_spec(rest, role) if head == "untrained" and rest else None
+        return check_spec(rest, role) if head in ("untrained", "replay") and rest else None
     if sep and _MODULE.match(head) and rest.isidentifier():
         return  # module:factory, imported when built
     if HUB_ID.match(spec) and not Path(spec.split("/")[0]).is_dir():

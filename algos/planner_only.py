@@ -3,6 +3,11 @@
 This is how a planner is trained once and then plugged into other reasoners (the paper's
 transfer experiment): the reasoner acts but never updates, so it need not be trainable at all
 (a scripted or API-backed reasoner works).
+
+A greedy frozen reasoner can be *replayed*: ``--reasoner replay:SPEC --set reasoner.greedy=true``
+stores every step it writes (:mod:`agents.replay`) and reads it back whenever the same problem
+and plan prefix come again, so later steps, seeds and evaluations decode only what is new
+(``benchmarks/replay.py`` measures the speed-up on the same episodes).
 """
 
 from __future__ import annotations

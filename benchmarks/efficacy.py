@@ -1,26 +1,40 @@
-"""Does training help? Trained planner vs no planner vs random vs best fixed sequence; Stackelberg vs GRPO.
+"""Does training help? The trained planner against every baseline a reviewer asks for, seed by seed.
 
 For each seed, train two learners at equal compute (same preset, steps, groups and G):
-``stackelberg`` (planner + reasoner) and ``grpo`` (reasoner alone, no planner). Then evaluate,
-greedy (k = 1), on ``eval_limit`` held-out problems (disjoint from training by question text):
+``stackelberg`` (planner + reasoner) and ``grpo`` (reasoner alone, no planner). Then evaluate on
+``eval_limit`` held-out problems (disjoint from training by question text). Every choice below is
+made on *validation* problems drawn from the training split, never on the test problems:
 
-* ``none``            the base reasoner, no planner;
-* ``random``          the base reasoner with a uniformly random planner (one per seed);
-* ``best_fixed``      the base reasoner with the fixed sequence that scored best on a *validation*
-                      set drawn from the training split (so the choice does not peek at the test set);
-* ``stackelberg``     the trained planner driving the jointly trained reasoner (one per seed);
-* ``grpo``            the GRPO-trained reasoner, no planner (one per seed).
+* ``none``                  the base reasoner, no planner (greedy);
+* ``random``                the base reasoner with a uniformly random planner (one per seed);
+* ``best_fixed``            the best plan of the short candidate list ``--fixed`` (the v2 study's baseline);
+* ``best_fixed_exhaustive`` the best of *every* plan of at most ``plan_rounds`` rounds ending in termination,
+                            played on the validation problems through the replay cache (the plan table of
+                            :mod:`benchmarks.plan_table`; 73 plans for L = 3);
+* ``per_task``              per task, the plan best on that task's validation problems;
+* ``bandit``                a contextual bandit planner (per-task Thompson sampling over the same plans,
+                            trained on the validation problems against the replayed frozen reasoner,
+                            ``bandit_episodes`` pulls, one run per seed), then greedy on the test problems;
+* ``self_consistency``      majority vote of k sampled no-planner answers (T = ``sc_temperature``, one
+                            sampling seed per seed); k matches the planner modes' reasoner tokens per
+                            problem (``modes.self_consistency`` reports the budget and the tokens used);
+* ``trained``               the trained planner driving the jointly trained reasoner (Stackelberg, per seed);
+* ``grpo``                  the GRPO-trained reasoner, no planner (per seed).
 
-Greedy ``none`` and ``best_fixed`` do not depend on the seed: they run once and are reused for every seed.
-Every mode gets accuracy with a 95 % Wilson interval over its (seed, problem) episodes, and ``tests``
-compares modes on the same problems with a paired sign-flip permutation test clustered on problems
-(``p_value``; seeds of one problem are averaged), plus the pooled exact McNemar test for reference.
+Greedy ``none`` and the plan modes do not depend on the seed: they run once and are reused for every seed.
+Every mode gets accuracy with a 95 % Wilson interval over its (seed, problem) episodes; ``tests``
+compares pairs of modes on the same problems with a paired sign-flip permutation test clustered on problems
+(``p_value``), the pooled exact McNemar test for reference, and the seed-level tests of
+:mod:`benchmarks.seedstats` (``sign_test_seeds``: exact sign test over seeds; ``bootstrap_seeds_problems``).
+With ``--out F.json`` every (mode, seed, problem, sample) outcome goes to ``F_outcomes.jsonl.gz`` and
+``outcomes_table_md`` is the table regenerated from that file (``--table-from`` prints it again).
 Finished pieces are cached in ``<output_dir>/efficacy_cache.json``: rerun the same command to resume.
 Every evaluation's episodes go to ``<output_dir>/episodes/`` -- read them before believing a number.
-Learning curves (reward and accuracy per step, per seed and learner) go to ``curves.png``.
+Learning curves (reward and accuracy per step, per seed and learner) go to ``F_curves.png``.
 
-    python -m benchmarks.efficacy --out results/efficacy.json                     # hours on a CPU
-    python -m benchmarks.efficacy --preset tiny --eval-limit 40 --out /tmp/e.json # seconds: toy agents
+    python -m benchmarks.efficacy --out results/efficacy.json                     # many hours on a CPU
+    python -m benchmarks.efficacy --preset tiny --eval-limit 40 --out /tmp/e.json  # toy agents, ~40 s
+    python -m benchmarks.efficacy --table-from results/efficacy_outcomes.jsonl.gz  # the table, from the file
 
 This is not a unit test; never run the full version in CI (``tests/test_efficacy.py`` runs the
 toy scale).
@@ -29,6 +43,7 @@ toy scale).
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 import math
 import sys
@@ -37,11 +52,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from . import efficacy_report
+from .efficacy_stats import (COMPARISONS, DETERMINISTIC, Cache, mcnemar_exact, mode_summary, paired_permutation,
+                             summaries, tests)
+
+__all__ = ["Config", "main", "Cache", "mcnemar_exact", "mode_summary", "paired_permutation", "COMPARISONS", "MODES",
+           "DETERMINISTIC"]
+
 SCALES = {
-    "study": {"source": "curriculum:heldout", "validation": "curriculum:train"},
-    "tiny": {"source": "tiny", "validation": "tiny"},
+    "study": {"source": "curriculum:heldout", "validation": "curriculum:train", "plan_rounds": 0},
+    "tiny": {"source": "tiny", "validation": "tiny", "plan_rounds": 2},
 }
-"""Per preset: the held-out evaluation source and the validation source (for choosing the fixed sequence)."""
+"""Per preset: the held-out evaluation source, the validation source (for choosing plans) and the default L of
+the exhaustive plan search (0 = env.max_steps: 73 plans for the study's 3 rounds; tiny: 9 plans, seconds)."""
 
 
 def parse_fixed(text: str) -> tuple[int, ...]:
@@ -57,8 +80,9 @@ class Config:
 
     preset: str = "study"
     """Training preset (``rsim train --preset``): ``study`` (embedded SmolLM2) or ``tiny`` (toy agents, seconds)."""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """Training seeds (each trains both learners)."""
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4, 5)
+    """Training seeds (each trains both learners). Six, because an exact two-sided sign test over n seeds
+    cannot go below 2 / 2**n: 0.0625 with five, 0.031 with six."""
     steps: int = 0
     """Optimizer steps per run (0 = the preset's)."""
     eval_limit: int = 400
@@ -84,12 +108,28 @@ class Config:
     """Another study's ``output_dir`` whose base-reasoner evaluations (validation, ``none``, fixed sequences,
     ``random``) to reuse when its evaluation settings match: they do not depend on training ("" = evaluate)."""
 
+    plan_rounds: int = 0
+    """L of ``best_fixed_exhaustive``, ``per_task`` and ``bandit``: every plan of at most L rounds ending in
+    termination is played on the validation problems (0 = the preset's: study env.max_steps = 3, tiny 2; at most 4)."""
+    bandit_episodes: int = 2000
+    """Training episodes of the bandit planner (per-task Thompson sampling) on the validation problems."""
+    sc_k: int = 0
+    """Samples of self-consistency (0 = match the planner modes' reasoner tokens per problem)."""
+    sc_temperature: float = 0.7
+    """Sampling temperature of self-consistency's no-planner samples (the study preset's reasoner T)."""
+    replay_store: str = ""
+    """Replay cache of the validation plan table ("" = $RSIM_REPLAY_DIR/steps.sqlite, see agents.replay)."""
+    bootstrap_rounds: int = 4000
+    """Replicates of the seeds-then-problems bootstrap (benchmarks.seedstats)."""
+    table_from: str = ""
+    """Only regenerate the outcome table from this ``*_outcomes.jsonl.gz`` (no study runs; --out F.md writes it)."""
+
     def __post_init__(self) -> None:
         if self.preset not in SCALES:
             raise ValueError(f"Config.preset={self.preset!r}: choose one of {sorted(SCALES)}.")
         if not self.seeds:
             raise ValueError("Config.seeds is empty; give at least one seed, e.g. (0, 1, 2).")
-        for name in ("eval_limit", "validation_limit", "batch"):
+        for name in ("eval_limit", "validation_limit", "batch", "bandit_episodes", "bootstrap_rounds"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"Config.{name}={v!r} is invalid: use an int >= 1.")
@@ -97,6 +137,12 @@ class Config:
             raise ValueError(f"Config.random_seeds={self.random_seeds!r}: use 0 (every seed) or a positive count.")
         if self.steps < 0:
             raise ValueError(f"Config.steps={self.steps!r}: use 0 (the preset's) or a positive count.")
+        if not 0 <= self.plan_rounds <= 4:
+            raise ValueError(f"Config.plan_rounds={self.plan_rounds!r}: use 0 (env.max_steps) or 1..4 (L = 4 is 585 plans).")
+        if self.sc_k < 0:
+            raise ValueError(f"Config.sc_k={self.sc_k!r}: use 0 (match the planner modes' tokens) or a count >= 1.")
+        if not self.sc_temperature > 0:
+            raise ValueError(f"Config.sc_temperature={self.sc_temperature!r}: use a positive temperature, e.g. 0.7.")
         bad = [x for x in self.train_set if "=" not in x]
         if bad:
             raise ValueError(f"Config.train_set: {bad} are not KEY=VALUE (e.g. train.grpo.tis_cap=2).")
@@ -104,114 +150,6 @@ class Config:
     def overrides(self) -> dict[str, str]:
         """``train_set`` as a dict for :func:`algos.config.resolve`."""
         return dict(x.split("=", 1) for x in self.train_set)
-
-
-# ------------------------------------------------------------------------------------- statistics
-
-def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict[str, Any]:
-    """Two-sided exact McNemar test on paired outcomes (binomial test on the discordant pairs)."""
-    if len(a) != len(b):
-        raise ValueError(f"mcnemar_exact needs paired outcomes, got {len(a)} and {len(b)}.")
-    only_a = sum(x and not y for x, y in zip(a, b))
-    only_b = sum(y and not x for x, y in zip(a, b))
-    n = only_a + only_b
-    if n == 0:
-        return {"only_a": 0, "only_b": 0, "p_value": 1.0}
-    k = min(only_a, only_b)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
-    return {"only_a": only_a, "only_b": only_b, "p_value": min(1.0, 2 * tail)}
-
-
-def mode_summary(outcomes: Sequence[bool]) -> dict[str, Any]:
-    """Accuracy, its 95 % Wilson interval and ``n``."""
-    from algos.analysis import wilson
-
-    n = len(outcomes)
-    right = sum(outcomes)
-    lo, hi = wilson(right, n)
-    return {"accuracy": right / n if n else 0.0, "ci_low": lo, "ci_high": hi, "n": n}
-
-
-# ------------------------------------------------------------------------------------- running
-
-def paired_permutation(a: Sequence[Sequence[bool]], b: Sequence[Sequence[bool]], rounds: int = 20000,
-                       seed: int = 0) -> dict[str, Any]:
-    """Two-sided paired sign-flip permutation test, clustered on problems.
-
-    ``a[i]`` and ``b[i]`` hold the outcomes of problem ``i`` (one per seed; a deterministic mode
-    repeats its single outcome). The statistic is the mean over problems of the per-problem
-    difference of seed-averaged accuracy; under the null the sign of each problem's difference is
-    exchangeable. Problems, not (seed, problem) pairs, are the unit: seeds of one problem are
-    correlated, and counting them as independent pairs (pooled McNemar) overstates significance.
-    """
-    import random
-
-    if len(a) != len(b) or not a:
-        raise ValueError(f"paired_permutation needs the same non-zero number of problems, got {len(a)} and {len(b)}.")
-    diffs = [sum(x) / len(x) - sum(y) / len(y) for x, y in zip(a, b)]
-    observed = sum(diffs) / len(diffs)
-    nonzero = [d for d in diffs if d != 0]
-    if not nonzero:
-        return {"difference": 0.0, "p_value": 1.0, "problems_differing": 0}
-    rng = random.Random(seed)
-    hits = 0
-    for _ in range(rounds):
-        t = sum(d if rng.random() < 0.5 else -d for d in nonzero) / len(diffs)
-        hits += abs(t) >= abs(observed) - 1e-12
-    return {"difference": observed, "p_value": (hits + 1) / (rounds + 1), "problems_differing": len(nonzero)}
-
-
-# ------------------------------------------------------------------------------------- running
-
-DETERMINISTIC = ("none", "best_fixed")
-"""Modes whose greedy outcome does not depend on the seed: evaluated once, reused for every seed."""
-
-
-class Cache:
-    """Finished pieces of a study (training runs, outcomes) in one JSON file, so a crash or a stop loses
-    at most the piece in flight: rerunning the same command picks up where it stopped."""
-
-    def __init__(self, path: Path, cfg: Config) -> None:
-        self.path = path
-        key = {k: v for k, v in asdict(cfg).items() if k not in ("out", "batch", "random_seeds", "baselines_from")}
-        if not key["train_set"]:  # studies without training overrides keep the key they had before the field
-            del key["train_set"]
-        key = json.loads(json.dumps(key))
-        self.data: dict[str, Any] = {"config": key, "runs": {}, "outcomes": {}, "timing": {}}
-        if path.is_file():
-            old = json.loads(path.read_text())
-            if old.get("config") != key:
-                raise ValueError(f"{path} holds a study with different settings ({old.get('config')}); "
-                                 f"use another --output-dir or delete it to start over.")
-            self.data = old
-
-    def adopt_baselines(self, other_dir: str) -> list[str]:
-        """Copy the base-reasoner evaluations of the study in ``other_dir`` (see ``Config.baselines_from``);
-        refuses when its evaluation settings differ. Returns the keys copied."""
-        path = Path(other_dir) / "efficacy_cache.json"
-        if not path.is_file():
-            raise ValueError(f"--baselines-from {other_dir}: no efficacy_cache.json there; give a study's --output-dir.")
-        other = json.loads(path.read_text())
-        same = ("preset", "eval_limit", "validation_limit", "fixed")
-        mine, theirs = self.data["config"], other.get("config", {})
-        diff = [k for k in same if mine.get(k) != theirs.get(k)]
-        if diff or mine["seeds"][:1] != theirs.get("seeds", [])[:1]:
-            raise ValueError(f"--baselines-from {other_dir}: its evaluation settings differ ({diff or ['first seed']}); "
-                             f"its base-reasoner evaluations are not these. Drop --baselines-from.")
-        keys = [k for k in other["outcomes"] if k.split("/")[0] in ("validation", "none", "random")
-                or k.startswith("fixed:")]
-        for k in keys:
-            self.data["outcomes"].setdefault(k, other["outcomes"][k])
-            if k in other.get("timing", {}):
-                self.data["timing"].setdefault(k, other["timing"][k])
-        self.save()
-        return keys
-
-    def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data))
-        tmp.replace(self.path)
 
 
 def _train(cfg: Config, learner: str, seed: int) -> dict[str, Any]:
@@ -232,14 +170,32 @@ def _train(cfg: Config, learner: str, seed: int) -> dict[str, Any]:
 
 
 def _outcomes(mode: str, problems: Sequence[Any], reasoner: Any, planner: Any, ecfg: Any,
-              episodes: Path | None = None) -> dict[str, bool]:
+              episodes: Path | None = None) -> tuple[dict[str, bool], dict[str, Any]]:
+    """``({problem_id: correct}, {problem_id: {plan, tokens, ...}})``; with ``ecfg.k > 1`` the outcome is the
+    majority vote of the k samples (self-consistency) and ``samples`` holds each sample's outcome."""
     from algos.evaluation.run import evaluate_mode, make_planner
+
+    from .efficacy_modes import majority_vote, reasoner_tokens
 
     rows, _ = evaluate_mode(mode, problems, reasoner, make_planner(mode, ecfg, planner), ecfg)
     if episodes is not None:
         episodes.parent.mkdir(parents=True, exist_ok=True)
         episodes.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return {r["problem_id"]: bool(r["correct"]) for r in rows}
+    by: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault(r["problem_id"], []).append(r)
+    out, det = {}, {}
+    for pid, rs in by.items():
+        rs.sort(key=lambda r: r["sample"])
+        toks = [reasoner_tokens(r) for r in rs]
+        det[pid] = {"plan": rs[0]["injected"], "tokens": None if None in toks else sum(toks)}
+        if ecfg.k > 1:
+            vote = majority_vote(rs)
+            det[pid] |= {"samples": [r["correct"] for r in rs], "answer": vote["answer"], "votes": vote["votes"]}
+            out[pid] = vote["correct"]
+        else:
+            out[pid] = bool(rs[0]["correct"])
+    return out, det
 
 
 def _eval_config(cfg: Config, run_cfg: Any, seed: int, source: str, limit: int) -> Any:
@@ -263,26 +219,220 @@ def _log(msg: str) -> None:
     print(f"[efficacy {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+class _Study:
+    """One study's problems, agents (built lazily, once) and cached evaluations."""
+
+    def __init__(self, cfg: Config, cache: Cache) -> None:
+        from algos.config import resolve
+        from rsim_env.data import load_problems
+
+        self.cfg, self.cache = cfg, cache
+        self.outs, self.timing, self.details = cache.data["outcomes"], cache.data["timing"], cache.data["details"]
+        self.run_cfg = resolve(cfg.preset)
+        scale = SCALES[cfg.preset]
+        self.test = load_problems(scale["source"], limit=cfg.eval_limit, seed=1000)
+        self.val = load_problems(scale["validation"], limit=cfg.validation_limit, seed=2000)
+        self.s0 = cfg.seeds[0]
+        self.ecfg = {s: _eval_config(cfg, self.run_cfg, s, scale["source"], cfg.eval_limit) for s in cfg.seeds}
+        self.vcfg = _eval_config(cfg, self.run_cfg, self.s0, scale["validation"], cfg.validation_limit)
+        self.lazy: dict[str, Any] = {}
+
+    def evaluated(self, key: str, mode: str, problems: Sequence[Any], agents: Any, ecfg: Any,
+                  episodes: bool = True) -> dict[str, bool]:
+        """Outcomes of ``mode`` (cached under ``key``); ``agents()`` builds (reasoner, planner) only when needed."""
+        if key not in self.outs:
+            _log(f"evaluating {key}")
+            t = time.perf_counter()
+            reasoner, planner = agents()
+            path = Path(self.cfg.output_dir) / "episodes" / (
+                key.replace("/", "_").replace(":", "-").replace(",", "-") + ".jsonl") if episodes else None
+            self.outs[key], self.details[key] = _outcomes(mode, problems, reasoner, planner, ecfg, path)
+            self.timing[key] = time.perf_counter() - t
+            self.cache.save()
+            _log(f"{key}: {sum(self.outs[key].values())}/{len(self.outs[key])} right in {self.timing[key]:.0f} s")
+        return self.outs[key]
+
+    def base(self, ecfg: Any, problems: Sequence[Any]) -> tuple[Any, None]:
+        if "base" not in self.lazy:  # one greedy base reasoner for every mode that uses it
+            self.lazy["base"] = _agents(self.run_cfg.model.reasoner, None, ecfg, problems)[0]
+        return self.lazy["base"], None
+
+    def sampler(self, ecfg: Any, problems: Sequence[Any]) -> tuple[Any, None]:
+        if "sampler" not in self.lazy:  # self-consistency's sampling base reasoner
+            self.lazy["sampler"] = _agents(self.run_cfg.model.reasoner, None, ecfg, problems)[0]
+        return self.lazy["sampler"], None
+
+    def fixed(self, plan: str, problems: Sequence[Any], key: str) -> tuple[dict[str, bool], dict[str, Any]]:
+        """The base reasoner under ``fixed:plan`` on ``problems`` (a subset reads the full test run if there is one)."""
+        name = f"fixed:{plan}"
+        full = f"{name}/s{self.s0}"
+        if not (full in self.outs and all(p.id in self.outs[full] for p in problems)):
+            ecfg = self.ecfg[self.s0]
+            self.evaluated(key, name, problems, functools.partial(self.base, ecfg, self.test), ecfg)
+            full = key
+        det = self.details.get(full, {})
+        return ({p.id: self.outs[full][p.id] for p in problems},
+                {p.id: {"plan": [int(x) for x in plan.split(",")], "tokens": det.get(p.id, {}).get("tokens")}
+                 for p in problems})
+
+    def policy(self, choice: dict[str, str], default: str) -> tuple[dict[str, bool], dict[str, Any]]:
+        """Outcomes on the test problems of the planner that plays ``choice[task]`` (``default`` for unseen tasks)."""
+        from .plan_table import task_of
+
+        by_task: dict[str, list[Any]] = {}
+        for p in self.test:
+            by_task.setdefault(task_of(p), []).append(p)
+        out: dict[str, bool] = {}
+        det: dict[str, Any] = {}
+        for t, ps in sorted(by_task.items()):
+            plan = choice.get(t, default)
+            got, d = self.fixed(plan, ps, f"fixed:{plan}/task:{t}/s{self.s0}")
+            out |= got
+            det |= d
+        return out, det
+
+    def plan_table(self) -> dict[str, Any]:
+        """The validation plan table (every plan of <= L rounds), through the replay cache; cached."""
+        from .efficacy_modes import plan_name, validation_table
+        from .plan_table import all_plans, task_of
+
+        steps = self.run_cfg.env.max_steps
+        L = self.cfg.plan_rounds or SCALES[self.cfg.preset]["plan_rounds"] or steps
+        if L > steps:
+            raise ValueError(f"Config.plan_rounds={L} exceeds the preset's env.max_steps={steps}; use at most {steps}.")
+        key = f"validation/L{L}"
+        tables = self.cache.data.setdefault("tables", {})
+        if key not in tables:
+            plans = all_plans(L)
+            _log(f"plan table: {len(plans)} plans x {len(self.val)} validation problems (replayed)")
+            t = time.perf_counter()
+            reasoner, _ = self.base(self.vcfg, self.val)
+            batch = max(1, self.cfg.batch // len(plans))  # each problem is len(plans) copies in one rollout
+            table, rows, stats = validation_table(self.val, reasoner, plans, min(steps, 4), self.run_cfg.env.protocol,
+                                                  batch, self.cfg.replay_store, log=_log)
+            path = Path(self.cfg.output_dir) / "episodes" / f"plan_table_{key.replace('/', '_')}.jsonl.gz"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with gzip.open(path, "wt", encoding="utf-8") as f:
+                f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+            tables[key] = {"plans": [plan_name(p) for p in plans], "table": table, "replay": stats,
+                           "tasks": {p.id: task_of(p) for p in self.val}, "seconds": time.perf_counter() - t,
+                           "episodes": str(path)}
+            self.cache.save()
+        return tables[key]
+
+
+def _seeded_modes(st: _Study, runs: dict[str, Any], per_seed: dict, details: dict, choices: dict[str, Any]) -> None:
+    """Fill ``per_seed``/``details`` with every mode's test outcomes (none, random, fixed plans, bandit, trained)."""
+    from algos.evaluation.config import fixed_name
+
+    from .efficacy_modes import train_bandit
+
+    cfg, s0, test = st.cfg, st.s0, st.test
+    random_seeds = cfg.seeds[:cfg.random_seeds] if cfg.random_seeds else cfg.seeds
+    tab = choices["table"]
+    for s in cfg.seeds:
+        ecfg = st.ecfg[s]
+        base_here = functools.partial(st.base, ecfg, test)
+
+        def put(mode: str, key: str, got: dict[str, bool], s: int = s) -> None:
+            per_seed[mode][s] = got
+            details[mode][s] = st.details.get(key, {})
+
+        put("none", f"none/s{s0}", st.evaluated(f"none/s{s0}", "none", test, base_here, ecfg))
+        best = choices["best_fixed"]
+        put("best_fixed", f"{best}/s{s0}", st.evaluated(f"{best}/s{s0}", best, test, base_here, ecfg))
+        ex = fixed_name(parse_fixed(choices["best_fixed_exhaustive"]))
+        put("best_fixed_exhaustive", f"{ex}/s{s0}", st.evaluated(f"{ex}/s{s0}", ex, test, base_here, ecfg))
+        if s in random_seeds:
+            put("random", f"random/s{s}", st.evaluated(f"random/s{s}", "random", test, base_here, ecfg))
+        per_seed["per_task"][s], details["per_task"][s] = st.policy(choices["per_task"], choices["best_fixed_exhaustive"])
+        bandit = train_bandit(tab["table"], tab["tasks"], tab["plans"], cfg.bandit_episodes, seed=s)
+        choices["bandit"][str(s)] = bandit
+        per_seed["bandit"][s], details["bandit"][s] = st.policy(bandit["choice"], bandit["default"])
+        run = runs[f"stackelberg_s{s}"]["run_dir"]
+        trained = functools.partial(_agents, run if st.run_cfg.learner != "planner_only" else st.run_cfg.model.reasoner,
+                                    run, ecfg, test)
+        put("trained", f"stackelberg/s{s}", st.evaluated(f"stackelberg/s{s}", "trained", test, trained, ecfg))
+        grpo = functools.partial(_agents, runs[f"grpo_s{s}"]["run_dir"], None, ecfg, test)
+        put("grpo", f"grpo/s{s}", st.evaluated(f"grpo/s{s}", "none", test, grpo, ecfg))
+
+
+MODES = ("none", "random", "best_fixed", "best_fixed_exhaustive", "per_task", "self_consistency", "bandit", "trained",
+         "grpo")
+
+
 def main(cfg: Config) -> dict[str, Any]:
-    """Train, evaluate, test; print a table; write JSON (+ curves.png) when ``cfg.out``.
+    """Train, evaluate, test; print a table; write JSON, outcome file and curves when ``cfg.out``.
 
     Resumable: finished runs and evaluations are kept in ``<output_dir>/efficacy_cache.json``.
     """
-    from algos.config import resolve
-    from algos.evaluation.config import fixed_name
-    from rsim_env.data import load_problems
+    from .efficacy_modes import choose_fixed, choose_per_task, outcome_rows, self_consistency
 
+    if cfg.table_from:
+        return efficacy_report.table_from(cfg.table_from, cfg.out, cfg.bootstrap_rounds)
     t0 = time.perf_counter()
     cache = Cache(Path(cfg.output_dir) / "efficacy_cache.json", cfg)
     if cfg.baselines_from:
         _log(f"reusing {len(cache.adopt_baselines(cfg.baselines_from))} base-reasoner evaluations from {cfg.baselines_from}")
-    done, outs, timing = cache.data["runs"], cache.data["outcomes"], cache.data["timing"]
-    run_cfg = resolve(cfg.preset)
-    base = run_cfg.model.reasoner
-    scale = SCALES[cfg.preset]
-    test = load_problems(scale["source"], limit=cfg.eval_limit, seed=1000)
-    val = load_problems(scale["validation"], limit=cfg.validation_limit, seed=2000)
-    episodes_dir = Path(cfg.output_dir) / "episodes"
+    st = _Study(cfg, cache)
+    runs = _train_all(cfg, cache)
+    val_acc = _validate_candidates(st)
+    tab = st.plan_table()
+    ex, ex_acc = choose_fixed(tab["table"], tab["plans"])
+    choices = {"best_fixed": max(val_acc, key=val_acc.get), "best_fixed_exhaustive": ex, "table": tab,
+               "per_task": choose_per_task(tab["table"], tab["tasks"], tab["plans"]), "bandit": {}}
+    per_seed: dict[str, dict[int, dict[str, bool]]] = {m: {} for m in MODES}
+    details: dict[str, dict[int, Any]] = {m: {} for m in MODES}
+    _seeded_modes(st, runs, per_seed, details, choices)
+    sc = self_consistency(st, per_seed, details)
+    rows = outcome_rows(per_seed, details, st.test, DETERMINISTIC)
+    summary = summaries(per_seed, st.test, MODES)
+    summary["best_fixed"]["sequence"] = choices["best_fixed"]
+    summary["best_fixed_exhaustive"] |= {"plan": ex, "val_accuracy": ex_acc[ex], "plans_searched": len(tab["plans"])}
+    summary["per_task"]["plans"] = choices["per_task"]
+    summary["bandit"]["policies"] = {s: {"choice": b["choice"], "default": b["default"]} for s, b in choices["bandit"].items()}
+    summary["self_consistency"] |= sc
+    summary["trained"]["learner"] = "stackelberg (trained planner + jointly trained reasoner)"
+    result = {"config": asdict(cfg), "preset": cfg.preset, "eval_source": SCALES[cfg.preset]["source"],
+              "eval_problems": len(st.test), "validation_fixed_accuracy": val_acc, "modes": summary,
+              "tests": tests(cfg.seeds, per_seed, st.test, rows, cfg.bootstrap_rounds),
+              "plan_table": {"plans": len(tab["plans"]), "validation_accuracy": ex_acc, "replay": tab["replay"],
+                             "seconds": tab["seconds"], "episodes": tab["episodes"],
+                             "bandit_pulls": {s: b["pulls"] for s, b in choices["bandit"].items()}},
+              "runs": runs, "eval_seconds": st.timing, "wall_s": time.perf_counter() - t0,
+              "total_compute_s": sum(r["seconds"] for r in runs.values()) + sum(st.timing.values())}
+    result["table_md"] = efficacy_report.table(result)
+    print(result["table_md"])
+    _write(cfg, result, rows, [{"mode": "validation_table", "seed": st.s0, "problem_id": pid, "sample": 0,
+                                "task": tab["tasks"][pid], "plan": [int(x) for x in plan.split(",")], "correct": c}
+                               for pid, by_plan in tab["table"].items() for plan, c in by_plan.items()])
+    return result
+
+
+def _write(cfg: Config, result: dict[str, Any], rows: list[dict[str, Any]], table_rows: list[dict[str, Any]]) -> None:
+    """Outcome file, the table regenerated from it, the validation plan table (from which ``best_fixed_exhaustive``,
+    ``per_task`` and the bandits' pulls can be recomputed), curves and JSON, beside ``cfg.out``."""
+    from .efficacy_modes import outcome_table
+    from .seedstats import read_outcomes, write_outcomes
+
+    if not cfg.out:
+        result["outcomes_table_md"] = outcome_table(rows, efficacy_report.OUTCOME_BASELINE, cfg.bootstrap_rounds)
+        return
+    out = Path(cfg.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    path = write_outcomes(out.with_name(out.stem + "_outcomes.jsonl.gz"), rows)
+    # the table from the file as written, so `--table-from` on it prints exactly this
+    result["outcomes_table_md"] = outcome_table(read_outcomes(path), efficacy_report.OUTCOME_BASELINE,
+                                                cfg.bootstrap_rounds)
+    result["outcomes_file"] = str(path)
+    result["plan_table"]["outcomes_file"] = str(write_outcomes(out.with_name(out.stem + "_validation_table.jsonl.gz"),
+                                                              table_rows))
+    result["curves_png"] = str(efficacy_report.plot_curves(result["runs"], out.with_name(out.stem + "_curves.png")))
+    out.write_text(json.dumps(result, indent=2))
+
+
+def _train_all(cfg: Config, cache: Cache) -> dict[str, Any]:
+    done = cache.data["runs"]
     for s in cfg.seeds:
         for learner in ("stackelberg", "grpo"):
             name = f"{learner}_s{s}"
@@ -291,132 +441,20 @@ def main(cfg: Config) -> dict[str, Any]:
                 done[name] = _train(cfg, learner, s)
                 cache.save()
                 _log(f"trained {name} in {done[name]['seconds']:.0f} s")
-    runs = {f"{learner}_s{s}": done[f"{learner}_s{s}"] for s in cfg.seeds for learner in ("stackelberg", "grpo")}
+    return {f"{learner}_s{s}": done[f"{learner}_s{s}"] for s in cfg.seeds for learner in ("stackelberg", "grpo")}
 
-    def evaluated(key: str, mode: str, problems: Sequence[Any], agents: Any, ecfg: Any,
-                  episodes: Path | None = None) -> dict[str, bool]:
-        """Outcomes of ``mode`` (cached under ``key``); ``agents()`` builds (reasoner, planner) only when needed."""
-        if key not in outs:
-            _log(f"evaluating {key}")
-            t = time.perf_counter()
-            reasoner, planner = agents()
-            outs[key] = _outcomes(mode, problems, reasoner, planner, ecfg, episodes)
-            timing[key] = time.perf_counter() - t
-            cache.save()
-            _log(f"{key}: {sum(outs[key].values())}/{len(outs[key])} right in {timing[key]:.0f} s")
-        return outs[key]
 
-    lazy: dict[str, Any] = {}
+def _validate_candidates(st: _Study) -> dict[str, float]:
+    """Validation accuracy of the candidate list ``cfg.fixed`` (the ``best_fixed`` mode of the v2 study)."""
+    from algos.evaluation.config import fixed_name
 
-    def base_agents(ecfg: Any, problems: Sequence[Any]) -> tuple[Any, None]:
-        if "base" not in lazy:  # one base reasoner for every mode that uses it
-            lazy["base"] = _agents(base, None, ecfg, problems)[0]
-        return lazy["base"], None
-
-    def episodes(key: str) -> Path:
-        return episodes_dir / (key.replace("/", "_").replace(":", "-").replace(",", "-") + ".jsonl")
-
-    # the best fixed sequence, chosen on validation problems with the base reasoner
-    vcfg = _eval_config(cfg, run_cfg, cfg.seeds[0], scale["validation"], cfg.validation_limit)
     val_acc = {}
-    for seq in cfg.fixed:
+    for seq in st.cfg.fixed:
         name = fixed_name(seq)
-        got = evaluated(f"validation/{name}", name, val, functools.partial(base_agents, vcfg, val), vcfg)
-        val_acc[name] = sum(got.values()) / len(val)
-    best = max(val_acc, key=val_acc.get)
-
-    modes = ("none", "random", "best_fixed", "stackelberg", "grpo")
-    per_seed: dict[str, dict[int, dict[str, bool]]] = {m: {} for m in modes}
-    s0 = cfg.seeds[0]
-    random_seeds = cfg.seeds[:cfg.random_seeds] if cfg.random_seeds else cfg.seeds
-    for s in cfg.seeds:
-        ecfg = _eval_config(cfg, run_cfg, s, scale["source"], cfg.eval_limit)
-        base_here = functools.partial(base_agents, ecfg, test)
-        per_seed["none"][s] = evaluated(f"none/s{s0}", "none", test, base_here, ecfg, episodes("none"))
-        per_seed["best_fixed"][s] = evaluated(f"{best}/s{s0}", best, test, base_here, ecfg, episodes(best))
-        if s in random_seeds:
-            per_seed["random"][s] = evaluated(f"random/s{s}", "random", test, base_here, ecfg,
-                                              episodes(f"random_s{s}"))
-        run = runs[f"stackelberg_s{s}"]["run_dir"]
-        trained = functools.partial(_agents, run if run_cfg.learner != "planner_only" else base, run, ecfg, test)
-        per_seed["stackelberg"][s] = evaluated(f"stackelberg/s{s}", "trained", test, trained, ecfg,
-                                               episodes(f"stackelberg_s{s}"))
-        grpo = functools.partial(_agents, runs[f"grpo_s{s}"]["run_dir"], None, ecfg, test)
-        per_seed["grpo"][s] = evaluated(f"grpo/s{s}", "none", test, grpo, ecfg, episodes(f"grpo_s{s}"))
-
-    def by_problem(m: str) -> list[list[bool]]:
-        seeds = cfg.seeds[:1] if m in DETERMINISTIC else list(per_seed[m])
-        return [[per_seed[m][s][p.id] for s in seeds] for p in test]
-
-    def pooled(m: str) -> list[bool]:  # (seed, problem) pairs; a mode run with fewer seeds repeats its first
-        first = next(iter(per_seed[m].values()))
-        return [per_seed[m].get(s, first)[p.id] for s in cfg.seeds for p in test]
-
-    summary = {m: mode_summary([x for xs in by_problem(m) for x in xs])
-               | {"per_seed": {str(s): mode_summary(list(per_seed[m][s].values())) for s in per_seed[m]},
-                  "deterministic": m in DETERMINISTIC} for m in modes}
-    summary["best_fixed"]["sequence"] = best
-    comparisons = [("stackelberg", "random"), ("stackelberg", "none"), ("stackelberg", "best_fixed"),
-                   ("stackelberg", "grpo"), ("grpo", "none"), ("random", "none"), ("best_fixed", "none")]
-    tests = {}
-    for a, b in comparisons:
-        perm = paired_permutation(by_problem(a), by_problem(b))
-        mc = mcnemar_exact(pooled(a), pooled(b))
-        tests[f"{a}_vs_{b}"] = {"a": a, "b": b, "test": "paired_permutation_over_problems", "p_value": perm["p_value"],
-                                "difference": perm["difference"], "problems_differing": perm["problems_differing"],
-                                "only_a": mc["only_a"], "only_b": mc["only_b"], "mcnemar_pooled_p": mc["p_value"]}
-    result = {"config": asdict(cfg), "preset": cfg.preset, "eval_source": scale["source"], "eval_problems": len(test),
-              "validation_fixed_accuracy": val_acc, "modes": summary, "tests": tests,
-              "runs": runs, "eval_seconds": timing, "wall_s": time.perf_counter() - t0,
-              "total_compute_s": sum(r["seconds"] for r in runs.values()) + sum(timing.values())}
-    result["table_md"] = table(result)
-    print(result["table_md"])
-    if cfg.out:
-        out = Path(cfg.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        result["curves_png"] = str(plot_curves(runs, out.with_name(out.stem + "_curves.png")))
-        out.write_text(json.dumps(result, indent=2))
-    return result
-
-
-def table(result: dict[str, Any]) -> str:
-    """Markdown: accuracy per mode, then the paired tests."""
-    lines = ["| mode | accuracy | 95% CI | n |", "|---|---|---|---|"]
-    for m, f in result["modes"].items():
-        name = f"{m} ({f['sequence']})" if "sequence" in f else m
-        lines.append(f"| {name} | {100 * f['accuracy']:.1f}% | {100 * f['ci_low']:.1f}–{100 * f['ci_high']:.1f}% | "
-                     f"{f['n']} |")
-    lines += ["", "| comparison | accuracy difference | paired permutation p (problems) | only a right | only b right "
-              "| pooled McNemar p |", "|---|---|---|---|---|---|"]
-    for name, t in result["tests"].items():
-        lines.append(f"| {name} | {100 * t['difference']:+.1f} pts | {t['p_value']:.3g} | {t['only_a']} | "
-                     f"{t['only_b']} | {t['mcnemar_pooled_p']:.3g} |")
-    return "\n".join(lines)
-
-
-def plot_curves(runs: dict[str, Any], path: Path) -> Path:
-    """Reward and accuracy per training step for every run."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    keys = ("planner/reward", "reasoner/reward", "accuracy")
-    fig, axes = plt.subplots(1, len(keys), figsize=(5 * len(keys), 3.5))
-    for ax, key in zip(axes, keys):
-        for i, (name, run) in enumerate(runs.items()):  # one colour per run in every panel (GRPO has no planner)
-            ys = [m.get(key) for m in run["curve"]]
-            if any(y is not None for y in ys):
-                ax.plot(range(1, len(ys) + 1), [float("nan") if y is None else y for y in ys], label=name,
-                        color=f"C{i}", linestyle="-" if name.startswith("stackelberg") else "--")
-        ax.set_title(key)
-        ax.set_xlabel("step")
-    handles = {h.get_label(): h for ax in axes for h in ax.get_lines()}
-    axes[-1].legend(list(handles.values()), list(handles), fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+        got = st.evaluated(f"validation/{name}", name, st.val, functools.partial(st.base, st.vcfg, st.val), st.vcfg,
+                           episodes=False)
+        val_acc[name] = sum(got.values()) / len(st.val)
+    return val_acc
 
 
 if __name__ == "__main__":

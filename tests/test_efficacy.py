@@ -19,19 +19,142 @@ def test_mcnemar_exact_known_values():
         mcnemar_exact([True], [])
 
 
+@pytest.fixture(autouse=True)
+def _replay_dir(tmp_path, monkeypatch):
+    """The validation plan table's replay cache goes to a temporary directory, never ~/.cache."""
+    monkeypatch.setenv("RSIM_REPLAY_DIR", str(tmp_path / "replay"))
+
+
+NEW_MODES = {"best_fixed_exhaustive", "per_task", "self_consistency", "bandit", "trained"}
+
+
 def test_toy_scale_end_to_end(tmp_path):
     out = tmp_path / "e.json"
-    r = main(Config(preset="tiny", seeds=(0,), eval_limit=12, validation_limit=6, output_dir=str(tmp_path / "runs"),
-                    out=str(out)))
+    r = main(Config(preset="tiny", seeds=(0, 1), eval_limit=12, validation_limit=6, output_dir=str(tmp_path / "runs"),
+                    out=str(out), bandit_episodes=300, bootstrap_rounds=300))
     saved = json.loads(out.read_text())
-    assert set(saved["modes"]) == {"none", "random", "best_fixed", "stackelberg", "grpo"}
+    assert saved["modes"]["best_fixed_exhaustive"]["plans_searched"] == 9  # the tiny preset's L = 2
+    assert set(saved["modes"]) == {"none", "random", "best_fixed", "grpo"} | NEW_MODES
     for m in saved["modes"].values():
-        assert m["n"] == 12 and 0 <= m["ci_low"] <= m["accuracy"] <= m["ci_high"] <= 1
+        assert m["n"] == 12 * (1 if m["deterministic"] else 2) and 0 <= m["ci_low"] <= m["accuracy"] <= m["ci_high"] <= 1
+    for m in ("trained", "bandit", "self_consistency", "grpo"):  # seeded modes: one accuracy per seed
+        assert list(saved["modes"][m]["per_seed"]) == ["0", "1"]
     assert all(0 <= t["p_value"] <= 1 for t in saved["tests"].values())
     assert saved["modes"]["best_fixed"]["sequence"] in saved["validation_fixed_accuracy"]
     assert (tmp_path / "e_curves.png").is_file()
     curve = r["runs"]["stackelberg_s0"]["curve"]
     assert len(curve) == 4 and all(math.isfinite(m["planner/reward"]) for m in curve)
+
+
+def test_exhaustive_per_task_and_bandit_modes_choose_on_the_validation_table(tmp_path):
+    from benchmarks.plan_table import all_plans
+
+    r = main(Config(preset="tiny", seeds=(0,), eval_limit=8, validation_limit=6, output_dir=str(tmp_path / "runs"),
+                    plan_rounds=2, bandit_episodes=300, bootstrap_rounds=200, fixed=tuple(all_plans(2))))
+    ex, table = r["modes"]["best_fixed_exhaustive"], r["plan_table"]
+    # the replayed table agrees with live evaluations of the same plans on the same validation problems
+    assert {k[len("fixed:"):]: v for k, v in r["validation_fixed_accuracy"].items()} == table["validation_accuracy"]
+    assert ex["plans_searched"] == table["plans"] == 9  # every plan of <= 2 rounds, not the one-plan candidate list
+    assert ex["val_accuracy"] == max(table["validation_accuracy"].values())
+    assert table["validation_accuracy"][ex["plan"]] == ex["val_accuracy"]
+    assert table["replay"]["misses"] > 0  # played through the replay cache: a second study decodes no step again
+    again = main(Config(preset="tiny", seeds=(0,), eval_limit=8, validation_limit=6, output_dir=str(tmp_path / "again"),
+                        plan_rounds=2, bandit_episodes=300, bootstrap_rounds=200, fixed=((8,),)))
+    assert again["plan_table"]["replay"]["misses"] == 0 and again["plan_table"]["replay"]["hits"] > 0
+    assert again["plan_table"]["validation_accuracy"] == table["validation_accuracy"]
+    assert r["modes"]["per_task"]["plans"] == {"tiny": ex["plan"]}  # one task: per task = best fixed
+    # the bandit's greedy policy plays plans of the table; its test outcomes are those plans' outcomes
+    policy = r["modes"]["bandit"]["policies"]["0"]
+    assert policy["choice"]["tiny"] in table["validation_accuracy"] and table["bandit_pulls"]["0"]
+    assert sum(table["bandit_pulls"]["0"]["tiny"].values()) == 300
+
+
+def test_self_consistency_matches_the_planner_modes_tokens(tmp_path):
+    from benchmarks.efficacy_modes import sc_samples
+
+    r = main(Config(preset="tiny", seeds=(0,), eval_limit=8, validation_limit=4, output_dir=str(tmp_path / "runs"),
+                    plan_rounds=2, bandit_episodes=50, bootstrap_rounds=200, fixed=((8,),)))
+    sc = r["modes"]["self_consistency"]
+    assert sc["token_budget_per_problem"] > 0 and sc["tokens_per_sample_none"] > 0
+    assert sc["k"] == sc_samples(sc["token_budget_per_problem"], sc["tokens_per_sample_none"], 0) >= 1
+    assert sc["tokens_per_problem"] > 0
+    fixed = main(Config(preset="tiny", seeds=(0,), eval_limit=8, validation_limit=4, output_dir=str(tmp_path / "k3"),
+                        plan_rounds=2, bandit_episodes=50, bootstrap_rounds=200, fixed=((8,),), sc_k=3))
+    assert fixed["modes"]["self_consistency"]["k"] == 3
+
+
+def test_outcome_file_regenerates_the_table(tmp_path):
+    import subprocess
+    import sys
+
+    from benchmarks.seedstats import read_outcomes
+
+    out = tmp_path / "e.json"
+    r = main(Config(preset="tiny", seeds=(0, 1), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "runs"),
+                    out=str(out), plan_rounds=2, bandit_episodes=50, bootstrap_rounds=300, fixed=((8,),), sc_k=2))
+    path = tmp_path / "e_outcomes.jsonl.gz"
+    rows = read_outcomes(path)
+    assert all(set(row) >= {"mode", "seed", "problem_id", "sample", "task", "plan", "correct"} for row in rows)
+    count = {}
+    for row in rows:
+        count[row["mode"]] = count.get(row["mode"], 0) + 1
+    # deterministic modes once, seeded modes per seed, self-consistency's 2 samples per seed and problem
+    assert count == {"none": 6, "best_fixed": 6, "best_fixed_exhaustive": 6, "per_task": 6, "random": 12,
+                     "bandit": 12, "trained": 12, "grpo": 12, "self_consistency": 12, "self_consistency_samples": 24}
+    assert all(row["plan"] == [8] for row in rows if row["mode"] == "best_fixed")
+    # the validation plan table is committed beside it: the exhaustive choice can be recomputed from it
+    from benchmarks.efficacy_modes import choose_fixed, plan_name
+    from benchmarks.plan_table import all_plans
+
+    val = read_outcomes(tmp_path / "e_validation_table.jsonl.gz")
+    assert len(val) == 4 * 9
+    table = {}
+    for row in val:
+        table.setdefault(row["problem_id"], {})[",".join(map(str, row["plan"]))] = row["correct"]
+    assert choose_fixed(table, [plan_name(p) for p in all_plans(2)])[0] == r["modes"]["best_fixed_exhaustive"]["plan"]
+    again = main(Config(table_from=str(path), out=str(tmp_path / "t.md"), bootstrap_rounds=300))
+    assert again["table_md"] == r["outcomes_table_md"] == (tmp_path / "t.md").read_text()
+    assert "| `trained` | 2 |" in again["table_md"] and "sign test over seeds" in again["table_md"]
+    cli = subprocess.run([sys.executable, "-m", "benchmarks.efficacy", "--table-from", str(path),
+                          "--bootstrap-rounds", "300"], capture_output=True, text=True, check=True)
+    assert r["outcomes_table_md"] in cli.stdout
+    t = r["tests"]["trained_vs_best_fixed_exhaustive"]
+    assert t["sign_test_seeds"]["wins"] + t["sign_test_seeds"]["losses"] + t["sign_test_seeds"]["ties"] == 2
+    assert 0 < t["bootstrap_seeds_problems"]["p_value"] <= 1
+    with pytest.raises(ValueError, match="no such file"):
+        main(Config(table_from=str(tmp_path / "missing.jsonl.gz")))
+
+
+def test_choices_find_the_plan_each_task_needs():
+    """Task x is solved only by 0,8 and task y only by 1,8: per task and the bandit find both, one fixed plan half."""
+    from benchmarks.efficacy_modes import choose_fixed, choose_per_task, train_bandit
+
+    plans = ["8", "0,8", "1,8", "2,8"]
+    ids = [f"{t}/{i}" for t in "xy" for i in range(10)]
+    tasks = {i: i[0] for i in ids}
+    table = {i: {p: p == ("0,8" if i[0] == "x" else "1,8") for p in plans} for i in ids}
+    best, acc = choose_fixed(table, plans)
+    assert best == "0,8" and acc == {"8": 0.0, "0,8": 0.5, "1,8": 0.5, "2,8": 0.0}  # tie: the first listed
+    assert choose_per_task(table, tasks, plans) == {"x": "0,8", "y": "1,8"}
+    for seed in range(3):
+        got = train_bandit(table, tasks, plans, episodes=400, seed=seed)
+        assert got["choice"] == {"x": "0,8", "y": "1,8"} and got["default"] in ("0,8", "1,8")
+    few = train_bandit(table, tasks, plans, episodes=1, seed=0)
+    assert sum(sum(v.values()) for v in few["pulls"].values()) == 1
+    with pytest.raises(ValueError, match="episodes"):
+        train_bandit(table, tasks, plans, episodes=0, seed=0)
+
+
+def test_majority_vote_and_sample_count():
+    from benchmarks.efficacy_modes import majority_vote, sc_samples
+
+    rows = [{"extracted": "7", "correct": False}, {"extracted": "5", "correct": True}, {"extracted": None, "correct": False},
+            {"extracted": " 5", "correct": True}, {"extracted": "7", "correct": False}, {"extracted": "9", "correct": False}]
+    assert majority_vote(rows[:4]) == {"answer": "5", "votes": 2, "correct": True}
+    assert majority_vote(rows)["answer"] == "7"  # 7 and 5 tie at two votes: the answer seen first wins
+    assert majority_vote([{"extracted": None, "correct": False}]) == {"answer": None, "votes": 0, "correct": False}
+    assert sc_samples(300.0, 100.0, 0) == 3 and sc_samples(40.0, 100.0, 0) == 1 and sc_samples(300.0, 100.0, 7) == 7
+    assert sc_samples(None, 100.0, 0) == 5
 
 
 def test_paired_permutation_clusters_on_problems():
@@ -55,23 +178,26 @@ def test_paired_permutation_clusters_on_problems():
 def test_study_resumes_from_its_cache(tmp_path, monkeypatch):
     import benchmarks.efficacy as eff
 
-    cfg = Config(preset="tiny", seeds=(0,), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "runs"),
+    cfg = Config(preset="tiny", plan_rounds=2, bandit_episodes=50, seeds=(0,), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "runs"),
                  fixed=((8,), (2, 8)))
     first = main(cfg)
     calls = []
     monkeypatch.setattr(eff, "_train", lambda *a: calls.append(a))
     monkeypatch.setattr(eff, "_outcomes", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr("benchmarks.efficacy_modes.validation_table", lambda *a, **k: calls.append(a))
     again = main(cfg)  # everything comes from the cache: nothing is trained or evaluated again
     assert calls == [] and again["modes"] == first["modes"]
     with pytest.raises(ValueError, match="different settings"):
-        main(Config(preset="tiny", seeds=(0,), eval_limit=5, validation_limit=4, output_dir=str(tmp_path / "runs")))
+        main(Config(preset="tiny", plan_rounds=2, bandit_episodes=50, seeds=(0,), eval_limit=5, validation_limit=4, output_dir=str(tmp_path / "runs")))
 
 
 def test_random_planner_on_fewer_seeds(tmp_path):
-    r = main(Config(preset="tiny", seeds=(0, 1), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "runs"),
+    r = main(Config(preset="tiny", plan_rounds=2, bandit_episodes=50, seeds=(0, 1), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "runs"),
                     fixed=((8,),), random_seeds=1))
     assert list(r["modes"]["random"]["per_seed"]) == ["0"] and r["modes"]["random"]["n"] == 6
-    assert r["modes"]["stackelberg"]["n"] == 12 and 0 <= r["tests"]["stackelberg_vs_random"]["p_value"] <= 1
+    assert r["modes"]["trained"]["n"] == 12 and 0 <= r["tests"]["trained_vs_random"]["p_value"] <= 1
+    assert "sign_test_seeds" not in r["tests"]["trained_vs_random"]  # 2 seeds against 1: no pairing over seeds
+    assert "sign_test_seeds" in r["tests"]["trained_vs_none"]  # a deterministic baseline: every seed against it
     with pytest.raises(ValueError, match="random_seeds"):
         Config(random_seeds=-1)
 
@@ -79,14 +205,14 @@ def test_random_planner_on_fewer_seeds(tmp_path):
 def test_training_variant_reuses_the_base_reasoner_evaluations(tmp_path, monkeypatch):
     import benchmarks.efficacy as eff
 
-    base = Config(preset="tiny", seeds=(0,), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "a"),
+    base = Config(preset="tiny", plan_rounds=2, bandit_episodes=50, seeds=(0,), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "a"),
                   fixed=((8,), (2, 8)))
     first = main(base)
     trained, evaluated = [], []
     real_train, real_outcomes = eff._train, eff._outcomes
     monkeypatch.setattr(eff, "_train", lambda cfg, *a: trained.append(cfg.overrides()) or real_train(cfg, *a))
     monkeypatch.setattr(eff, "_outcomes", lambda mode, *a, **k: evaluated.append(mode) or real_outcomes(mode, *a, **k))
-    variant = Config(preset="tiny", seeds=(0,), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "b"),
+    variant = Config(preset="tiny", plan_rounds=2, bandit_episodes=50, seeds=(0,), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "b"),
                      fixed=((8,), (2, 8)), train_set=("train.grpo.clip_eps_low=0.1",), baselines_from=str(tmp_path / "a"))
     r = main(variant)
     # both learners train again with the override; only the trained agents are evaluated again
@@ -95,13 +221,21 @@ def test_training_variant_reuses_the_base_reasoner_evaluations(tmp_path, monkeyp
     for m in ("none", "random", "best_fixed"):
         assert r["modes"][m] == first["modes"][m]
     with pytest.raises(ValueError, match="evaluation settings differ"):
-        main(Config(preset="tiny", seeds=(0,), eval_limit=5, validation_limit=4, output_dir=str(tmp_path / "c"),
+        main(Config(preset="tiny", plan_rounds=2, bandit_episodes=50, seeds=(0,), eval_limit=5, validation_limit=4, output_dir=str(tmp_path / "c"),
                     baselines_from=str(tmp_path / "a")))
     with pytest.raises(ValueError, match="KEY=VALUE"):
         Config(train_set=("reasoner.sample_dtype",))
 
 
 def test_old_cache_without_training_overrides_still_resumes(tmp_path):
-    cfg = Config(preset="tiny", seeds=(0,), eval_limit=4, validation_limit=4, output_dir=str(tmp_path), fixed=((8,),))
+    cfg = Config(preset="tiny", plan_rounds=2, bandit_episodes=50, seeds=(0,), eval_limit=4, validation_limit=4, output_dir=str(tmp_path), fixed=((8,),))
     cache = __import__("benchmarks.efficacy", fromlist=["Cache"]).Cache(tmp_path / "efficacy_cache.json", cfg)
     assert "train_set" not in cache.data["config"]
+
+
+def test_config_defaults_and_errors():
+    assert len(Config().seeds) >= 5  # issue 19: seed-level tests need at least five seeds
+    for bad, field in ((dict(plan_rounds=5), "plan_rounds"), (dict(sc_k=-1), "sc_k"),
+                       (dict(sc_temperature=0.0), "sc_temperature"), (dict(bandit_episodes=0), "bandit_episodes")):
+        with pytest.raises(ValueError, match=field):
+            Config(**bad)

@@ -1,0 +1,86 @@
+"""Tables and plots of :mod:`benchmarks.efficacy`, and the table regenerated from a study's outcome file.
+
+    python -m benchmarks.efficacy --table-from docs/efficacy_results/v3_outcomes.jsonl.gz
+
+prints (and ``--out F.md`` writes) the per-mode accuracy and the seed-level tests from the committed
+per-problem outcomes alone (:func:`benchmarks.efficacy_modes.outcome_table`); it is the same text as the
+``outcomes_table_md`` of the study that wrote the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["table", "plot_curves", "table_from"]
+
+OUTCOME_BASELINE = "best_fixed_exhaustive"
+"""The mode every other is tested against, with the seed as the unit, in the outcome table."""
+
+
+def _name(mode: str, f: dict[str, Any]) -> str:
+    for key in ("sequence", "plan"):
+        if key in f:
+            return f"{mode} ({f[key]})"
+    return f"{mode} (k = {f['k']})" if "k" in f else mode
+
+
+def table(result: dict[str, Any]) -> str:
+    """Markdown: accuracy per mode, then the paired tests (problem-clustered and seed-level)."""
+    lines = ["| mode | accuracy | 95% CI | n | per seed |", "|---|---|---|---|---|"]
+    for m, f in result["modes"].items():
+        seeds = "–" if f["deterministic"] else " / ".join(f"{100 * v['accuracy']:.1f}" for v in f["per_seed"].values())
+        lines.append(f"| {_name(m, f)} | {100 * f['accuracy']:.1f}% | {100 * f['ci_low']:.1f}–{100 * f['ci_high']:.1f}% | "
+                     f"{f['n']} | {seeds} |")
+    lines += ["", "| comparison | accuracy difference | paired permutation p (problems) | only a right | only b right "
+              "| pooled McNemar p | sign test p (seeds) | bootstrap p (seeds, then problems) |",
+              "|---|---|---|---|---|---|---|---|"]
+    for name, t in result["tests"].items():
+        sign, boot = t.get("sign_test_seeds"), t.get("bootstrap_seeds_problems")
+        seed_cells = (f"{sign['p_value']:.3g} ({sign['wins']}/{sign['losses']}) | {boot['p_value']:.3g}"
+                      if sign and boot else "– | –")
+        lines.append(f"| {name} | {100 * t['difference']:+.1f} pts | {t['p_value']:.3g} | {t['only_a']} | "
+                     f"{t['only_b']} | {t['mcnemar_pooled_p']:.3g} | {seed_cells} |")
+    return "\n".join(lines)
+
+
+def table_from(path: str, out: str = "", rounds: int = 4000) -> dict[str, Any]:
+    """Regenerate the outcome table from a study's ``*_outcomes.jsonl.gz``; print it, write it to ``out``."""
+    from .efficacy_modes import outcome_table
+    from .seedstats import read_outcomes
+
+    if not Path(path).is_file():
+        raise ValueError(f"--table-from {path}: no such file; give a study's *_outcomes.jsonl.gz.")
+    md = outcome_table(read_outcomes(path), OUTCOME_BASELINE, rounds=rounds)
+    print(md)
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(md, encoding="utf-8")
+    return {"outcomes": path, "table_md": md}
+
+
+def plot_curves(runs: dict[str, Any], path: Path) -> Path:
+    """Reward and accuracy per training step for every run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = ("planner/reward", "reasoner/reward", "accuracy")
+    fig, axes = plt.subplots(1, len(keys), figsize=(5 * len(keys), 3.5))
+    for ax, key in zip(axes, keys):
+        for i, (name, run) in enumerate(runs.items()):  # one colour per run in every panel (GRPO has no planner)
+            ys = [m.get(key) for m in run["curve"]]
+            if any(y is not None for y in ys):
+                ax.plot(range(1, len(ys) + 1), [float("nan") if y is None else y for y in ys], label=name,
+                        color=f"C{i}", linestyle="-" if name.startswith("stackelberg") else "--")
+        ax.set_title(key)
+        ax.set_xlabel("step")
+    handles = {h.get_label(): h for ax in axes for h in ax.get_lines()}
+    axes[-1].legend(list(handles.values()), list(handles), fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+

@@ -140,6 +140,6 @@ def main(cfg: Config) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    from algos.dataclass_cli import parse_config
+    from algos.dataclass_cli import cli_main
 
-    main(parse_config(Config, sys.argv[1:], prog="python -m benchmarks.replay", description=__doc__.split("\n\n")[0]))
+    cli_main(main, Config, "python -m benchmarks.replay", __doc__)

@@ -317,8 +317,14 @@ def test_bf16_sampling_copy_with_tis_trains_and_keeps_the_base(tmp_path, lora):
 
 
 @pytest.mark.parametrize("loss_type", ["grpo", "dapo"])
-def test_score_chunks_give_the_same_update(tmp_path, loss_type):
+def test_score_chunks_give_the_same_update(tmp_path, loss_type, monkeypatch):
     """Scoring in chunks of rows (less activation memory) makes the same optimizer step."""
+    from rsim_env import rewards
+
+    # A random tiny reasoner earns no reward under the env's rules (no box, no contentful step that follows its
+    # strategy), so every group would have zero variance and nothing to update. This test is about the update
+    # plumbing, so it gives the reasoner a reward that varies with its text: R_format = length parity.
+    monkeypatch.setattr(rewards, "r_format", lambda final: float(len(final) % 2))
     outs = {}
     for chunk in (0, 3):
         # one step: later steps (or passes) start from weights that differ by ~1e-8, which Adam can

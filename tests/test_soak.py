@@ -19,7 +19,8 @@ def test_soak_smoke_all_sections(tmp_path, capsys):
     saved = json.loads(out.read_text())
     t, s, v = saved["train"], saved["sandbox"], saved["served"]
     assert t["steps"] == 4 and t["step"] == [2, 4] and len(t["rss_mib"]) == len(t["fds"]) == len(t["children"]) == 2
-    assert all(x > 0 for x in t["rss_mib"]) and t["children"] == [0, 0]
+    # flat, not zero: in a full test session other tests' answer-checker workers are children of this process too
+    assert all(x > 0 for x in t["rss_mib"]) and len(set(t["children"])) == 1
     assert s["executions"] == 12 and s["hostile"] == 6 and s["hostile_passed"] == 0
     assert s["benign_passed"] == s["benign"] == 6, s
     assert s["leftovers"] == 0 and len(s["leftover_checks"]) == 2, s["leftover_checks"]

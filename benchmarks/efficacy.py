@@ -188,7 +188,8 @@ def _outcomes(mode: str, problems: Sequence[Any], reasoner: Any, planner: Any, e
     for pid, rs in by.items():
         rs.sort(key=lambda r: r["sample"])
         toks = [reasoner_tokens(r) for r in rs]
-        det[pid] = {"plan": rs[0]["injected"], "tokens": None if None in toks else sum(toks)}
+        plan = list(rs[0]["strategies"]) if rs[0].get("planner", True) else []  # an EpisodeRecord row
+        det[pid] = {"plan": plan, "tokens": None if None in toks else sum(toks)}
         if ecfg.k > 1:
             vote = majority_vote(rs)
             det[pid] |= {"samples": [r["correct"] for r in rs], "answer": vote["answer"], "votes": vote["votes"]}

@@ -196,7 +196,7 @@ def _jobs(cfg: SoakConfig, port: int) -> list[dict[str, Any]]:
     return jobs
 
 
-def _leftovers(cfg: SoakConfig, tmp_dir: Path) -> dict[str, int]:
+def _leftovers(cfg: SoakConfig, tmp_dir: Path, base_children: int = 0) -> dict[str, int]:
     from rsim_env.code import isolation
 
     uids = range(cfg.uid_base, cfg.uid_base + 2 * cfg.parallel + 2)
@@ -211,7 +211,8 @@ def _leftovers(cfg: SoakConfig, tmp_dir: Path) -> dict[str, int]:
     return {"processes": len(isolation.pids_of_uids(uids)) if isolation.is_root() else 0, "dirty_uids": dirty,
             "temp_entries": len(list(tmp_dir.iterdir())), "sandbox_uid_files": owned,
             "escape_files": len([p for p in Path("/tmp").glob(Path(ESCAPE).name + "*")]),
-            "children": len(psutil.Process().children(recursive=True))}
+            # children beyond those this process had before the soak (e.g. answer-checker workers)
+            "children": max(0, len(psutil.Process().children(recursive=True)) - base_children)}
 
 
 def _quantiles(xs: list[float]) -> dict[str, float]:
@@ -239,12 +240,13 @@ def soak_sandbox(cfg: SoakConfig, work: Path) -> dict[str, Any]:
 
     done: list[tuple[str, bool, str, float]] = []
     checks: list[dict[str, int]] = []
+    base_children = len(psutil.Process().children(recursive=True))
     t0 = time.perf_counter()
     try:
         with ThreadPoolExecutor(cfg.parallel) as pool:
             for start in range(0, len(jobs), cfg.check_every):
                 done += pool.map(one, jobs[start:start + cfg.check_every])
-                checks.append({"after": len(done), **_leftovers(cfg, tmp_dir)})
+                checks.append({"after": len(done), **_leftovers(cfg, tmp_dir, base_children)})
                 print(f"soak: sandbox {len(done)}/{len(jobs)} executions, leftovers {checks[-1]}", file=sys.stderr,
                       flush=True)
     finally:

@@ -74,6 +74,9 @@ class OpenAIConfig:
     tokenizer: str = ""
     """Tokenizer of the served model, for the chat template (hub id, local dir, "default", "tiny");
     "" = the model name when it names one."""
+    token_ids: int = 0
+    """1: completions prompts are token ids and the sampled ids are read back (vLLM, agents.serve): exact
+    continuation on any tokenizer (see :mod:`agents.completions`); 0: text prompts (any completions server)."""
     api_key_env: str = "OPENAI_API_KEY"
     """Environment variable holding the API key; unset or empty = no Authorization header (local servers)."""
     max_concurrency: int = 8
@@ -105,6 +108,8 @@ class OpenAIConfig:
                              "http://127.0.0.1:8000/v1.")
         if not self.model:
             raise ValueError("OpenAIConfig.model is empty; pass the model name the server serves.")
+        if self.token_ids not in (0, 1) or isinstance(self.token_ids, bool):
+            raise ValueError(f"OpenAIConfig.token_ids={self.token_ids!r}: use 0 (text prompts) or 1 (token-id prompts).")
         if self.endpoint not in ENDPOINTS:
             raise ValueError(f"OpenAIConfig.endpoint={self.endpoint!r}: use one of {ENDPOINTS}.")
         for name in ("max_concurrency", "max_step_tokens", "max_answer_tokens"):
@@ -119,7 +124,7 @@ class OpenAIConfig:
                 raise ValueError(f"OpenAIConfig.{name}={v!r}: use a non-negative number (timeout > 0).")
 
 
-_INT_FIELDS = ("max_concurrency", "max_retries", "max_step_tokens", "max_answer_tokens", "seed")
+_INT_FIELDS = ("max_concurrency", "max_retries", "max_step_tokens", "max_answer_tokens", "seed", "token_ids")
 _FLOAT_FIELDS = ("backoff_s", "timeout_s", "temperature", "price_prompt_per_1m", "price_completion_per_1m")
 _STR_FIELDS = ("api_key_env", "endpoint", "tokenizer")
 
@@ -286,7 +291,7 @@ class OpenAIReasoner:
                 self._chat_why = f"no tokenizer to render its chat template: {e}"
             else:
                 self.tokenizer_name = name
-                self._turns = TextTurns(tok, cfg.max_step_tokens, cfg.max_answer_tokens)
+                self._turns = TextTurns(tok, cfg.max_step_tokens, cfg.max_answer_tokens, token_ids=bool(cfg.token_ids))
                 self._turns.reset(len(self._records))
         return self._route()
 

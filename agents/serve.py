@@ -95,10 +95,10 @@ class ChatModel:
             raise ValueError("'messages' must be a list of {role, content} objects with string content.")
         ids = self.tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
         ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
-        text, new, finish = self._generate(ids, body)
+        text, new, _, finish = self._generate(ids, body)
         return {"id": f"chatcmpl-{time.time_ns()}", "object": "chat.completion", "created": int(time.time()),
                 "model": self.name, "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                                 "finish_reason": finish}], "usage": _usage(len(ids), new)}
+                                                 "finish_reason": finish}], "usage": _usage(len(ids), len(new))}
 
     def complete_text(self, body: dict[str, Any]) -> dict[str, Any]:
         """A completions reply to ``body``: continues ``prompt`` (a string, or a list of token ids)."""
@@ -113,13 +113,18 @@ class ChatModel:
             raise ValueError("'prompt' must be a string or a list of token ids (one prompt per request).")
         if not ids:
             raise ValueError("'prompt' is empty.")
-        text, new, finish = self._generate(ids, body)
+        text, new, token_logprobs, finish = self._generate(ids, body)
+        logprobs = None
+        if body.get("logprobs") is not None:  # the sampled tokens (vLLM's format; no top alternatives)
+            as_ids = bool(body.get("return_tokens_as_token_ids"))
+            logprobs = {"tokens": [f"token_id:{t}" if as_ids else self.tok.decode([t]) for t in new],
+                        "token_logprobs": token_logprobs, "top_logprobs": None}
         return {"id": f"cmpl-{time.time_ns()}", "object": "text_completion", "created": int(time.time()),
-                "model": self.name, "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish}],
-                "usage": _usage(len(ids), new)}
+                "model": self.name, "choices": [{"index": 0, "text": text, "logprobs": logprobs,
+                                                 "finish_reason": finish}], "usage": _usage(len(ids), len(new))}
 
-    def _generate(self, ids: list[int], body: dict[str, Any]) -> tuple[str, int, str]:
-        """Decode after ``ids``: ``(text, generated token count, finish_reason)``; stops at end-of-turn."""
+    def _generate(self, ids: list[int], body: dict[str, Any]) -> tuple[str, list[int], list[float], str]:
+        """Decode after ``ids``: ``(text, generated ids, their log-probs, finish_reason)``; stops at end-of-turn."""
         max_tokens = min(int(body.get("max_tokens") or 256), self.cap)
         temperature = float(body.get("temperature") or 0.0)
         stop = [s for s in (body.get("stop") or []) if isinstance(s, str) and s][:4]
@@ -140,14 +145,16 @@ class ChatModel:
         with self._lock, torch.no_grad():
             if body.get("seed") is not None:
                 torch.manual_seed(int(body["seed"]))
-            out = self.model.generate(input_ids=x, attention_mask=torch.ones_like(x), **kwargs)
-        new = out[0, len(ids):].tolist()
+            out = self.model.generate(input_ids=x, attention_mask=torch.ones_like(x), output_scores=True,
+                                      return_dict_in_generate=True, **kwargs)
+        new = out.sequences[0, len(ids):].tolist()
+        token_logprobs = [float(torch.log_softmax(sc[0].float(), -1)[t]) for sc, t in zip(out.scores, new)]
         finish = "stop" if new and new[-1] == eos else "length" if len(new) >= max_tokens else "stop"
         text = self.tok.decode(new, skip_special_tokens=True)
         for s in stop:
             if s in text:
                 text, finish = text.split(s)[0], "stop"
-        return text, len(new), finish
+        return text, new, token_logprobs, finish
 
 
 def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:

@@ -231,6 +231,10 @@ def test_tokenizer_mismatch_is_named():
             rollout(EnvGroup(PROBLEMS[:1], group_size=1, max_steps=2), r, FixedPlanner([8]), seed=0)
         assert s.requests[0]["prompt"].endswith("The final answer is \\boxed{") and "stop" not in s.requests[0]
         assert s.requests[0]["logit_bias"] == {str(i): -100 for i in r._turns.suppressed}
+        with pytest.raises(APIError, match="token ids.*drop #token_ids=1"):  # this server sends no sampled ids
+            rollout(EnvGroup(PROBLEMS[:1], group_size=1, max_steps=2), make(s, tokenizer="tiny", token_ids=1),
+                    FixedPlanner([8]), seed=0)
+        assert isinstance(s.requests[-1]["prompt"], list) and s.requests[-1]["return_tokens_as_token_ids"] is True
     finally:
         s.close()
 

@@ -72,10 +72,13 @@ def load_tokenizer(spec: str) -> Any:
     Raises:
         ValueError: It cannot be loaded or has no chat template; the message says what to pass.
     """
-    from transformers import AutoTokenizer
+    try:
+        from transformers import AutoTokenizer
 
-    from . import loading
-
+        from . import loading
+    except ImportError as e:
+        raise ValueError(f"rendering the chat template needs transformers ({e}): pip install 'rsim[train]', "
+                         "or use the chat endpoint (#endpoint=chat, --protocol chat).") from e
     try:
         if spec == "tiny":
             tok = loading.tiny_tokenizer()

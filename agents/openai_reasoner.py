@@ -1,6 +1,6 @@
 """A reasoner served by any OpenAI-compatible API (vLLM, SGLang, llama.cpp, TGI, hosted), under every protocol.
 
-Two endpoints (``OpenAIConfig.endpoint``):
+Endpoints (``OpenAIConfig.endpoint``):
 
 * ``completions`` (``{base_url}/completions``): the chat template is rendered here with the served
   model's tokenizer and each round's lead-in appended, so every turn protocol works -- the default
@@ -19,7 +19,8 @@ The batch of live copies is sent concurrently (at most
 with exponential backoff (honouring ``Retry-After``); other errors raise at once with the server's
 message. Tokens (as the server reports them) and an optional price are counted per run
 (:meth:`OpenAIReasoner.usage`). The key is read from the environment variable named by
-``api_key_env``, never from a config file. Only the standard library is used (no torch, no SDK)::
+``api_key_env``, never from a config file. HTTP is the standard library's (no SDK); the completions route
+renders the chat template with a ``transformers`` tokenizer (no torch model is loaded)::
 
     from agents.openai_reasoner import OpenAIReasoner, OpenAIConfig
     reasoner = OpenAIReasoner(OpenAIConfig(base_url="http://127.0.0.1:8000/v1", model="Qwen/Qwen2.5-7B-Instruct"))
@@ -253,8 +254,11 @@ class OpenAIReasoner:
     def token_usage(self, record: dict[str, Any]) -> dict[str, int]:
         """Tokens one episode cost, as the server counted them (``rsim eval``'s token columns).
 
-        ``reasoner_read`` sums every request's prompt: a chat API re-reads the whole conversation
-        each turn (a local :class:`agents.reasoner.Reasoner` keeps its KV cache instead).
+        ``reasoner_read`` sums every request's prompt: the server re-reads the whole conversation
+        each turn (a local :class:`agents.reasoner.Reasoner` keeps its KV cache instead; vLLM's and
+        llama.cpp's prefix caches make the re-reading cheap, but ``usage`` still counts it).
+        ``reasoner_written`` is what the server wrote, including text after the point where the
+        completions route cuts a step.
         """
         return {"reasoner_read": int(record.get("prompt_tokens", 0)),
                 "reasoner_written": int(record.get("completion_tokens", 0))}

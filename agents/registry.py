@@ -15,7 +15,7 @@ run or checkpoint dir       the agent trained by ``rsim train`` (its newest ``st
 ``template[:p]``            scripted reasoner, right with probability ``p`` (reasoner only)
 ``untrained:SPEC``          SPEC's base model with fresh weights where training would have put
                             them (a planner gets a new head; a run dir gives its base model)
-``openai:MODEL@URL``        a reasoner served by an OpenAI-compatible chat-completions API
+``openai:MODEL@URL``        a reasoner served by an OpenAI-compatible API (completions endpoint: any protocol)
                             (:mod:`agents.openai_reasoner`; ``#max_concurrency=16&...`` options)
 ``module:factory``          your own agent: ``factory(context)`` returns an object following
                             :class:`agents.base.Policy` (``Trainable`` to train it)

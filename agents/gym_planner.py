@@ -5,7 +5,8 @@
 reasoner's step; the reward is the planner's reward ``R_acc + R_terminal + R_penalty``, given when
 the episode ends (0 before). The reasoner is any :class:`agents.base.Policy` with role
 ``"reasoner"`` (a scripted one, an LLM :class:`agents.reasoner.Reasoner`, or a served model via
-the OpenAI-compatible reasoner); by default a :class:`agents.scripted.TemplateReasoner` whose
+the OpenAI-compatible reasoner, ``reasoner="openai:MODEL@URL"``, which takes the default lead-in
+protocol through the server's completions endpoint, see :mod:`agents.completions`); by default a :class:`agents.scripted.TemplateReasoner` whose
 final answer is right with probability ``p_correct``.
 
 Observations are the planner's AEC observation (a ``Dict`` of text and numbers). Standard RL

@@ -1,20 +1,35 @@
-"""A reasoner served by any OpenAI-compatible chat-completions API (vLLM, SGLang, llama.cpp, TGI, hosted).
+"""A reasoner served by any OpenAI-compatible API (vLLM, SGLang, llama.cpp, TGI, hosted), under every protocol.
 
-Each turn sends the chat built by :func:`rsim_env.render.reasoner_messages` (every strategy its own
-user turn, every step its own assistant turn: the API cannot continue an open assistant message)
-and returns the reply as the step. The batch of live copies is sent concurrently (at most
+Endpoints (``OpenAIConfig.endpoint``):
+
+* ``completions`` (``{base_url}/completions``): the chat template is rendered here with the served
+  model's tokenizer and each round's lead-in appended, so every turn protocol works -- the default
+  ``chat+lead`` included -- and greedy episodes equal the local reasoner's (:mod:`agents.completions`).
+* ``chat`` (``{base_url}/chat/completions``): each turn sends the chat built by
+  :func:`rsim_env.render.reasoner_messages` (every strategy its own user turn, every step its own
+  assistant turn) and returns the reply as the step. A chat API cannot continue an open assistant
+  message, so only the ``chat`` protocol (and no-planner mode) works; a lead-in protocol is refused
+  with a one-line message.
+* ``auto`` (default): completions when a tokenizer for the template is at hand (``#tokenizer=``, or
+  the model name is ``default``, ``tiny``, a local dir or a hub id) and the server has the endpoint;
+  otherwise chat.
+
+The batch of live copies is sent concurrently (at most
 ``max_concurrency`` requests in flight); 429 / 5xx / connection errors and timeouts are retried
 with exponential backoff (honouring ``Retry-After``); other errors raise at once with the server's
 message. Tokens (as the server reports them) and an optional price are counted per run
 (:meth:`OpenAIReasoner.usage`). The key is read from the environment variable named by
-``api_key_env``, never from a config file. Only the standard library is used (no torch, no SDK)::
+``api_key_env``, never from a config file. HTTP is the standard library's (no SDK); the completions route
+renders the chat template with a ``transformers`` tokenizer (no torch model is loaded)::
 
     from agents.openai_reasoner import OpenAIReasoner, OpenAIConfig
     reasoner = OpenAIReasoner(OpenAIConfig(base_url="http://127.0.0.1:8000/v1", model="Qwen/Qwen2.5-7B-Instruct"))
     out = algos.rollout.rollout(groups, reasoner, planner)      # any Policy-driven loop works
     reasoner.usage()   # {"requests": ..., "prompt_tokens": ..., "completion_tokens": ..., "cost": ...}
 
-Spec form (for registries / the CLI): ``openai:MODEL@URL``, see :func:`parse_spec`.
+Spec form (for registries / the CLI): ``openai:MODEL@URL``, see :func:`parse_spec`; e.g.
+``openai:default@http://127.0.0.1:8000/v1`` (``python -m agents.serve``) or
+``openai:my-model@http://host:8000/v1#tokenizer=Qwen/Qwen2.5-7B-Instruct``.
 """
 
 from __future__ import annotations
@@ -33,11 +48,14 @@ from typing import Any, Sequence
 
 from rsim_env.render import CHAT_API_PROTOCOL, STEP_DELIMITER, reasoner_messages_from_observation, whole_answer_turn
 
+from .completions import TextTurns, load_tokenizer, tokenizer_candidate
+
 __all__ = ["OpenAIConfig", "OpenAIReasoner", "APIError", "parse_spec", "build"]
 
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 """Larger responses are refused (a server reply is untrusted input)."""
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+ENDPOINTS = ("auto", "completions", "chat")
 
 
 class APIError(RuntimeError):
@@ -49,9 +67,18 @@ class OpenAIConfig:
     """Connection and decoding settings of :class:`OpenAIReasoner`."""
 
     base_url: str
-    """API root including the version, e.g. "http://127.0.0.1:8000/v1" (…/chat/completions is appended)."""
+    """API root including the version, e.g. "http://127.0.0.1:8000/v1" (…/completions or …/chat/completions is appended)."""
     model: str
     """Model name the server knows."""
+    endpoint: str = "auto"
+    """"completions" (template rendered here: every protocol), "chat" (only the chat protocol) or "auto"
+    (completions when a tokenizer is at hand and the server has the endpoint, else chat)."""
+    tokenizer: str = ""
+    """Tokenizer of the served model, for the chat template (hub id, local dir, "default", "tiny");
+    "" = the model name when it names one."""
+    token_ids: int = 0
+    """1: completions prompts are token ids and the sampled ids are read back (vLLM, agents.serve): exact
+    continuation on any tokenizer (see :mod:`agents.completions`); 0: text prompts (any completions server)."""
     api_key_env: str = "OPENAI_API_KEY"
     """Environment variable holding the API key; unset or empty = no Authorization header (local servers)."""
     max_concurrency: int = 8
@@ -83,6 +110,10 @@ class OpenAIConfig:
                              "http://127.0.0.1:8000/v1.")
         if not self.model:
             raise ValueError("OpenAIConfig.model is empty; pass the model name the server serves.")
+        if self.token_ids not in (0, 1) or isinstance(self.token_ids, bool):
+            raise ValueError(f"OpenAIConfig.token_ids={self.token_ids!r}: use 0 (text prompts) or 1 (token-id prompts).")
+        if self.endpoint not in ENDPOINTS:
+            raise ValueError(f"OpenAIConfig.endpoint={self.endpoint!r}: use one of {ENDPOINTS}.")
         for name in ("max_concurrency", "max_step_tokens", "max_answer_tokens"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -95,17 +126,18 @@ class OpenAIConfig:
                 raise ValueError(f"OpenAIConfig.{name}={v!r}: use a non-negative number (timeout > 0).")
 
 
-_INT_FIELDS = ("max_concurrency", "max_retries", "max_step_tokens", "max_answer_tokens", "seed")
+_INT_FIELDS = ("max_concurrency", "max_retries", "max_step_tokens", "max_answer_tokens", "seed", "token_ids")
 _FLOAT_FIELDS = ("backoff_s", "timeout_s", "temperature", "price_prompt_per_1m", "price_completion_per_1m")
+_STR_FIELDS = ("api_key_env", "endpoint", "tokenizer")
 
 
 def _spec_options(text: str, spec: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in filter(None, text.split("&")):
         key, eq, value = item.partition("=")
-        if not eq or key not in (*_INT_FIELDS, *_FLOAT_FIELDS, "api_key_env"):
+        if not eq or key not in (*_INT_FIELDS, *_FLOAT_FIELDS, *_STR_FIELDS):
             raise ValueError(f"reasoner spec {spec!r}: option {item!r} is not KEY=VALUE with KEY one of "
-                             f"{sorted((*_INT_FIELDS, *_FLOAT_FIELDS, 'api_key_env'))}.")
+                             f"{sorted((*_INT_FIELDS, *_FLOAT_FIELDS, *_STR_FIELDS))}.")
         try:
             out[key] = int(value) if key in _INT_FIELDS else float(value) if key in _FLOAT_FIELDS else value
         except ValueError as e:
@@ -116,8 +148,8 @@ def _spec_options(text: str, spec: str) -> dict[str, Any]:
 def parse_spec(spec: str, **overrides: Any) -> OpenAIConfig:
     """``"openai:MODEL@URL[#key=value&...]"`` -> :class:`OpenAIConfig` (``MODEL`` may contain ``/`` and ``:``).
 
-    Options after ``#`` set :class:`OpenAIConfig` fields, e.g. ``#max_concurrency=16&timeout_s=30``;
-    keyword ``overrides`` win over both.
+    Options after ``#`` set :class:`OpenAIConfig` fields, e.g. ``#max_concurrency=16&timeout_s=30`` or
+    ``#tokenizer=Qwen/Qwen2.5-7B-Instruct&endpoint=completions``; keyword ``overrides`` win over both.
     """
     body = spec[len("openai:"):] if spec.startswith("openai:") else spec
     body, _, options = body.partition("#")
@@ -150,13 +182,13 @@ def build(rest: str, ctx: Any) -> Any:
     explicit = _spec_options(rest.partition("#")[2], spec)
     cfg = parse_spec(spec, **{k: v for k, v in derived.items() if k not in explicit})
     reasoner = OpenAIReasoner(cfg)
-    return Built(reasoner, {"kind": "openai", "model": cfg.model, "base_url": cfg.base_url,
-                            "max_concurrency": cfg.max_concurrency, "temperature": cfg.temperature,
-                            "max_step_tokens": cfg.max_step_tokens})
+    return Built(reasoner, {"kind": "openai", "model": cfg.model, "base_url": cfg.base_url, "endpoint": cfg.endpoint,
+                            "tokenizer": cfg.tokenizer, "max_concurrency": cfg.max_concurrency,
+                            "temperature": cfg.temperature, "max_step_tokens": cfg.max_step_tokens})
 
 
 class OpenAIReasoner:
-    """:class:`agents.base.Policy` (role ``"reasoner"``) backed by a chat-completions server."""
+    """:class:`agents.base.Policy` (role ``"reasoner"``) backed by a completions or chat-completions server."""
 
     role = "reasoner"
 
@@ -167,6 +199,9 @@ class OpenAIReasoner:
         self._rng = random.Random(config.seed)
         self._totals = {"requests": 0, "retries": 0, "prompt_tokens": 0, "completion_tokens": 0}
         self._records: list[dict[str, Any]] = []
+        self._turns: TextTurns | None = None  # the completions route, once chosen (see _route)
+        self._chat_why = ""  # why the chat route was chosen (for the lead-in refusal)
+        self._completions_ok = False  # a completions request has succeeded (no falling back after that)
 
     @classmethod
     def from_spec(cls, spec: str, **overrides: Any) -> "OpenAIReasoner":
@@ -176,17 +211,28 @@ class OpenAIReasoner:
     # -- Policy -----------------------------------------------------------------------------
     def reset(self, num_copies: int) -> None:
         self._records = [{"requests": 0, "prompt_tokens": 0, "completion_tokens": 0} for _ in range(num_copies)]
+        if self._turns is not None:
+            self._turns.reset(num_copies)
 
     def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[str]:
+        if self._route() == "completions":
+            from .completions import completions_act
+
+            try:
+                return completions_act(self, copy_ids, observations)
+            except APIError as e:
+                if not self._falls_back(e):
+                    raise
         for o in observations:
             proto = o.get("protocol", CHAT_API_PROTOCOL)
             if proto not in (CHAT_API_PROTOCOL, "none"):
                 # the environment would grade lead-in + reply while the server never saw the lead-in
                 raise ValueError(
-                    f"the served reasoner speaks the {CHAT_API_PROTOCOL!r} turn protocol (a chat API cannot continue "
-                    f"an open assistant message, so lead-ins are impossible), but the environment uses {proto!r}; "
-                    f"run with --protocol {CHAT_API_PROTOCOL} (rsim eval) or --set env.protocol={CHAT_API_PROTOCOL} "
-                    "(rsim train).")
+                    f"the served reasoner {self.cfg.model!r} is reached through {self.url} ({self._chat_why}); a chat "
+                    f"API cannot continue an open assistant message, so the lead-in protocol {proto!r} is impossible "
+                    "there: serve the model with a completions endpoint (vLLM, llama.cpp's server, TGI, python -m "
+                    "agents.serve) and name its tokenizer (#tokenizer=HUB_ID_OR_DIR), or run with "
+                    f"--protocol {CHAT_API_PROTOCOL} (rsim eval) / --set env.protocol={CHAT_API_PROTOCOL} (rsim train).")
         jobs = [reasoner_messages_from_observation(o) for o in observations]
         singles = [_is_single_turn(m) for m in jobs]
         with ThreadPoolExecutor(max_workers=min(self.cfg.max_concurrency, max(1, len(jobs)))) as pool:
@@ -209,8 +255,11 @@ class OpenAIReasoner:
     def token_usage(self, record: dict[str, Any]) -> dict[str, int]:
         """Tokens one episode cost, as the server counted them (``rsim eval``'s token columns).
 
-        ``reasoner_read`` sums every request's prompt: a chat API re-reads the whole conversation
-        each turn (a local :class:`agents.reasoner.Reasoner` keeps its KV cache instead).
+        ``reasoner_read`` sums every request's prompt: the server re-reads the whole conversation
+        each turn (a local :class:`agents.reasoner.Reasoner` keeps its KV cache instead; vLLM's and
+        llama.cpp's prefix caches make the re-reading cheap, but ``usage`` still counts it).
+        ``reasoner_written`` is what the server wrote, including text after the point where the
+        completions route cuts a step.
         """
         return {"reasoner_read": int(record.get("prompt_tokens", 0)),
                 "reasoner_written": int(record.get("completion_tokens", 0))}
@@ -223,6 +272,44 @@ class OpenAIReasoner:
                      + t["completion_tokens"] * self.cfg.price_completion_per_1m) / 1e6
         return t
 
+    # -- routes -------------------------------------------------------------------------------
+    def _route(self) -> str:
+        """``"completions"`` or ``"chat"``, chosen once (see :attr:`OpenAIConfig.endpoint`)."""
+        if self._turns is not None or self._chat_why:
+            return "completions" if self._turns is not None else "chat"
+        cfg = self.cfg
+        name = tokenizer_candidate(cfg.model, cfg.tokenizer) if cfg.endpoint != "chat" else None
+        if cfg.endpoint == "chat":
+            self._chat_why = "endpoint=chat was asked for"
+        elif name is None and cfg.endpoint == "completions":
+            raise ValueError(f"endpoint=completions renders the chat template here and needs the served model's "
+                             f"tokenizer; the model name {cfg.model!r} names none: pass #tokenizer=HUB_ID_OR_DIR.")
+        elif name is None:
+            self._chat_why = (f"no tokenizer to render its chat template: the model name {cfg.model!r} names none, "
+                              "pass #tokenizer=HUB_ID_OR_DIR")
+        else:
+            try:
+                tok = load_tokenizer(name)
+            except ValueError as e:
+                if cfg.endpoint == "completions" or cfg.tokenizer:
+                    raise
+                self._chat_why = f"no tokenizer to render its chat template: {e}"
+            else:
+                self.tokenizer_name = name
+                self._turns = TextTurns(tok, cfg.max_step_tokens, cfg.max_answer_tokens, token_ids=bool(cfg.token_ids))
+                self._turns.reset(len(self._records))
+        return self._route()
+
+    def _falls_back(self, error: APIError) -> bool:
+        """Under ``endpoint="auto"``, a server without the completions endpoint switches this reasoner to chat."""
+        cause = error.__cause__
+        if (self.cfg.endpoint != "auto" or self._completions_ok or not isinstance(cause, urllib.error.HTTPError)
+                or cause.code not in (404, 405)):
+            return False
+        self._turns = None
+        self._chat_why = f"{self.cfg.base_url.rstrip('/')}/completions answered HTTP {cause.code}: a chat-only server (or a wrong model name)"
+        return True
+
     # -- HTTP ---------------------------------------------------------------------------------
     def complete(self, messages: list[dict[str, str]]) -> tuple[str, dict[str, int]]:
         """One chat completion (with retries); returns ``(text, {"prompt_tokens", "completion_tokens"})``."""
@@ -233,20 +320,32 @@ class OpenAIReasoner:
             body["stop"] = [STEP_DELIMITER]
         if self.cfg.seed is not None:
             body["seed"] = self.cfg.seed
+        return self._parse(self.request(body))
+
+    def request(self, body: dict[str, Any], url: str | None = None) -> dict[str, Any]:
+        """POST ``body`` as JSON to ``url`` (default: the chat endpoint) with retries; the decoded reply."""
+        url = url or self.url
         data = json.dumps(body).encode()
         for attempt in range(self.cfg.max_retries + 1):
             try:
-                reply = self._post(data)
+                return self._post(data, url)
             except _Retryable as e:
                 if attempt == self.cfg.max_retries:
-                    raise APIError(f"{self.url}: gave up after {attempt + 1} attempts; last error: {e}. Check that "
+                    raise APIError(f"{url}: gave up after {attempt + 1} attempts; last error: {e}. Check that "
                                    "the server is up and not overloaded, or raise max_retries / timeout_s.") from e
                 with self._lock:
                     self._totals["retries"] += 1
-                time.sleep(_log_retry(self.url, attempt, self.cfg.max_retries, self._delay(attempt, e.retry_after), e))
-                continue
-            return self._parse(reply)
+                time.sleep(_log_retry(url, attempt, self.cfg.max_retries, self._delay(attempt, e.retry_after), e))
         raise AssertionError("unreachable")
+
+    def count_usage(self, reply: dict[str, Any]) -> dict[str, int]:
+        """The reply's ``usage`` (prompt/completion tokens, 0 when absent), added to the run's totals."""
+        u = reply.get("usage") or {}
+        usage = {k: int(u.get(k) or 0) for k in ("prompt_tokens", "completion_tokens")}
+        with self._lock:
+            for k, v in usage.items():
+                self._totals[k] += v
+        return usage
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         with self._lock:
@@ -254,12 +353,13 @@ class OpenAIReasoner:
         d = min(30.0, self.cfg.backoff_s * (2 ** attempt) * jitter)
         return max(d, min(60.0, retry_after)) if retry_after is not None else d
 
-    def _post(self, data: bytes) -> dict[str, Any]:
+    def _post(self, data: bytes, url: str | None = None) -> dict[str, Any]:
+        url = url or self.url
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(self.cfg.api_key_env, "")
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+        req = urllib.request.Request(url, data=data, headers=headers, method="POST")
         with self._lock:
             self._totals["requests"] += 1
         try:
@@ -271,15 +371,15 @@ class OpenAIReasoner:
                 raise _Retryable(f"HTTP {e.code}: {detail[:200]}", _retry_after(e.headers.get("Retry-After"))) from e
             hint = {401: f"check the key in ${self.cfg.api_key_env}", 403: f"check the key in ${self.cfg.api_key_env}",
                     404: "check base_url (it usually ends in /v1) and the model name"}.get(e.code, "see the message")
-            raise APIError(f"{self.url} answered HTTP {e.code} ({hint}): {detail[:500]}") from e
+            raise APIError(f"{url} answered HTTP {e.code} ({hint}): {detail[:500]}") from e
         except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
             raise _Retryable(f"{type(e).__name__}: {e}", None) from e
         if len(raw) > MAX_RESPONSE_BYTES:
-            raise APIError(f"{self.url}: response larger than {MAX_RESPONSE_BYTES} bytes; refusing it.")
+            raise APIError(f"{url}: response larger than {MAX_RESPONSE_BYTES} bytes; refusing it.")
         try:
             return json.loads(raw)
         except json.JSONDecodeError as e:
-            raise APIError(f"{self.url}: response is not JSON ({e.msg}): {raw[:200]!r}") from e
+            raise APIError(f"{url}: response is not JSON ({e.msg}): {raw[:200]!r}") from e
 
     def _parse(self, reply: dict[str, Any]) -> tuple[str, dict[str, int]]:
         try:
@@ -288,12 +388,7 @@ class OpenAIReasoner:
             raise APIError(f"{self.url}: reply has no choices[0].message: {str(reply)[:300]}") from e
         if not isinstance(content, str):
             raise APIError(f"{self.url}: message content is {type(content).__name__}, expected a string.")
-        u = reply.get("usage") or {}
-        usage = {k: int(u.get(k) or 0) for k in ("prompt_tokens", "completion_tokens")}
-        with self._lock:
-            for k, v in usage.items():
-                self._totals[k] += v
-        return content, usage
+        return content, self.count_usage(reply)
 
 
 def _is_single_turn(messages: list[dict[str, str]]) -> bool:

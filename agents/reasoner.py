@@ -61,6 +61,7 @@ from .kv import KVBatch
 from .base import Scored
 from .prefix import shared_prefix_logprobs
 from .sampling import generated_logprobs, masked_logprobs, sample
+from .turns import step_stops, turn_glue
 
 __all__ = ["ReasonerConfig", "ReasonerRecord", "Reasoner"]
 
@@ -255,19 +256,9 @@ class Reasoner:
         return list(out["input_ids"] if hasattr(out, "keys") else out)
 
     def turn_glue(self) -> tuple[str, str]:
-        """``(after assistant, before a user turn's content)`` and ``(after a user turn, assistant header)``.
-
-        Read from the chat template with sentinel messages; the first starts with the end-of-turn
-        text when the template closes assistant messages with it (ChatML: ``"<|im_end|>\\n<|im_start|>user\\n"``
-        and ``"<|im_end|>\\n<|im_start|>assistant\\n"``).
-        """
-        msgs = [{"role": "system", "content": "\x01"}, {"role": "user", "content": "\x02"},
-                {"role": "assistant", "content": "\x03"}, {"role": "user", "content": "\x04"}]
-        text = self.tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
-        if not all(c in text for c in "\x03\x04"):
-            raise ValueError("the tokenizer's chat template drops message contents; the reasoner needs a template "
-                             "that renders every message (e.g. ChatML).")
-        return text[text.index("\x03") + 1:text.index("\x04")], text[text.index("\x04") + 1:]
+        """``(after assistant, before a user turn's content)`` and ``(after a user turn, assistant header)``,
+        read from the chat template (:func:`agents.turns.turn_glue`)."""
+        return turn_glue(self.tokenizer)
 
     # ------------------------------------------------------------------------------ Policy API
 
@@ -431,9 +422,5 @@ class Reasoner:
 
     def _stops(self, conv: _Conversation, tokens: list[int]) -> bool:
         """Stop rules other than end-of-turn and the cap (see module docstring)."""
-        text = self._text(tokens)
-        if conv.kind.stops(conv.lead, text):  # the answer is complete (math: closed box; code: closed block)
-            return True
         delimiter_stops = self.config.stop_at_delimiter and not (conv.single_turn or conv.terminating)
-        # Leading whitespace does not count: a step ends at the first delimiter after some content.
-        return delimiter_stops and STEP_DELIMITER in text.lstrip()
+        return step_stops(self._text(tokens), conv.lead, conv.kind, delimiter_stops)

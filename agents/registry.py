@@ -17,7 +17,7 @@ run or checkpoint dir       the agent trained by ``rsim train`` (its newest ``st
                             them (a planner gets a new head; a run dir gives its base model)
 ``replay:SPEC``             SPEC's reasoner (greedy, frozen) with every step cached on disk and
                             read back when seen again (:mod:`agents.replay`)
-``openai:MODEL@URL``        a reasoner served by an OpenAI-compatible chat-completions API
+``openai:MODEL@URL``        a reasoner served by an OpenAI-compatible API (completions endpoint: any protocol)
                             (:mod:`agents.openai_reasoner`; ``#max_concurrency=16&...`` options)
 ``module:factory``          your own agent: ``factory(context)`` returns an object following
                             :class:`agents.base.Policy` (``Trainable`` to train it)

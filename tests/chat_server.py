@@ -5,6 +5,10 @@ boxed final answer — gets the boxed sum of the "What is A + B?" question; one 
 (code) a fenced ``double`` with blank lines in it; anything else a validation-flavoured step followed by a second
 paragraph, which ``stop=["\\n\\n"]`` cuts off as a real server does). Faults are injected per
 request from ``server.faults`` (an HTTP status, or ``("slow", seconds)``), consumed in order.
+
+A chat-only server by default (``/v1/completions`` answers 404, as on hosted chat APIs); with
+``ChatServer(completions=True)`` it also answers ``/v1/completions`` with a fixed text and counts the
+prompt's tokens as whitespace-separated words (so a client's tokenizer check sees a mismatch).
 """
 
 from __future__ import annotations
@@ -32,10 +36,11 @@ class ChatServer:
     """Start with ``ChatServer()``; ``.url`` is the API root (``http://127.0.0.1:PORT/v1``).
 
     ``port`` 0 takes any free port; a fixed one lets a restarted server come back at the same URL
-    (``benchmarks/soak.py`` kills and restarts it).
+    (``benchmarks/soak.py`` kills and restarts it). ``completions``: also answer ``/v1/completions``.
     """
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, completions: bool = False) -> None:
+        self.completions = completions
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.faults: list[Any] = []
@@ -71,6 +76,11 @@ class ChatServer:
                         server.in_flight -= 1
 
             def _answer(self, body, fault):
+                if server.completions and self.path == "/v1/completions":
+                    words = len(str(body.get("prompt")).split())
+                    return self._send(200, {"id": "x", "object": "text_completion", "model": body["model"],
+                                            "choices": [{"index": 0, "text": " 4}", "finish_reason": "stop"}],
+                                            "usage": {"prompt_tokens": words, "completion_tokens": 2}})
                 if self.path != "/v1/chat/completions":
                     return self._send(404, {"error": {"message": f"no route {self.path}"}})
                 if isinstance(fault, int):

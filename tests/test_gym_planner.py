@@ -115,3 +115,27 @@ def test_reasoner_from_a_registry_spec():
     e.reset(seed=0)
     *_, info = e.step(TERMINATION)
     assert info["correct"] is True
+
+
+def test_served_reasoner_under_the_default_protocol():
+    """``reasoner="openai:MODEL@URL"`` under the default (lead-in) protocol: the served model (agents.serve on
+    127.0.0.1, completions endpoint) plays exactly what the same weights play locally."""
+    pytest.importorskip("torch", reason="the local comparison needs the 'train' extra")
+    from agents.reasoner import Reasoner, ReasonerConfig
+    from rsim_env.render import DEFAULT_PROTOCOL
+    from tests.tiny_server import served, text_model
+
+    model, tok = text_model()
+    with served(model, tok) as url:
+        envs = {"served": gymnasium.make("rsim/Planner-v0", reasoner=f"openai:tiny@{url}#max_step_tokens=24",
+                                         problems=PROBLEMS, max_steps=4),
+                "local": gymnasium.make("rsim/Planner-v0", problems=PROBLEMS, max_steps=4,
+                                        reasoner=Reasoner(model, tok, ReasonerConfig(greedy=True, max_step_tokens=24)))}
+        played = {}
+        for name, e in envs.items():
+            assert e.unwrapped.aec.cfg.protocol == DEFAULT_PROTOCOL
+            played[name] = [e.reset(seed=0)[0]] + [e.step(a) for a in (1, 3, TERMINATION)]
+    assert repr(played["served"]) == repr(played["local"])
+    obs, reward, terminated, truncated, info = played["served"][-1]
+    assert terminated and len(info["steps"]) == 3 and info["steps"][0]  # the reasoner wrote something
+    assert envs["served"].unwrapped.reasoner.usage()["requests"] == 3

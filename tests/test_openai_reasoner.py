@@ -181,3 +181,92 @@ def test_code_programs_are_requested_whole(server):
         final = server.requests[-1]
         assert "stop" not in final and final["max_tokens"] == 300
         assert all("stop" in q for q in server.requests[:-1])  # planner-mode steps still stop at a blank line
+
+
+# -- the completions route: every protocol (agents.completions); the chat-only refusal --------------------------------
+
+
+def _console(argv):
+    """``rsim ARGV`` as the console runs it: (exit status, stderr lines)."""
+    import contextlib
+    import io
+
+    from algos.cli import _run
+    from algos.console import run
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        status = run(_run, argv)
+    return status, err.getvalue().strip().splitlines()
+
+
+@pytest.mark.parametrize("spec_tail", ["", "#tokenizer=tiny", "#endpoint=chat&tokenizer=tiny"],
+                         ids=["no_tokenizer", "server_404", "chat_asked"])
+def test_chat_only_server_refuses_a_lead_in_protocol_in_one_line(server, spec_tail, tmp_path):
+    """Under the default protocol (chat+lead) a chat-only server cannot be used: one line says why and what to do."""
+    pytest.importorskip("torch", reason="rsim eval is part of the 'train' extra")
+    status, lines = _console(["eval", "--reasoner", f"openai:test-model@{server.url}{spec_tail}", "--source", "tiny",
+                              "--limit", "1", "--modes", "fixed:8", "--no-plots", "--no-progress", "--out", str(tmp_path / "e")])
+    assert status == 1 and len(lines) == 1, lines
+    why = {"": "names none", "#tokenizer=tiny": "HTTP 404", "#endpoint=chat&tokenizer=tiny": "endpoint=chat"}[spec_tail]
+    assert "'chat+lead' is impossible there" in lines[0] and why in lines[0] and "--protocol chat" in lines[0]
+    assert len(server.requests) == (1 if spec_tail == "#tokenizer=tiny" else 0)  # refused before any step (one probe)
+
+
+def test_auto_falls_back_to_chat_on_a_chat_only_server(server):
+    """A tokenizer at hand but no completions endpoint (HTTP 404): the chat protocol still works, through chat."""
+    r = make(server, tokenizer="tiny")
+    out = rollout(EnvGroup(PROBLEMS[:1], group_size=1, max_steps=3, protocol="chat"), r, FixedPlanner([3, 8]), seed=0)
+    assert out.trajectories[0]["info"]["correct"] and r._route() == "chat"
+    assert [q.get("prompt") is not None for q in server.requests] == [True, False, False]  # one probe, then chat
+
+
+def test_tokenizer_mismatch_is_named():
+    """The server counts the prompt's tokens differently from the template's tokenizer: an error names both counts."""
+    from agents.completions import TokenizerMismatch
+
+    s = ChatServer(completions=True)
+    try:
+        r = make(s, tokenizer="tiny")
+        with pytest.raises(TokenizerMismatch, match=r"server counted \d+ prompt tokens where the local tokenizer "
+                                                      r"'tiny' counts \d+.*#tokenizer="):
+            rollout(EnvGroup(PROBLEMS[:1], group_size=1, max_steps=2), r, FixedPlanner([8]), seed=0)
+        assert s.requests[0]["prompt"].endswith("The final answer is \\boxed{") and "stop" not in s.requests[0]
+        assert s.requests[0]["logit_bias"] == {str(i): -100 for i in r._turns.suppressed}
+        with pytest.raises(APIError, match="token ids.*drop #token_ids=1"):  # this server sends no sampled ids
+            rollout(EnvGroup(PROBLEMS[:1], group_size=1, max_steps=2), make(s, tokenizer="tiny", token_ids=1),
+                    FixedPlanner([8]), seed=0)
+        assert isinstance(s.requests[-1]["prompt"], list) and s.requests[-1]["return_tokens_as_token_ids"] is True
+    finally:
+        s.close()
+
+
+def test_spec_selects_the_endpoint_and_tokenizer():
+    cfg = parse_spec("openai:m@http://h/v1#endpoint=completions&tokenizer=Qwen/Qwen2.5-0.5B-Instruct")
+    assert (cfg.endpoint, cfg.tokenizer) == ("completions", "Qwen/Qwen2.5-0.5B-Instruct")
+    with pytest.raises(ValueError, match="endpoint"):
+        parse_spec("openai:m@http://h/v1#endpoint=rest")
+    with pytest.raises(ValueError, match="#tokenizer=HUB_ID_OR_DIR"):  # completions asked, no tokenizer named
+        OpenAIReasoner(parse_spec("openai:test-model@http://h/v1#endpoint=completions")).act([0], [_obs()])
+
+
+def test_a_step_that_ends_at_its_last_token_keeps_the_turn_open():
+    """The client cuts a reply where the local reasoner stops: a box closed by the reply's last token ends the step
+    there (the end-of-turn the server wrote after it was never reached locally), text after it is dropped."""
+    from agents.completions import TextTurns
+    from agents.loading import tiny_tokenizer
+
+    tok = tiny_tokenizer()
+    turns = TextTurns(tok, 32, 48)
+    obs = {"question": "Q", "round": 0, "strategy": 3, "instruction": "Q\n\nCheck.", "injected": "So \\boxed{",
+           "system": "S", "kind": "math"}
+    for reply, ended, kept, still_open in (("4}", True, "So \\boxed{4}", True),
+                                           ("4} more\n\nx", True, "So \\boxed{4}", True),
+                                           ("4 ", True, "So \\boxed{4 " + tok.eos_token, False),
+                                           ("4 ", False, "So \\boxed{4 ", True)):
+        turns.reset(1)
+        prompt, cap = turns.start(0, obs)
+        assert cap == 32 and prompt.endswith("<|im_start|>assistant\nSo \\boxed{")
+        turns.finish(0, reply, ended)
+        assert turns.convs[0].text == prompt[:-len("So \\boxed{")] + kept
+        assert turns.convs[0].open == still_open

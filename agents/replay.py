@@ -28,6 +28,10 @@ Rules (documented contract):
   steps are returned but not stored.
 * Copies that share a key in one call are each decoded (a session cannot branch a KV cache); the
   store keeps the first.
+* Greedy decoding of a batch is not exactly invariant to the batch's other rows (padding, matrix
+  shapes): on the embedded model 1 of 160 ``rsim eval`` episodes decoded live differed from the
+  steps a differently shaped batch had stored (docs/plan_table.md). The store makes the answer
+  exact: one decode per key, read back the same ever after.
 * The wrapper exposes no ``module``/``score``: no learner can train (and so change) a replayed reasoner.
 
 The cache lives in ``$RSIM_REPLAY_DIR`` (default ``$RSIM_CACHE/replay``, i.e. ``~/.cache/rsim/replay``),

@@ -33,6 +33,8 @@ class Config:
 
     planner: str = "toy"
     """Planner spec (toy = MLP planner: the reasoner's cost dominates; default = the embedded LM + head)."""
+    planner_lora: bool = False
+    """Train the planner as a LoRA adapter (as the study preset does) instead of fully."""
     reasoner: str = "default"
     """Frozen reasoner spec, decoded greedily."""
     source: str = "curriculum"
@@ -59,7 +61,7 @@ def _argv(cfg: Config, reasoner: str, out: Path) -> list[str]:
     sets = {"reasoner.greedy": "true", "train.groups_per_step": cfg.groups_per_step, "train.grpo.group_size": cfg.group_size,
             "env.max_steps": cfg.max_steps, "reasoner.max_step_tokens": cfg.max_step_tokens,
             "reasoner.max_answer_tokens": cfg.max_answer_tokens, "train.progress": "false", "train.seed": cfg.seed,
-            "data.size": cfg.steps * cfg.groups_per_step}
+            "data.size": cfg.steps * cfg.groups_per_step, "model.planner_lora.enabled": str(cfg.planner_lora).lower()}
     return ["train", "--learner", "planner_only", "--planner", cfg.planner, "--reasoner", reasoner, "--data", cfg.source,
             "--steps", str(cfg.steps), "--out", str(out), *[x for k, v in sets.items() for x in ("--set", f"{k}={v}")]]
 

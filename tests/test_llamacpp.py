@@ -70,6 +70,13 @@ def engine(gguf):
     return Engine(gguf, n_ctx=1024)
 
 
+@pytest.fixture(scope="module")
+def torch_reasoner(gguf):
+    from agents.reasoner import Reasoner
+
+    return Reasoner.from_spec("default", _ctx(max_step_tokens=4).config)
+
+
 def _reasoner(engine, **config):
     from agents.llamacpp import LlamaCppReasoner, load_tokenizer
 
@@ -106,12 +113,9 @@ def test_greedy_episodes_write_steps_with_argmax_logprobs(engine, plan, protocol
 
 @pytest.mark.slow
 @pytest.mark.parametrize("protocol", list(PROTOCOLS))
-def test_prompt_ids_equal_the_torch_reasoners(engine, protocol):
+def test_prompt_ids_equal_the_torch_reasoners(engine, torch_reasoner, protocol):
     """Round 0's fed ids (chat-template prompt + lead-in) are the torch reasoner's, token for token."""
-    from agents.reasoner import Reasoner
-
     ours = _reasoner(engine, max_step_tokens=4)
-    torch_reasoner = Reasoner.from_spec("default", _ctx(max_step_tokens=4).config)
     for r in (ours, torch_reasoner):
         _play(r, "3", protocol)
     for a, b in zip(ours.records(), torch_reasoner.records()):
@@ -121,22 +125,19 @@ def test_prompt_ids_equal_the_torch_reasoners(engine, protocol):
 
 
 @pytest.mark.slow
-def test_logprobs_match_torch_scoring_of_the_engines_tokens(engine):
+def test_logprobs_match_torch_scoring_of_the_engines_tokens(engine, torch_reasoner):
     """Multi-turn KV continuation is right: torch fp32, reading each whole sequence from scratch, gives
     the engine's tokens nearly the engine's log-probs (the GGUF's 4-bit weights dequantised; llama.cpp
     rounds activations to 8 bits, so not exactly)."""
-    from agents.reasoner import Reasoner
-
     ours = _reasoner(engine)
     _play(ours, "1,3,8", "chat+lead")
-    torch_reasoner = Reasoner.from_spec("default", _ctx().config)
     recs = ours.records()
-    scored = torch_reasoner.score(recs)
+    logp = torch_reasoner.score(recs).logp.detach()
     diffs = []
     for r, rec in enumerate(recs):
         for i, m in enumerate(rec.gen_mask):
             if m:
-                diffs.append(abs(float(scored.logp[r, i]) - rec.logprobs[i]))
+                diffs.append(abs(float(logp[r, i]) - rec.logprobs[i]))
     assert len(diffs) > 30 and sum(diffs) / len(diffs) < 0.1
 
 

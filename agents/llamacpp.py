@@ -17,7 +17,8 @@ model can rescore them (``benchmarks/rollout.py`` measures the mismatch). The ag
 training, the plug-in reasoner).
 
 Spec options after ``#``: ``n_ctx`` (tokens per conversation, default 2048), ``threads`` (default:
-``OMP_NUM_THREADS`` or all cores), e.g. ``llamacpp:default#n_ctx=4096&threads=2``.
+``OMP_NUM_THREADS`` or all cores), ``unified`` (0, default: one KV stream per copy; 1: one buffer
+for all copies, faster but copies no longer decode independently, see :class:`agents.llamacpp_engine.Engine`), e.g. ``llamacpp:default#n_ctx=4096&threads=2``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from .reasoner import Reasoner, ReasonerConfig, _Conversation
 
 __all__ = ["LlamaCppReasoner", "build", "load_tokenizer", "parse_spec"]
 
-_OPTIONS = {"n_ctx": int, "threads": int}
+_OPTIONS = {"n_ctx": 1, "threads": 1, "unified": 0}  # option -> its smallest value
 
 
 def parse_spec(rest: str) -> tuple[str, dict[str, int]]:
@@ -43,9 +44,9 @@ def parse_spec(rest: str) -> tuple[str, dict[str, int]]:
     options: dict[str, int] = {}
     for item in filter(None, opts.split("&")):
         key, eq, value = item.partition("=")
-        if not eq or key not in _OPTIONS or not value.isdigit() or int(value) < 1:
+        if not eq or key not in _OPTIONS or not value.isdigit() or int(value) < _OPTIONS[key] or (key == "unified" and int(value) > 1):
             raise ValueError(f"reasoner spec 'llamacpp:{rest}': option {item!r} is not KEY=N with KEY one of "
-                             f"{sorted(_OPTIONS)} and N a positive integer.")
+                             f"{sorted(_OPTIONS)} and N an integer >= 1 (unified: 0 or 1).")
         options[key] = int(value)
     if not target or target == "default":
         from .loading import embedded_gguf_path
@@ -88,7 +89,8 @@ def build(rest: str, ctx: Any) -> Any:
     engine = Engine(path, **options)
     config = ctx.config if isinstance(ctx.config, ReasonerConfig) else ReasonerConfig(seed=ctx.seed)
     reasoner = LlamaCppReasoner(engine, load_tokenizer(path), config)
-    return Built(reasoner, {"kind": "llamacpp", "gguf": path, "n_ctx": engine.n_ctx, "threads": engine.threads})
+    return Built(reasoner, {"kind": "llamacpp", "gguf": path, "n_ctx": engine.n_ctx, "threads": engine.threads,
+                            "unified": engine.unified})
 
 
 class LlamaCppReasoner:

@@ -31,7 +31,8 @@ def _ctx(**config) -> AgentContext:
     ("llamacpp:pyproject.toml", "not an existing .gguf file"),
     ("llamacpp:default#n_ctx=big", "option 'n_ctx=big'"),
     ("llamacpp:default#colour=3", "option 'colour=3'"),
-], ids=["missing", "not-gguf", "bad-value", "bad-key"])
+    ("llamacpp:default#threads=0", "option 'threads=0'"),
+], ids=["missing", "not-gguf", "bad-value", "bad-key", "zero-threads"])
 def test_spec_errors_name_the_problem(spec, match):
     with pytest.raises(ValueError, match=match):
         build_agent(spec, _ctx())
@@ -163,6 +164,7 @@ def test_another_models_tokenizer_is_refused(engine):
 
 @pytest.mark.slow
 def test_registry_builds_the_embedded_model(gguf):
-    built = build_agent("llamacpp:default#n_ctx=512&threads=1", _ctx())
+    built = build_agent("llamacpp:default#n_ctx=512&threads=1&unified=1", _ctx())
     assert built.info["kind"] == "llamacpp" and built.info["n_ctx"] == 512 and built.info["threads"] == 1
+    assert built.info["unified"] is True
     assert not hasattr(built.agent, "score")  # frozen: a trainer refuses to train it

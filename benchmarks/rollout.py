@@ -23,6 +23,10 @@ tolerance — on (a)'s own fp32 sequences, the share of generated positions wher
 argmax is fp32's token (teacher-forced; fp32's own batched-vs-full-forward agreement is given as
 the floor) — and the share of its greedy tokens before its first split from fp32.
 
+(f) repeats (a) on the llama.cpp engine (:mod:`agents.llamacpp`, the GGUF's own 4-bit weights, same
+threads): ``engine_tok_s``, ``engine_vs_generate`` (÷ (c)'s fp32 ``generate``, same batch) and
+``engine_lp_mismatch`` (mean |Δ log p| per generated token vs torch fp32 scoring the engine's tokens).
+
     python -m benchmarks.rollout --out results/rollout.json [--model default]
 """
 
@@ -81,6 +85,9 @@ class BenchConfig:
     variants: tuple[str, ...] = ("bf16", "int8")
     """(e) frozen-model variants of (a) to measure: "bf16", "int8", "compile" (torch.compile, slow to build);
     on the command line a comma list, "" = none."""
+    engine: str = "default"
+    """(f) GGUF file the llama.cpp engine decodes ("default": the embedded one, only with model "default";
+    "" = skip; needs ``rsim[llamacpp]``)."""
 
     def __post_init__(self):
         for name in ("batch", "rounds", "tokens_per_round"):
@@ -299,6 +306,56 @@ def run_variants(cfg: BenchConfig, model, tok, results: dict, reference: list) -
         del variant
 
 
+def run_engine(cfg: BenchConfig, model, tok, results: dict, reference: list) -> None:
+    """(f) (a)'s workload on the llama.cpp engine (:mod:`agents.llamacpp`, the GGUF's own 4-bit weights, as
+    many threads as torch): tokens/s, ÷ (c) raw fp32 ``generate`` on the same batch, and the mean
+    |Δ log p| per generated token between the engine's log-probs and torch fp32 scoring its tokens."""
+    if not cfg.engine or (cfg.engine == "default" and cfg.model != "default"):
+        return
+    try:
+        from agents.llamacpp import LlamaCppReasoner, load_tokenizer, parse_spec
+        from agents.llamacpp_engine import Engine, import_llama_cpp
+
+        import_llama_cpp()
+    except ImportError as e:
+        results["f_engine"] = {"error": str(e)}
+        print(f"[bench] f_engine: not run: {e}", flush=True)
+        return
+    from agents.sampling import generated_logprobs
+
+    path = parse_spec(cfg.engine)[0]
+    engine = Engine(path, n_ctx=1024, threads=torch.get_num_threads())
+    rc = ReasonerConfig(max_step_tokens=cfg.tokens_per_round, greedy=True, stop_at_delimiter=False)
+    reasoner = LlamaCppReasoner(engine, load_tokenizer(path), rc)
+
+    def play(rounds: int) -> list:
+        strat = plans(cfg)
+        reasoner.reset(cfg.batch)
+        for t in range(rounds):
+            obs = [{"question": QUESTIONS[c % len(QUESTIONS)], "round": t, "strategy": strat[c][t],
+                    "injected": injection(t, strat[c][t]), "prompt": ""} for c in range(cfg.batch)]
+            reasoner.act(list(range(cfg.batch)), obs)
+        return reasoner.records()
+
+    play(1)  # warm-up
+    records, seconds, peak = timed(lambda: play(cfg.rounds))
+    tokens = sum(sum(r.gen_mask) for r in records)
+    lp, mask, _ = generated_logprobs(model, [r.input_ids for r in records], [r.gen_mask for r in records], 1.0,
+                                     records[0].suppressed_ids, records[0].pad_id)
+    engine_lp = torch.zeros_like(lp)
+    for i, r in enumerate(records):
+        engine_lp[i, :len(r.logprobs)] = torch.tensor(r.logprobs)
+    mismatch = float(((lp - engine_lp).abs() * mask).sum() / mask.sum())
+    results["f_engine"] = {"seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds, "peak_rss_mib": peak,
+                           "gguf": str(path), "threads": engine.threads,
+                           "same_greedy_prefix_as_fp32": same_token_share(records, reference)}
+    results["engine_tok_s"] = tokens / seconds
+    results["engine_vs_generate"] = results["engine_tok_s"] / results["c_generate"]["tokens_per_s"]
+    results["engine_lp_mismatch"] = mismatch
+    print(f"[bench] f_engine: {tokens} tokens in {seconds:.1f} s", flush=True)
+    engine.close()
+
+
 def main(cfg: BenchConfig) -> dict:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -324,6 +381,7 @@ def main(cfg: BenchConfig) -> dict:
         if not cfg.skip_rollout:
             run_rollouts(cfg, model, tok, results)
         run_variants(cfg, model, tok, results, reference)
+        run_engine(cfg, model, tok, results, reference)
     a, b, c = results["a_cached"], results["b_naive"], results["c_generate"]
     if not (a["tokens"] == b["tokens"] == c["tokens"]):
         raise RuntimeError(f"token counts differ (a={a['tokens']}, b={b['tokens']}, c={c['tokens']}); not comparable")
@@ -368,6 +426,13 @@ def print_table(r: dict) -> None:
         if "generate_tokens_per_s" in v:
             print(f"{'(e) (c) with ' + name:34s} {'':8s} {'':7s} {v['generate_tokens_per_s']:7.1f}  "
                   f"(a)/(c) on the same {name} weights: {v['ratio_vs_generate_same_weights']:.2f}")
+    f = r.get("f_engine", {})
+    if "error" in f:
+        print(f"{'(f) (a) on llama.cpp':34s} did not run: {f['error']}")
+    elif f:
+        print(f"{'(f) (a) on llama.cpp (GGUF 4-bit)':34s} {f['seconds']:8.1f} {f['tokens']:7d} {f['tokens_per_s']:7.1f} "
+              f"{f['peak_rss_mib']:13.0f}  / (c): {r['engine_vs_generate']:.2f} (target >= 2.0); mean |d log p| vs torch "
+              f"fp32 {r['engine_lp_mismatch']:.4f}; same greedy prefix as fp32 {100 * f['same_greedy_prefix_as_fp32']:.0f}%")
     print(f"speedup a vs b (b_time / a_time): {r['speedup_vs_naive']:.2f}x   (target >= 2)")
     print(f"tokens/s a / c: {r['ratio_vs_generate']:.2f}   (target >= 1.0, goal 1.5)")
     a = r["a_cached"]

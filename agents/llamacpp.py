@@ -1,0 +1,237 @@
+"""A frozen reasoner decoded by llama.cpp: ``llamacpp:default`` (the embedded GGUF) or ``llamacpp:PATH.gguf``.
+
+It plays under every turn protocol of :mod:`rsim_env.render` (the lead-in protocols included)
+because it builds each conversation's token ids exactly as :class:`agents.reasoner.Reasoner`
+does: the same HF tokenizer (the one :mod:`agents.loading` uses for the torch model, or the one
+transformers reads from the GGUF), the same chat-template prompt, turn glue, delimiters and
+lead-ins (the turn-building methods below *are* the torch reasoner's), then the same stop rules
+and token caps. Only the forward passes differ: :class:`agents.llamacpp_engine.Engine` runs the
+GGUF's own (here 4-bit) weights, keeps every conversation's KV cache between turns (a turn feeds
+only its new tokens) and decodes all live conversations of a step in one batched ``llama_decode``
+per token; the G copies of a group read their common prompt once.
+
+Records are :class:`agents.reasoner.ReasonerRecord` with the log-probs computed from llama.cpp's
+logits under the same convention (:mod:`agents.sampling`), so token accounting works and a torch
+model can rescore them (``benchmarks/rollout.py`` measures the mismatch). The agent is not
+:class:`agents.base.Trainable`: use it where the reasoner is frozen (``rsim eval``, planner-only
+training, the plug-in reasoner).
+
+Spec options after ``#``: ``n_ctx`` (tokens per conversation, default 2048), ``threads`` (default:
+``OMP_NUM_THREADS`` or all cores), ``unified`` (0, default: one KV stream per copy; 1: one buffer
+for all copies, faster but copies no longer decode independently, see :class:`agents.llamacpp_engine.Engine`), e.g. ``llamacpp:default#n_ctx=4096&threads=2``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from rsim_env.render import STEP_DELIMITER
+
+from .llamacpp_engine import Engine
+from .reasoner import Reasoner, ReasonerConfig, _Conversation
+
+__all__ = ["LlamaCppReasoner", "build", "load_tokenizer", "parse_spec"]
+
+_OPTIONS = {"n_ctx": 1, "threads": 1, "unified": 0}  # option -> its smallest value
+
+
+def parse_spec(rest: str) -> tuple[str, dict[str, int]]:
+    """``"default"`` / ``"PATH.gguf"`` plus ``#key=value&...`` options -> ``(gguf path, options)``."""
+    target, _, opts = rest.partition("#")
+    options: dict[str, int] = {}
+    for item in filter(None, opts.split("&")):
+        key, eq, value = item.partition("=")
+        if not eq or key not in _OPTIONS or not value.isdigit() or int(value) < _OPTIONS[key] or (key == "unified" and int(value) > 1):
+            raise ValueError(f"reasoner spec 'llamacpp:{rest}': option {item!r} is not KEY=N with KEY one of "
+                             f"{sorted(_OPTIONS)} and N an integer >= 1 (unified: 0 or 1).")
+        options[key] = int(value)
+    if not target or target == "default":
+        from .loading import embedded_gguf_path
+
+        return str(embedded_gguf_path()), options
+    path = Path(target).expanduser()
+    if path.suffix != ".gguf" or not path.is_file():
+        raise ValueError(f"reasoner spec 'llamacpp:{rest}': {str(path)!r} is not an existing .gguf file; pass "
+                         "llamacpp:PATH.gguf or llamacpp:default (the embedded model, python -m agents.embedded).")
+    return str(path), options
+
+
+def load_tokenizer(gguf: str | Path) -> Any:
+    """The HF tokenizer the torch reasoner would use for ``gguf``: the converted embedded model's for
+    the embedded file, else the one transformers builds from the GGUF's own vocabulary and template."""
+    from transformers import AutoTokenizer
+
+    from .embedded import GGUF_FILE
+    from .loading import DEFAULT_SPEC, resolve
+
+    gguf = Path(gguf)
+    if gguf.name == GGUF_FILE:
+        return AutoTokenizer.from_pretrained(resolve(DEFAULT_SPEC))
+    return AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+
+
+def build(rest: str, ctx: Any) -> Any:
+    """Agent-registry builder for ``llamacpp:default`` / ``llamacpp:PATH.gguf[#n_ctx=..&threads=..]``."""
+    from .registry import Built
+
+    if ctx.role != "reasoner":
+        raise ValueError("spec 'llamacpp:...' is a reasoner; a planner needs another spec (e.g. default).")
+    if getattr(ctx.lora, "enabled", False):
+        raise ValueError("the llamacpp: reasoner is frozen (no LoRA adapter on the engine yet); set "
+                         "model.reasoner_lora.enabled=false or train with a torch reasoner spec (default).")
+    if getattr(ctx, "frozen", "same") != "same":
+        raise ValueError(f"--frozen {ctx.frozen}: the llamacpp: reasoner decodes the GGUF's own weights as they are; "
+                         "drop --frozen (or use it with a torch reasoner spec).")
+    path, options = parse_spec(rest)
+    engine = Engine(path, **options)
+    config = ctx.config if isinstance(ctx.config, ReasonerConfig) else ReasonerConfig(seed=ctx.seed)
+    reasoner = LlamaCppReasoner(engine, load_tokenizer(path), config)
+    return Built(reasoner, {"kind": "llamacpp", "gguf": path, "n_ctx": engine.n_ctx, "threads": engine.threads,
+                            "unified": engine.unified})
+
+
+class LlamaCppReasoner:
+    """:class:`agents.base.Policy` (role ``"reasoner"``) on a llama.cpp :class:`Engine` (see module docstring)."""
+
+    role = "reasoner"
+
+    # The torch reasoner's own turn building, stop rules and records: the same ids, by construction.
+    _encode = Reasoner._encode
+    prompt_ids = Reasoner.prompt_ids
+    turn_glue = Reasoner.turn_glue
+    _start_turn = Reasoner._start_turn
+    _stops = Reasoner._stops
+    _text = Reasoner._text
+    records = Reasoner.records
+    num_generated = Reasoner.num_generated
+    token_usage = Reasoner.token_usage
+    record_temperature = Reasoner.record_temperature
+
+    def __init__(self, engine: Engine, tokenizer: Any, config: ReasonerConfig | None = None):
+        self.engine, self.tokenizer = engine, tokenizer
+        self.config = config or ReasonerConfig()
+        if len(tokenizer) > engine.n_vocab:
+            raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but {engine.path.name} only {engine.n_vocab}; "
+                             "it is not this model's tokenizer.")
+        probe = "Step 1: 2 + 3 = 5.\n\nSo \\boxed{5}"
+        if engine.tokenize(probe) != self._encode(probe):
+            raise ValueError(f"the tokenizer does not encode text as {engine.path.name}'s own vocabulary does; "
+                             "it is not this model's tokenizer.")
+        self.delimiter_ids = self._encode(STEP_DELIMITER)
+        self.eos_id = tokenizer.eos_token_id
+        allowed = {self.eos_id} if self.config.stop_at_delimiter else set()
+        special = sorted(set(tokenizer.all_special_ids) - allowed) if self.config.suppress_special_tokens else []
+        self.suppressed_ids = special
+        self._suppressed = np.asarray(special, dtype=np.int64)
+        self.glue_user, self.glue_assistant = self.turn_glue()
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.generator = np.random.default_rng(self.config.seed)
+        self.reset(0)
+
+    # ------------------------------------------------------------------------------ Policy API
+
+    def reset(self, num_copies: int, seed: int | None = None) -> None:
+        """Forget all conversations; the next :meth:`act` starts ``num_copies`` new ones."""
+        self.num_copies = num_copies
+        self._convs = [_Conversation() for _ in range(num_copies)]
+        self._live = set(range(num_copies))
+        self.engine.reset(num_copies)
+        if seed is not None:
+            self.generator = np.random.default_rng(seed)
+
+    def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[str]:
+        """Write the next step of every listed copy (one batched decode); return the step texts."""
+        if len(copy_ids) != len(observations):
+            raise ValueError(f"act() got {len(copy_ids)} copy ids but {len(observations)} observations")
+        bad = [c for c in copy_ids if not 0 <= c < self.num_copies]
+        if bad:
+            raise ValueError(f"copy ids {bad} outside range({self.num_copies}); call reset(num_copies) first")
+        for gone in self._live - set(copy_ids):  # finished copies: free their KV
+            self.engine.remove(gone)
+        self._live = set(copy_ids)
+        rows = sorted(copy_ids)
+        by_copy = dict(zip(copy_ids, observations))
+        feeds = {c: self._start_turn(c, by_copy[c]) for c in rows}
+        logits = self._prefill_prompts(feeds)
+        texts = self._decode_turn(rows, feeds, logits)
+        return [texts[c] for c in copy_ids]
+
+    # ------------------------------------------------------------------------------ internals
+
+    def _prefill_prompts(self, feeds: dict[int, list[int]]) -> dict[int, np.ndarray]:
+        """Round 0: each distinct prompt is decoded once and its KV copied to the copies that share it;
+        ``feeds`` keeps only what follows the prompt (the lead-in). Returns the prompts' logits."""
+        if not self.config.share_prefill or any(self.engine.past[c] for c in feeds):
+            return {}
+        first: dict[tuple[int, ...], int] = {}
+        for c in feeds:
+            first.setdefault(tuple(feeds[c][:self._convs[c].prompt_len]), c)
+        logits = self.engine.feed({c: list(p) for p, c in first.items()})
+        out = {}
+        for c in list(feeds):
+            n = self._convs[c].prompt_len
+            src = first[tuple(feeds[c][:n])]
+            if src != c:
+                self.engine.share(src, c)
+            out[c], feeds[c] = logits[src], feeds[c][n:]
+        return out
+
+    def _decode_turn(self, rows: list[int], feeds: dict[int, list[int]], logits: dict[int, np.ndarray]) -> dict[int, str]:
+        cfg = self.config
+        convs = [self._convs[c] for c in rows]
+        starts = [len(c.ids) for c in convs]
+        step_tokens: list[list[int]] = [[] for _ in rows]
+        active = [True] * len(rows)
+        caps = [cfg.max_answer_tokens if c.single_turn or (c.terminating and c.kind == "code") else cfg.max_step_tokens
+                for c in convs]
+        logits = {**logits, **self.engine.feed(feeds)}
+        for count in range(1, max(caps) + 1):
+            live = [r for r in range(len(rows)) if active[r]]
+            tokens, lps = self._pick(np.stack([logits[rows[r]] for r in live]))
+            for r, tok, lp in zip(live, tokens, lps):
+                conv = convs[r]
+                conv.ids.append(tok); conv.gen_mask.append(1); conv.logprobs.append(lp)
+                step_tokens[r].append(tok)
+                if tok == self.eos_id:
+                    conv.open = False
+                if count == caps[r] or not conv.open or (cfg.stop_at_delimiter and self._stops(conv, step_tokens[r])):
+                    active[r] = False
+            if not any(active):
+                break
+            logits = self.engine.feed({rows[r]: [step_tokens[r][-1]] for r in range(len(rows)) if active[r]})
+            for r, conv in enumerate(convs):
+                conv.fed += active[r]
+        texts = {}
+        for r, conv in enumerate(convs):
+            conv.step_spans.append((starts[r], len(conv.ids)))
+            text = self._text(step_tokens[r]).lstrip()
+            conv.needs_delimiter = conv.open and STEP_DELIMITER not in text
+            texts[rows[r]] = text.strip() if conv.single_turn or conv.terminating else text.split(STEP_DELIMITER)[0].strip()
+        return texts
+
+    def _pick(self, logits: np.ndarray) -> tuple[list[int], list[float]]:
+        """One token per row of ``[rows, vocab]`` logits and its log-prob (:mod:`agents.sampling`'s convention)."""
+        x = logits.astype(np.float32) / np.float32(self.record_temperature)
+        if self._suppressed.size:
+            x[:, self._suppressed] = -np.inf
+        top = x.max(-1, keepdims=True)
+        lp = x - (top + np.log(np.exp(x - top).sum(-1, keepdims=True)))
+        if self.config.greedy:
+            tokens = lp.argmax(-1)
+        else:
+            tokens = np.array([self._sample_row(row) for row in lp])
+        return tokens.tolist(), lp[np.arange(len(lp)), tokens].astype(float).tolist()
+
+    def _sample_row(self, lp: np.ndarray) -> int:
+        p = np.exp(lp.astype(np.float64))
+        order = None
+        if self.config.top_p < 1.0:  # the smallest set of top tokens whose mass reaches top_p (always >= 1 token)
+            order = np.argsort(-p, kind="stable")
+            sorted_p = p[order]
+            p = sorted_p * (np.cumsum(sorted_p) - sorted_p < self.config.top_p)
+        cum = np.cumsum(p)
+        i = int(min(np.searchsorted(cum, self.generator.random() * cum[-1], side="right"), len(p) - 1))
+        return int(order[i]) if order is not None else i

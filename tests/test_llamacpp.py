@@ -1,0 +1,170 @@
+"""The llama.cpp reasoner (``llamacpp:default`` / ``llamacpp:PATH.gguf``, agents/llamacpp.py).
+
+Spec errors need nothing installed; the rest needs llama-cpp-python (``rsim[llamacpp]``) and the
+embedded GGUF (``python -m agents.embedded``), and is ``slow`` (it loads the real 98 MB model).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from agents.registry import AgentContext, build_agent
+from agents.reasoner import ReasonerConfig
+from rsim_env import Problem
+from rsim_env.game import EnvConfig
+from rsim_env.group import EnvGroup
+from rsim_env.render import PROTOCOLS
+
+PROBLEMS = [Problem(id="a", question="What is 17 * 23?", answer="391"),
+            Problem(id="b", question="Solve for x: 3x + 7 = 25.", answer="6")]
+
+
+def _ctx(**config) -> AgentContext:
+    return AgentContext("reasoner", config=ReasonerConfig(**{"max_step_tokens": 24, "max_answer_tokens": 48,
+                                                             "greedy": True, **config}))
+
+
+@pytest.mark.parametrize("spec, match", [
+    ("llamacpp:/no/such/model.gguf", "not an existing .gguf file"),
+    ("llamacpp:pyproject.toml", "not an existing .gguf file"),
+    ("llamacpp:default#n_ctx=big", "option 'n_ctx=big'"),
+    ("llamacpp:default#colour=3", "option 'colour=3'"),
+    ("llamacpp:default#threads=0", "option 'threads=0'"),
+], ids=["missing", "not-gguf", "bad-value", "bad-key", "zero-threads"])
+def test_spec_errors_name_the_problem(spec, match):
+    with pytest.raises(ValueError, match=match):
+        build_agent(spec, _ctx())
+
+
+def test_planner_role_lora_and_frozen_are_refused():
+    from dataclasses import replace
+
+    from agents.lora import LoraSpec
+
+    with pytest.raises(ValueError, match="is a reasoner"):
+        build_agent("llamacpp:default", AgentContext("planner"))
+    with pytest.raises(ValueError, match="no LoRA adapter on the engine"):
+        build_agent("llamacpp:default", replace(_ctx(), lora=LoraSpec(enabled=True)))
+    with pytest.raises(ValueError, match="--frozen int8"):
+        build_agent("llamacpp:default", replace(_ctx(), frozen="int8"))
+
+
+# ----------------------------------------------------------------------------------- real model
+
+@pytest.fixture(scope="module")
+def gguf():
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (pip install 'rsim[llamacpp]')")
+    from agents.loading import embedded_gguf_path
+
+    try:
+        return embedded_gguf_path()
+    except ModuleNotFoundError as e:
+        pytest.skip(f"embedded GGUF not fetched: {e}")
+
+
+@pytest.fixture(scope="module")
+def engine(gguf):
+    from agents.llamacpp_engine import Engine
+
+    return Engine(gguf, n_ctx=1024)
+
+
+@pytest.fixture(scope="module")
+def torch_reasoner(gguf):
+    from agents.reasoner import Reasoner
+
+    return Reasoner.from_spec("default", _ctx(max_step_tokens=4).config)
+
+
+def _reasoner(engine, **config):
+    from agents.llamacpp import LlamaCppReasoner, load_tokenizer
+
+    return LlamaCppReasoner(engine, load_tokenizer(engine.path), _ctx(**config).config)
+
+
+def _play(reasoner, plan: str, protocol: str = "chat+lead", group_size: int = 1, seed: int = 0):
+    from agents.scripted import FixedPlanner
+    from algos.rollout import rollout
+
+    planner = None if plan == "none" else FixedPlanner([int(s) for s in plan.split(",")])
+    env = EnvConfig(max_steps=3, planner=planner is not None, protocol=protocol)
+    return rollout(EnvGroup(PROBLEMS, group_size, config=env), reasoner, planner, seed=seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("plan, protocol", [("1,3,8", p) for p in PROTOCOLS] + [("none", "chat+lead")],
+                         ids=[f"fixed-{p}" for p in PROTOCOLS] + ["none"])
+def test_greedy_episodes_write_steps_with_argmax_logprobs(engine, plan, protocol):
+    reasoner = _reasoner(engine)
+    out = _play(reasoner, plan, protocol, group_size=2)
+    for traj in out.trajectories:
+        rec, info = traj["reasoner"], traj["info"]
+        assert info["steps"] and any(s.strip() for s in info["steps"])
+        gen = [lp for lp, m in zip(rec.logprobs, rec.gen_mask) if m]
+        assert gen and all(math.isfinite(x) and x <= 1e-6 for x in gen)
+        assert len(rec.step_spans) == info["num_rounds"]
+        usage = reasoner.token_usage(rec)
+        assert usage["reasoner_written"] == len(gen) and usage["reasoner_read"] == len(rec.input_ids) - len(gen)
+    # greedy and the G=2 copies of a problem share their prompt's KV: both copies wrote the same tokens
+    ids = [t["reasoner"].input_ids for t in out.trajectories]
+    assert ids[0] == ids[1] and ids[2] == ids[3] and ids[0] != ids[2]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_prompt_ids_equal_the_torch_reasoners(engine, torch_reasoner, protocol):
+    """Round 0's fed ids (chat-template prompt + lead-in) are the torch reasoner's, token for token."""
+    ours = _reasoner(engine, max_step_tokens=4)
+    for r in (ours, torch_reasoner):
+        _play(r, "3", protocol)
+    for a, b in zip(ours.records(), torch_reasoner.records()):
+        first = a.gen_mask.index(1)
+        assert a.input_ids[:first] == b.input_ids[:b.gen_mask.index(1)]
+        assert a.prompt_len == b.prompt_len
+
+
+@pytest.mark.slow
+def test_logprobs_match_torch_scoring_of_the_engines_tokens(engine, torch_reasoner):
+    """Multi-turn KV continuation is right: torch fp32, reading each whole sequence from scratch, gives
+    the engine's tokens nearly the engine's log-probs (the GGUF's 4-bit weights dequantised; llama.cpp
+    rounds activations to 8 bits, so not exactly)."""
+    ours = _reasoner(engine)
+    _play(ours, "1,3,8", "chat+lead")
+    recs = ours.records()
+    logp = torch_reasoner.score(recs).logp.detach()
+    diffs = []
+    for r, rec in enumerate(recs):
+        for i, m in enumerate(rec.gen_mask):
+            if m:
+                diffs.append(abs(float(logp[r, i]) - rec.logprobs[i]))
+    assert len(diffs) > 30 and sum(diffs) / len(diffs) < 0.1
+
+
+@pytest.mark.slow
+def test_sampling_is_seeded(engine):
+    def tokens(seed):
+        r = _reasoner(engine, greedy=False, temperature=1.0, top_p=0.9, seed=seed)
+        return [t["reasoner"].input_ids for t in _play(r, "1,3,8", group_size=2, seed=seed).trajectories]
+
+    a = tokens(1)
+    assert a == tokens(1) and a != tokens(2)
+    assert a[0] != a[1]  # copies of one problem sample independently after the shared prompt
+
+
+@pytest.mark.slow
+def test_another_models_tokenizer_is_refused(engine):
+    from agents.llamacpp import LlamaCppReasoner
+    from agents.loading import tiny_tokenizer
+
+    with pytest.raises(ValueError, match="not this model's tokenizer"):
+        LlamaCppReasoner(engine, tiny_tokenizer())
+
+
+@pytest.mark.slow
+def test_registry_builds_the_embedded_model(gguf):
+    built = build_agent("llamacpp:default#n_ctx=512&threads=1&unified=1", _ctx())
+    assert built.info["kind"] == "llamacpp" and built.info["n_ctx"] == 512 and built.info["threads"] == 1
+    assert built.info["unified"] is True
+    assert not hasattr(built.agent, "score")  # frozen: a trainer refuses to train it

@@ -179,3 +179,25 @@ def test_benchmark_config_rejects_bad_values():
         Config(eval_problems=1)
     with pytest.raises(ValueError, match="family set"):
         Config(families="nope")
+
+
+# ------------------------------------------------------------------------------ the fix: the planner conditions
+
+def _tiny_run(tmp_path, **kw):
+    from benchmarks.contextual_sanity import Config, main
+
+    return main(Config(model="tiny", lr=1e-2, steps=60, eval_every=60, output_dir=str(tmp_path), **kw))
+
+
+def test_with_an_entropy_bonus_the_lm_planner_plans_by_family(tmp_path):
+    """The tiny LM planner (LoRA + head) gives each family its own plan: I(plan; family) = 1 bit on held-out
+    problems, and add's plan is the solving one. (Without the bonus it plays one plan for all: the next test.)"""
+    r = _tiny_run(tmp_path, entropy_coef=0.2)
+    assert r["heldout"]["mutual_info"] >= 0.9 and r["heldout"]["distinct"] >= 2
+    assert r["families"]["add"]["accuracy"] >= 0.9 and r["families"]["add"]["plan"] == ["validation", "termination"]
+    assert r["families"]["mul"]["plan"] != r["families"]["add"]["plan"]
+
+
+def test_without_an_entropy_bonus_the_lm_planner_collapses_onto_one_plan(tmp_path):
+    r = _tiny_run(tmp_path, entropy_coef=0.0, score_flat_groups=False)
+    assert r["heldout"]["distinct"] == 1 and r["heldout"]["mutual_info"] == 0.0

@@ -169,7 +169,15 @@ def test_benchmark_reports_diversity_and_mutual_information(tmp_path):
     row = r["curve"][-1]
     assert {"plans/distinct", "plans/entropy", "plans/mutual_info", "planner/entropy", "heldout_mutual_info"} <= set(row)
     assert r["wall_seconds"] > 0 and out.is_file()
-    assert list((tmp_path / "run").rglob("events.out.tfevents.*"))  # heldout/* and plans/* go to TensorBoard
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tags = set()
+    for ev in (tmp_path / "run").rglob("events.out.tfevents*"):
+        acc = EventAccumulator(str(ev))
+        acc.Reload()
+        tags |= set(acc.Tags()["scalars"])
+    assert {"plans/distinct", "plans/entropy", "plans/mutual_info", "planner/entropy", "heldout/mutual_info",
+            "heldout/distinct", "heldout/accuracy_add", "heldout/accuracy_mul"} <= tags, sorted(tags)
 
 
 def test_benchmark_config_rejects_bad_values():

@@ -134,7 +134,7 @@ def task_of(problem_id: str) -> str:
 
 def _entropy_bits(counts: Counter) -> float:
     n = sum(counts.values())
-    return -sum(c / n * math.log2(c / n) for c in counts.values() if c) if n else 0.0
+    return max(0.0, -sum(c / n * math.log2(c / n) for c in counts.values() if c)) if n else 0.0  # never -0.0
 
 
 def plan_stats(plans: list[tuple[int, ...]], tasks: list[str]) -> dict[str, float]:

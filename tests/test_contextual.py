@@ -200,7 +200,8 @@ def _tiny_run(tmp_path, **kw):
 def test_the_lm_planner_learns_the_right_plan_for_each_family(tmp_path):
     """The contextual sanity case: tiny random-init LM planner (LoRA + head), families solved only under
     [3, 8] / [1, 8]; >= 95 % greedy on the held-out problems of each family, and the plan names the family."""
-    r = _tiny_run(tmp_path, families="two_step", lr=3e-3, entropy_coef=0.1, steps=160)
+    r = _tiny_run(tmp_path, families="two_step", lr=3e-3, entropy_coef=0.1, steps=160, groups_per_step=4,
+                  eval_problems=64)
     assert r["passed"], r["families"]
     assert all(f["accuracy"] >= 0.95 for f in r["families"].values())
     assert r["families"]["add"]["plan"] == ["validation", "termination"]
@@ -211,7 +212,8 @@ def test_the_lm_planner_learns_the_right_plan_for_each_family(tmp_path):
 def test_at_a_large_logit_step_the_lm_planner_collapses_onto_one_plan(tmp_path):
     """lr 1e-2 on the tiny model moves the logits as far per step as the study's 1e-3 on SmolLM2 (lr * |h|_1):
     the same case then ends with one plan for every problem (docs/contextual.md)."""
-    r = _tiny_run(tmp_path, families="two_step", lr=1e-2, entropy_coef=0.1, steps=80, eval_every=80)
+    r = _tiny_run(tmp_path, families="two_step", lr=1e-2, entropy_coef=0.1, steps=80, eval_every=80,
+                  groups_per_step=4, eval_problems=64)
     assert r["heldout"]["distinct"] == 1 and r["heldout"]["mutual_info"] == 0.0
     assert min(f["accuracy"] for f in r["families"].values()) == 0.0
 
@@ -219,8 +221,8 @@ def test_at_a_large_logit_step_the_lm_planner_collapses_onto_one_plan(tmp_path):
 @pytest.mark.parametrize("entropy_coef, conditions", [(0.2, True), (0.0, False)], ids=["bonus", "no-bonus"])
 def test_at_a_large_logit_step_only_an_entropy_bonus_keeps_plans_apart(tmp_path, entropy_coef, conditions):
     """Default families at lr 1e-2: with the bonus the plan carries the family (1 bit), without it one plan for all."""
-    r = _tiny_run(tmp_path, lr=1e-2, entropy_coef=entropy_coef, score_flat_groups=entropy_coef > 0, steps=60,
-                  eval_every=60)
+    r = _tiny_run(tmp_path, families="default", lr=1e-2, entropy_coef=entropy_coef, groups_per_step=4,
+                  score_flat_groups=entropy_coef > 0, steps=60, eval_every=60, eval_problems=64)
     if conditions:
         assert r["heldout"]["mutual_info"] >= 0.9 and r["families"]["add"]["accuracy"] >= 0.9
         assert r["families"]["mul"]["plan"] != r["families"]["add"]["plan"]

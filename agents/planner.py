@@ -95,6 +95,13 @@ class _Trajectory:
     action_masks: list[list[int]] = field(default_factory=list)
 
 
+def _entropy(logp: torch.Tensor) -> torch.Tensor:
+    """Entropy (nats) over the last axis of log-probs where masked actions are ``-inf`` (they add 0)."""
+    finite = torch.isfinite(logp)
+    safe = torch.where(finite, logp, torch.zeros_like(logp))  # 0 * -inf would make NaN gradients
+    return -(safe.exp() * safe * finite).sum(-1)
+
+
 class Planner(torch.nn.Module):
     """Strategy policy implementing :class:`agents.base.Policy` (role ``"planner"``)."""
 
@@ -203,6 +210,11 @@ class Planner(torch.nn.Module):
         Returns:
             ``(logp, valid)``: ``[rows, max_decisions]`` log-probs and a 0/1 float mask of real decisions.
         """
+        logp, valid, _ = self._scored(records)
+        return logp, valid
+
+    def _scored(self, records: Sequence[PlannerRecord]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(logp, valid, entropy)``: :meth:`trajectory_logprobs` plus each decision's entropy (nats)."""
         logits = self.strategy_logits([r.input_ids for r in records], [r.positions for r in records])
         n, t_max, k = logits.shape
         masks = torch.ones(n, t_max, k, dtype=torch.int8, device=logits.device)
@@ -213,8 +225,9 @@ class Planner(torch.nn.Module):
             masks[r, :t] = torch.as_tensor(np.asarray(rec.action_masks, dtype=np.int8), device=logits.device)
             actions[r, :t] = torch.as_tensor(rec.actions, device=logits.device)
             valid[r, :t] = 1
-        logp = self._logprobs(logits, masks).gather(-1, actions[..., None]).squeeze(-1)
-        return torch.where(valid.bool(), logp, torch.zeros_like(logp)), valid
+        full = self._logprobs(logits, masks)
+        logp = full.gather(-1, actions[..., None]).squeeze(-1)
+        return torch.where(valid.bool(), logp, torch.zeros_like(logp)), valid, _entropy(full) * valid
 
     # ------------------------------------------------------------------------------ learner API
 
@@ -225,9 +238,9 @@ class Planner(torch.nn.Module):
         return self if self.lora is None else self._trained
 
     def score(self, records: Sequence[PlannerRecord]) -> Scored:
-        """:meth:`trajectory_logprobs` as :class:`agents.base.Scored` (one advantage per decision)."""
-        logp, valid = self.trajectory_logprobs(records)
-        return Scored(logp, valid, None)
+        """:meth:`trajectory_logprobs` as :class:`agents.base.Scored` (one advantage per decision), with the
+        entropy of each decision's masked strategy distribution (gradients flow: an entropy bonus uses it)."""
+        return Scored(*self._scored(records))
 
     def token_usage(self, record: PlannerRecord) -> dict[str, int]:
         """Tokens one episode cost: ``planner_context`` (longest context) and ``planner_read`` (tokens

@@ -43,6 +43,12 @@ class GRPOConfig:
     """Constant normaliser (positions per sequence) for loss_type="dr_grpo"."""
     num_iterations: int = 1
     """Optimisation passes over one rollout batch (mu); > 1 reuses it with the old log-probs kept."""
+    entropy_coef: float = 0.0
+    """Entropy bonus: subtract ``entropy_coef * entropy`` per chosen position from the loss. The trainer
+    applies it to the planner only (its strategy distribution; the reasoner's token entropy is logged, never
+    rewarded). Keeps the planner from collapsing onto one plan before the problem-dependent accuracy signal
+    arrives (docs/contextual.md); with it on, equal-reward groups are still scored, since the bonus has a
+    gradient there. 0 = off (the entropy is then only logged)."""
     tis_cap: float = 0.0
     """Truncated importance sampling for rollouts sampled by a lower-precision copy (e.g.
     ``reasoner.sample_dtype=bfloat16``): each token's advantage is weighted by
@@ -68,6 +74,8 @@ class GRPOConfig:
             raise bad("max_length", "use the completion token cap (a positive int)")
         if not isinstance(self.num_iterations, int) or self.num_iterations < 1:
             raise bad("num_iterations", "use 1 (on-policy) or more to reuse each rollout batch")
+        if not (isinstance(self.entropy_coef, (int, float)) and self.entropy_coef >= 0):
+            raise bad("entropy_coef", "use 0 (off) or a small positive bonus such as 0.01")
         if not (isinstance(self.tis_cap, (int, float)) and (self.tis_cap == 0 or self.tis_cap >= 1)):
             raise bad("tis_cap", "use 0 (off) or a cap >= 1 such as 2")
 
@@ -207,7 +215,8 @@ def grpo_loss(
         mask: ``[B, T]`` 1 for positions the agent chose.
         cfg: loss settings.
         ref_logp: ``[B, T]`` frozen-reference log-probs; required iff ``cfg.kl_coef > 0``.
-        entropy: optional ``[B, T]`` per-position entropy (logged only).
+        entropy: optional ``[B, T]`` per-position entropy: logged, and with ``cfg.entropy_coef > 0`` a bonus
+            (it must then carry gradients; an agent that reports none gets no bonus).
 
     Returns:
         ``(loss, metrics)`` with metrics ``clip_ratio/low_mean``, ``clip_ratio/high_mean``,
@@ -225,6 +234,8 @@ def grpo_loss(
         kl = k3_kl(logp, ref_logp)
         if cfg.kl_coef > 0:
             per_pos = per_pos + cfg.kl_coef * kl
+    if cfg.entropy_coef > 0 and entropy is not None:
+        per_pos = per_pos - cfg.entropy_coef * entropy
     loss = AGGREGATIONS[cfg.loss_type](per_pos, mask, cfg.max_length)
     with torch.no_grad():
         metrics = clip_metrics(logp.detach(), old, advantages, mask, cfg)

@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import json
+import math
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,7 @@ from rsim_env.strategies import STRATEGIES
 from .grpo import zero_std_groups
 from .step_plan import StepPlan
 
-__all__ = ["TrainLog", "flat_hparams", "step_flag_counts", "STEP_FLAGS"]
+__all__ = ["TrainLog", "flat_hparams", "step_flag_counts", "STEP_FLAGS", "plan_stats", "task_of"]
 
 STEP_FLAGS = ("echo", "vacuous", "self_repeat")
 """Per-step flags of ``info`` counted in ``steps/<flag>`` (rsim_env.echo, rsim_env.novelty): steps that copy
@@ -81,6 +83,7 @@ class TrainLog:
             m["num_tokens"] = float(self.num_tokens)
         if "planner" in roles:
             m.update(self._strategy_shares(results))
+            m.update(self._plan_stats(results))
         for role, am in per_agent.items():
             for k, v in am.items():
                 m[f"{role}/{k}"] = self.acc.reduce(torch.tensor(v, device=self.acc.device), "mean").item()
@@ -99,6 +102,12 @@ class TrainLog:
                 counts[s] += 1
         counts = self.acc.reduce(torch.tensor(counts, device=self.acc.device), "sum").cpu().numpy()
         return {f"strategies/{s.name}": float(counts[s.index] / max(1, counts.sum())) for s in STRATEGIES}
+
+    def _plan_stats(self, results: list[dict]) -> dict[str, float]:
+        """``plans/*`` (:func:`plan_stats`) over this step's episodes of every process."""
+        pairs = [(tuple(r["info"]["strategies"]), task_of(r["info"]["problem_id"])) for r in results]
+        pairs = gather_object(pairs) if self.acc.num_processes > 1 else pairs
+        return {f"plans/{k}": v for k, v in plan_stats([p for p, _ in pairs], [t for _, t in pairs]).items()}
 
     def write(self, step: int, metrics: dict[str, float], results: list[dict]) -> None:
         """Log ``metrics``, the strategy histogram and the first sample rollouts."""
@@ -128,3 +137,36 @@ def flat_hparams(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[key] = json.dumps(v, default=str)
     return out
+
+
+def task_of(problem_id: str) -> str:
+    """The task (family) of a problem: its id up to the first ``/`` (curriculum ids are ``task/seed/i``)."""
+    return str(problem_id).split("/", 1)[0]
+
+
+def _entropy_bits(counts: Counter) -> float:
+    n = sum(counts.values())
+    return max(0.0, -sum(c / n * math.log2(c / n) for c in counts.values() if c)) if n else 0.0  # never -0.0
+
+
+def plan_stats(plans: list[tuple[int, ...]], tasks: list[str]) -> dict[str, float]:
+    """How diverse the plans are, and how much they say about the task (plug-in estimates, in bits).
+
+    Args:
+        plans: one plan (strategy sequence) per episode.
+        tasks: the task of each episode's problem (:func:`task_of`).
+
+    Returns:
+        ``distinct`` (number of different plans), ``entropy`` H(plan), ``mutual_info`` I(plan; task)
+        = H(plan) + H(task) - H(plan, task), and ``mi_fraction`` = I / H(task) (1: the plan determines
+        the task, 0: plan and task independent; 0 when there is one task). A planner that emits one plan
+        for every problem has entropy 0 and mutual_info 0. The plug-in MI is biased upward on few
+        episodes (it is >= 0 and > 0 by chance): compare it with a fixed number of episodes.
+    """
+    if len(plans) != len(tasks):
+        raise ValueError(f"plan_stats got {len(plans)} plans but {len(tasks)} tasks; pass one task per plan.")
+    plans = [tuple(int(s) for s in p) for p in plans]
+    h_plan, h_task = _entropy_bits(Counter(plans)), _entropy_bits(Counter(tasks))
+    mi = max(0.0, h_plan + h_task - _entropy_bits(Counter(zip(plans, tasks))))
+    return {"distinct": float(len(set(plans))), "entropy": h_plan, "mutual_info": mi,
+            "mi_fraction": mi / h_task if h_task > 0 else 0.0}

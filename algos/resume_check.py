@@ -31,9 +31,9 @@ RUN_CONTROL = ("resume", "allow_config_change")
 """How this invocation runs, not what is trained: never compared."""
 TUNABLE = (
     "train.planner_optim.*", "train.reasoner_optim.*", "train.grpo.clip_eps_*", "train.grpo.kl_coef",
-    "train.grpo.adv_eps", "train.grpo.num_iterations", "train.grpo.scale_rewards", "train.grpo.loss_type",
-    "train.grpo.max_length", "train.mixed_precision", "train.skip_zero_std_groups", "planner.temperature",
-    "reasoner.temperature", "reasoner.top_p", "model.temperature", "schedule.lambda_stage*",
+    "train.grpo.entropy_coef", "train.grpo.adv_eps", "train.grpo.num_iterations", "train.grpo.scale_rewards",
+    "train.grpo.loss_type", "train.grpo.max_length", "train.mixed_precision", "train.skip_zero_std_groups",
+    "planner.temperature", "reasoner.temperature", "reasoner.top_p", "model.temperature", "schedule.lambda_stage*",
     "schedule.stage1_steps", "schedule.follower_updates",
 )
 

@@ -99,7 +99,8 @@ class Trainer(PolicyUpdate):
             for r in learner.trained
         }
         # dr_grpo's constant normaliser: tokens per sequence for the reasoner, rounds for the planner
-        self.loss_cfg = {"reasoner": cfg.grpo,
+        # the entropy bonus is the planner's (docs/contextual.md): a token-entropy bonus is not what it is for
+        self.loss_cfg = {"reasoner": dataclasses.replace(cfg.grpo, entropy_coef=0.0),
                          "planner": dataclasses.replace(cfg.grpo, max_length=self.env_cfg.max_steps)}
         self.ref_agents = {}
         if cfg.grpo.kl_coef > 0:

@@ -90,7 +90,8 @@ class PolicyUpdate:
         g = self.cfg.grpo
         adv = self._advantages(R)
         zero = zero_std_groups(R, self.G)
-        score_all = g.kl_coef > 0 or not self.cfg.skip_zero_std_groups
+        # a KL penalty or an entropy bonus has a gradient even where every reward of a group is equal
+        score_all = g.kl_coef > 0 or self.loss_cfg[role].entropy_coef > 0 or not self.cfg.skip_zero_std_groups
         keep = [c for c in range(len(R)) if score_all or not zero[c // self.G]]
         active = int(self.acc.reduce(torch.tensor(len(keep), device=self.acc.device), "sum").item())
         if active == 0:  # every process has only zero-advantage groups: nothing to learn this step

@@ -185,7 +185,7 @@ class LlamaCppReasoner:
         starts = [len(c.ids) for c in convs]
         step_tokens: list[list[int]] = [[] for _ in rows]
         active = [True] * len(rows)
-        caps = [cfg.max_answer_tokens if c.single_turn or (c.terminating and c.kind == "code") else cfg.max_step_tokens
+        caps = [cfg.max_answer_tokens if c.single_turn or (c.terminating and c.kind.whole_answer) else cfg.max_step_tokens
                 for c in convs]
         logits = {**logits, **self.engine.feed(feeds)}
         for count in range(1, max(caps) + 1):

@@ -13,12 +13,18 @@ console every error is one line and a non-zero exit (:mod:`algos.console`; ``--d
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
+
+from . import threads
+
+# before torch is imported (below): libgomp reads its wait policy once, when it loads (algos/threads.py)
+os.environ.update(threads.wait_policy_env(os.environ))
 
 from agents.registry import spec_help as agent_specs
 from rsim_env.data import spec_help
@@ -85,6 +91,7 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     """Build everything from ``cfg`` and train (resuming if ``cfg.resume``)."""
     from accelerate.utils import set_seed
 
+    cfg = dataclasses.replace(cfg, threads=threads.use_threads(cfg.threads))  # the config records the count used
     point, step = preflight(cfg)
     if point is not None and check_not_complete(step, cfg.train.steps, str(point)):
         return _already_complete(point, step, cfg.train.steps, cfg.train.output_dir)
@@ -103,6 +110,7 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     out["seconds"] = time.perf_counter() - t0
     out["seconds_per_step"] = out["seconds"] / max(1, steps)
     out["is_main_process"] = acc.is_main_process
+    out["threads"] = cfg.threads
     out["params"] = {r: trainer.agents[r].module for r in learner.trained}  # for tests; dropped when printed
     return out
 
@@ -162,6 +170,8 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
                         "--learner planner_only --data code_tasks)")
     t.add_argument("--reasoner", help="= --set model.reasoner=SPEC (agent specs below)")
     t.add_argument("--data", help="= --set data.source=SPEC (data specs below)")
+    t.add_argument("--threads", type=int, help="= --set threads=N: CPU threads for torch (default: the free physical "
+                   "cores, or OMP_NUM_THREADS; README 'Running several jobs on one machine')")
     t.add_argument("--debug", action="store_true", help="show the traceback of an error (or set RSIM_DEBUG=1)")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config field, e.g. train.grpo.clip_eps_high=0.28, env.weights.follow=0.5, "
@@ -182,12 +192,14 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
             p.error(f"--init-planner {a.init_planner}: {why}")
         a.planner = a.init_planner
     for flag, key in (("learner", "learner"), ("steps", "train.steps"), ("out", "train.output_dir"), ("resume", "resume"),
-                      ("planner", "model.planner"), ("reasoner", "model.reasoner"), ("data", "data.source")):
+                      ("planner", "model.planner"), ("reasoner", "model.reasoner"), ("data", "data.source"),
+                      ("threads", "threads")):
         if getattr(a, flag) is not None:
             overrides[key] = getattr(a, flag)
     if a.allow_config_change:
         overrides["allow_config_change"] = True
     if a.resume:  # the saved config is the base: no silent fall-back to the defaults
+        overrides.setdefault("threads", 0)  # but the thread count is chosen again, for the machine as it is now
         point, saved, _ = pre.read_resume_point(a.resume)
         return a.command, resolve_resumed(saved, a.preset, overrides, where=str(point)), a.print_config
     return a.command, resolve(a.preset, overrides), a.print_config

@@ -120,6 +120,9 @@ class EvalConfig:
     """Write PNG plots into ``out``."""
     progress: bool = True
     """tqdm progress bar on stderr."""
+    threads: int = 0
+    """CPU threads for torch; 0 = OMP_NUM_THREADS if set, else the physical cores less those other jobs keep busy
+    (algos/threads.py). results.json holds the count used."""
 
     def __post_init__(self) -> None:
         check_finite(self)
@@ -127,6 +130,8 @@ class EvalConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"EvalConfig.{name}={v!r} is invalid: use an int >= 1.")
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 0:
+            raise ValueError(f"EvalConfig.threads={self.threads!r} is invalid: use an int >= 1, or 0 to choose automatically.")
         if self.max_answer_tokens < 0:
             raise ValueError(f"EvalConfig.max_answer_tokens={self.max_answer_tokens!r}: use 0 (auto) or a positive int.")
         if not self.temperature > 0:

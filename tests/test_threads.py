@@ -116,3 +116,30 @@ def test_eval_threads_flag_is_used_and_recorded(torch_threads):
     assert res["config"]["threads"] == 1 and torch_threads.get_num_threads() == 1
     with pytest.raises(ValueError, match="EvalConfig.threads"):
         main(["--reasoner", "template", "--threads", "-2"])
+
+
+def test_concurrency_per_step_counts_only_overlapping_steps():
+    from benchmarks.concurrency import per_step
+
+    rec = {"loop_start": 100.0, "step_times": [5.0, 1.0, 2.0, 4.0]}  # steps end at 105, 106, 108, 112
+    assert per_step(rec, warmup=1) == (7.0 / 3, 0)
+    assert per_step(rec, warmup=1, window=(105.0, 108.5)) == (1.5, 2)  # the step ending at 112 ran alone
+    assert per_step(rec, warmup=0, window=(200.0, 300.0)) == (3.0, 0)  # no overlap: every step, flagged 0
+
+
+def test_concurrency_benchmark_smoke_on_tiny_preset(tmp_path):
+    """benchmarks/concurrency.py end to end on the tiny preset: both settings, each run's threads and wait recorded."""
+    from benchmarks.concurrency import Config, main
+
+    out = tmp_path / "c.json"
+    main(Config(preset="tiny", steps=2, warmup=1, settle_s=0, output_dir=str(tmp_path / "runs"), out=str(out)))
+    res = json.loads(out.read_text())
+    new, old = res["settings"]["default"], res["settings"]["old"]
+    assert new["wait"] == {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": None}
+    assert old["wait"] == {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": "300000"}
+    assert old["threads_alone"] == 2 and old["threads_concurrent"] == [2, 2]
+    assert all(n >= 1 for n in [new["threads_alone"], *new["threads_concurrent"]])
+    assert res["concurrent_slowdown"] == max(res["concurrent_slowdown_each"]) > 0
+    assert len(res["concurrent_slowdown_each"]) == 2 and res["concurrent_slowdown_old"] > 0
+    with pytest.raises(ValueError, match="settings"):
+        Config(settings="default,fast")

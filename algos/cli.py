@@ -91,11 +91,11 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     """Build everything from ``cfg`` and train (resuming if ``cfg.resume``)."""
     from accelerate.utils import set_seed
 
-    cfg = dataclasses.replace(cfg, threads=threads.use_threads(cfg.threads))  # the config records the count used
     point, step = preflight(cfg)
     if point is not None and check_not_complete(step, cfg.train.steps, str(point)):
         return _already_complete(point, step, cfg.train.steps, cfg.train.output_dir)
     problems = build_problems(cfg)  # a bad data file fails here, before any model is loaded
+    cfg = dataclasses.replace(cfg, threads=threads.use_threads(cfg.threads))  # the saved config records the count used
     acc = make_accelerator(cfg.train)
     set_seed(cfg.train.seed)  # same init on every process
     learner = build_learner(cfg)

@@ -80,10 +80,11 @@ def auto_threads(cores: int, cpus: int, host_cpus: int, load1: float) -> int:
 
     The load average counts the runnable threads of the whole host (``host_cpus`` logical CPUs, more
     than ``cpus`` in a container with a CPU set), so the share of it on this job's CPUs is
-    ``load1 * cpus / host_cpus``; each such busy thread is taken to hold one core. At least 1.
+    ``load1 * cpus / host_cpus``; each whole busy thread in it is taken to hold one core (a fraction, such
+    as a desktop's background load, takes none). At least 1.
     """
     busy = load1 * cpus / max(cpus, host_cpus)
-    return max(1, min(cores, math.floor(cores - busy + 0.5)))
+    return max(1, min(cores, cores - math.floor(busy)))
 
 
 def resolve_threads(requested: int = 0, environ: Mapping[str, str] | None = None,

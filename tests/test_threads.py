@@ -27,13 +27,14 @@ def test_wait_policy_env(environ, added):
 
 @pytest.mark.parametrize("cores,cpus,host,load,threads", [
     (2, 2, 2, 0.1, 2),     # quiet laptop: every core
-    (2, 2, 2, 0.6, 1),     # half a core busy elsewhere rounds to one
+    (2, 2, 2, 0.9, 2),     # background load (a browser, an editor) takes no core
+    (2, 2, 2, 1.3, 1),     # a single-threaded job elsewhere
     (2, 2, 2, 2.0, 1),     # another 2-thread job: one thread, never zero
     (2, 2, 2, 12.0, 1),    # a crowded machine
     (8, 16, 16, 0.0, 8),   # hyper-threads: physical cores only
     (8, 8, 8, 3.0, 5),
     (2, 2, 64, 8.0, 2),    # a 2-CPU container on a 64-CPU host: its share of the host's load is small
-], ids=["quiet", "half-busy", "one-job", "crowded", "ht", "busy-8", "container"])
+], ids=["quiet", "background", "one-thread-job", "one-job", "crowded", "ht", "busy-8", "container"])
 def test_auto_threads(cores, cpus, host, load, threads):
     assert auto_threads(cores, cpus, host, load) == threads
 

@@ -95,9 +95,9 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     if point is not None and check_not_complete(step, cfg.train.steps, str(point)):
         return _already_complete(point, step, cfg.train.steps, cfg.train.output_dir)
     problems = build_problems(cfg)  # a bad data file fails here, before any model is loaded
-    cfg = dataclasses.replace(cfg, threads=threads.use_threads(cfg.threads))  # the saved config records the count used
     acc = make_accelerator(cfg.train)
     set_seed(cfg.train.seed)  # same init on every process
+    cfg = dataclasses.replace(cfg, threads=threads.use_threads(cfg.threads))  # the saved config records the count used
     learner = build_learner(cfg)
     agents = build_agents(cfg, learner, acc.device, problems)
     trainer = Trainer(cfg.train, learner, agents, problems, acc, run_config=to_dict(cfg), env=cfg.env)
@@ -107,10 +107,10 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     start = trainer.step
     out = trainer.train()
     steps = out["steps"] - start
+    out["threads"] = cfg.threads
     out["seconds"] = time.perf_counter() - t0
     out["seconds_per_step"] = out["seconds"] / max(1, steps)
     out["is_main_process"] = acc.is_main_process
-    out["threads"] = cfg.threads
     out["params"] = {r: trainer.agents[r].module for r in learner.trained}  # for tests; dropped when printed
     return out
 

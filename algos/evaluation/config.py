@@ -130,8 +130,6 @@ class EvalConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"EvalConfig.{name}={v!r} is invalid: use an int >= 1.")
-        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 0:
-            raise ValueError(f"EvalConfig.threads={self.threads!r} is invalid: use an int >= 1, or 0 to choose automatically.")
         if self.max_answer_tokens < 0:
             raise ValueError(f"EvalConfig.max_answer_tokens={self.max_answer_tokens!r}: use 0 (auto) or a positive int.")
         if not self.temperature > 0:
@@ -143,6 +141,8 @@ class EvalConfig:
 
         if self.frozen not in FROZEN:
             raise ValueError(f"EvalConfig.frozen={self.frozen!r} is invalid: use one of {FROZEN}.")
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 0:
+            raise ValueError(f"EvalConfig.threads={self.threads!r} is invalid: use an int >= 1, or 0 to choose automatically.")
         for seq in self.fixed:
             if not seq or any(not isinstance(s, int) or not 0 <= s < NUM_STRATEGIES for s in seq):
                 raise ValueError(f"EvalConfig.fixed has sequence {seq!r}: use ints in 0..{NUM_STRATEGIES - 1}, "

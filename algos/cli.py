@@ -13,12 +13,18 @@ console every error is one line and a non-zero exit (:mod:`algos.console`; ``--d
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
+
+from . import threads
+
+# before torch is imported (below): libgomp reads its wait policy once, when it loads (algos/threads.py)
+os.environ.update(threads.wait_policy_env(os.environ))
 
 from agents.registry import spec_help as agent_specs
 from rsim_env.data import spec_help
@@ -92,6 +98,7 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     sandbox = pre.check_sandbox(problems)  # code problems: bubblewrap or an explicit opt-in, before any model
     acc = make_accelerator(cfg.train)
     set_seed(cfg.train.seed)  # same init on every process
+    cfg = dataclasses.replace(cfg, threads=threads.use_threads(cfg.threads))  # the saved config records the count used
     learner = build_learner(cfg)
     agents = build_agents(cfg, learner, acc.device, problems)
     trainer = Trainer(cfg.train, learner, agents, problems, acc, run_config=to_dict(cfg), env=cfg.env)
@@ -101,6 +108,7 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     start = trainer.step
     out = trainer.train()
     steps = out["steps"] - start
+    out["threads"] = cfg.threads
     out["seconds"] = time.perf_counter() - t0
     out["seconds_per_step"] = out["seconds"] / max(1, steps)
     out["is_main_process"] = acc.is_main_process
@@ -165,6 +173,8 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
                         "--learner planner_only --data code_tasks)")
     t.add_argument("--reasoner", help="= --set model.reasoner=SPEC (agent specs below)")
     t.add_argument("--data", help="= --set data.source=SPEC (data specs below)")
+    t.add_argument("--threads", type=int, help="= --set threads=N: CPU threads for torch (default: the free physical "
+                   "cores, or OMP_NUM_THREADS; README 'Running several jobs on one machine')")
     t.add_argument("--debug", action="store_true", help="show the traceback of an error (or set RSIM_DEBUG=1)")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config field, e.g. train.grpo.clip_eps_high=0.28, env.weights.follow=0.5, "
@@ -185,12 +195,14 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
             p.error(f"--init-planner {a.init_planner}: {why}")
         a.planner = a.init_planner
     for flag, key in (("learner", "learner"), ("steps", "train.steps"), ("out", "train.output_dir"), ("resume", "resume"),
-                      ("planner", "model.planner"), ("reasoner", "model.reasoner"), ("data", "data.source")):
+                      ("planner", "model.planner"), ("reasoner", "model.reasoner"), ("data", "data.source"),
+                      ("threads", "threads")):
         if getattr(a, flag) is not None:
             overrides[key] = getattr(a, flag)
     if a.allow_config_change:
         overrides["allow_config_change"] = True
     if a.resume:  # the saved config is the base: no silent fall-back to the defaults
+        overrides.setdefault("threads", 0)  # but the thread count is chosen again, for the machine as it is now
         point, saved, _ = pre.read_resume_point(a.resume)
         return a.command, resolve_resumed(saved, a.preset, overrides, where=str(point)), a.print_config
     return a.command, resolve(a.preset, overrides), a.print_config

@@ -107,11 +107,16 @@ class RunConfig:
     allow_config_change: bool = False
     """With resume: accept changed optimiser/loss settings (learning rates, clipping, KL, temperatures, lambda
     schedule); shapes and meaning (models, learner, group size, seed, env, data) can never change (algos/resume_check.py)."""
+    threads: int = 0
+    """CPU threads for torch (--threads N); 0 = OMP_NUM_THREADS if set, else the physical cores less those other
+    jobs keep busy (algos/threads.py). A run's saved config holds the count it used; a resume chooses again."""
 
     def __post_init__(self) -> None:
         check_finite(self)
         if self.learner not in LEARNERS:
             raise ValueError(f"RunConfig.learner={self.learner!r} is invalid: choose one of {tuple(LEARNERS)}.")
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 0:
+            raise ValueError(f"RunConfig.threads={self.threads!r} is invalid: use an int >= 1, or 0 to choose automatically.")
 
 
 PRESETS: dict[str, dict[str, Any]] = {

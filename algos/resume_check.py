@@ -27,7 +27,7 @@ BENIGN = (
     "train.progress", "train.output_dir", "train.log_update_norm", "train.max_bad_steps",
     "planner.use_cache", "reasoner.cache", "reasoner.cache_capacity",
 )
-RUN_CONTROL = ("resume", "allow_config_change")
+RUN_CONTROL = ("resume", "allow_config_change", "threads")
 """How this invocation runs, not what is trained: never compared."""
 TUNABLE = (
     "train.planner_optim.*", "train.reasoner_optim.*", "train.grpo.clip_eps_*", "train.grpo.kl_coef",

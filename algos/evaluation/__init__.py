@@ -11,6 +11,7 @@ figures), :mod:`.report` (table, JSON, plots).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any, Sequence
 
@@ -39,4 +40,6 @@ def main(cfg: EvalConfig | Sequence[str] | None = None) -> dict[str, Any]:
     """``main(EvalConfig)``, ``main(["--limit", "10", ...])`` or console (``sys.argv``) -> results dict."""
     if not isinstance(cfg, EvalConfig):
         cfg = parse(sys.argv[1:] if cfg is None else cfg)
-    return run(cfg)
+    from ..threads import use_threads
+
+    return run(dataclasses.replace(cfg, threads=use_threads(cfg.threads)))  # results.json records the count used

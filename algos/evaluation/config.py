@@ -143,6 +143,9 @@ class EvalConfig:
     """Write PNG plots into ``out``."""
     progress: bool = True
     """tqdm progress bar on stderr."""
+    threads: int = 0
+    """CPU threads for torch; 0 = OMP_NUM_THREADS if set, else the physical cores less those other jobs keep busy
+    (algos/threads.py). results.json holds the count used."""
 
     def __post_init__(self) -> None:
         check_finite(self)
@@ -169,6 +172,8 @@ class EvalConfig:
 
         if self.frozen not in FROZEN:
             raise ValueError(f"EvalConfig.frozen={self.frozen!r} is invalid: use one of {FROZEN}.")
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 0:
+            raise ValueError(f"EvalConfig.threads={self.threads!r} is invalid: use an int >= 1, or 0 to choose automatically.")
         for seq in self.fixed:
             if not seq or any(not isinstance(s, int) or not 0 <= s < num_strategies() for s in seq):
                 raise ValueError(f"EvalConfig.fixed has sequence {seq!r}: use ints in 0..{num_strategies() - 1}, "

@@ -105,6 +105,7 @@ class LlamaCppReasoner:
     _start_turn = Reasoner._start_turn
     _stops = Reasoner._stops
     _text = Reasoner._text
+    _close_turns = Reasoner._close_turns
     records = Reasoner.records
     num_generated = Reasoner.num_generated
     token_usage = Reasoner.token_usage
@@ -204,13 +205,7 @@ class LlamaCppReasoner:
             logits = self.engine.feed({rows[r]: [step_tokens[r][-1]] for r in range(len(rows)) if active[r]})
             for r, conv in enumerate(convs):
                 conv.fed += active[r]
-        texts = {}
-        for r, conv in enumerate(convs):
-            conv.step_spans.append((starts[r], len(conv.ids)))
-            text = self._text(step_tokens[r]).lstrip()
-            conv.needs_delimiter = conv.open and STEP_DELIMITER not in text
-            texts[rows[r]] = text.strip() if conv.single_turn or conv.terminating else text.split(STEP_DELIMITER)[0].strip()
-        return texts
+        return self._close_turns(rows, convs, starts, step_tokens)
 
     def _pick(self, logits: np.ndarray) -> tuple[list[int], list[float]]:
         """One token per row of ``[rows, vocab]`` logits and its log-prob (:mod:`agents.sampling`'s convention)."""

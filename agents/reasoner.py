@@ -409,6 +409,12 @@ class Reasoner:
             logits = kv.feed([[tokens[r]] if active[r] else [] for r in range(len(rows))])
             for r, conv in enumerate(convs):
                 conv.fed += active[r]
+        return self._close_turns(rows, convs, starts, step_tokens)
+
+    def _close_turns(self, rows: list[int], convs: list[Any], starts: list[int],
+                     step_tokens: list[list[int]]) -> dict[int, str]:
+        """Record each conversation's step span and return its step text (cut at the delimiter unless the turn
+        is one whole answer); shared with :class:`agents.llamacpp.LlamaCppReasoner`."""
         texts = {}
         for r, conv in enumerate(convs):
             conv.step_spans.append((starts[r], len(conv.ids)))

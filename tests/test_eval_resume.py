@@ -22,8 +22,9 @@ run_mod = sys.modules["algos.evaluation.run"]  # the module (the package re-expo
 
 ARGS = dict(reasoner="template:0.5", source="tiny", limit=7, batch=2, k=2, modes=("none", "random", "fixed:1,8"),
             progress=False, plots=False)
-WALL = {"wall_s", "planner_s", "reasoner_s", "wall_s_per_problem", "wall_vs_none", "load_s", "total_s"}
-"""Wall-clock fields: they measure this run's machine time, so two runs never agree on them (left out on purpose)."""
+WALL = {"wall_s", "planner_s", "reasoner_s", "wall_s_per_problem", "wall_vs_none", "load_s", "total_s", "threads"}
+"""Wall-clock fields: they measure this run's machine time, so two runs never agree on them (left out on purpose);
+and the thread count, which each process chooses from the machine's load (algos/threads.py; speed only)."""
 
 
 def _strip(x):

@@ -215,6 +215,7 @@ def test_chat_only_server_refuses_a_lead_in_protocol_in_one_line(server, spec_ta
 
 def test_auto_falls_back_to_chat_on_a_chat_only_server(server):
     """A tokenizer at hand but no completions endpoint (HTTP 404): the chat protocol still works, through chat."""
+    pytest.importorskip("transformers", reason="the completions route renders the chat template (the 'train' extra; this file also runs env-only)")
     r = make(server, tokenizer="tiny")
     out = rollout(EnvGroup(PROBLEMS[:1], group_size=1, max_steps=3, protocol="chat"), r, FixedPlanner([3, 8]), seed=0)
     assert out.trajectories[0]["info"]["correct"] and r._route() == "chat"
@@ -223,6 +224,7 @@ def test_auto_falls_back_to_chat_on_a_chat_only_server(server):
 
 def test_tokenizer_mismatch_is_named():
     """The server counts the prompt's tokens differently from the template's tokenizer: an error names both counts."""
+    pytest.importorskip("transformers", reason="the completions route renders the chat template (the 'train' extra; this file also runs env-only)")
     from agents.completions import TokenizerMismatch
 
     s = ChatServer(completions=True)
@@ -253,6 +255,7 @@ def test_spec_selects_the_endpoint_and_tokenizer():
 def test_a_step_that_ends_at_its_last_token_keeps_the_turn_open():
     """The client cuts a reply where the local reasoner stops: a box closed by the reply's last token ends the step
     there (the end-of-turn the server wrote after it was never reached locally), text after it is dropped."""
+    pytest.importorskip("transformers", reason="the completions route renders the chat template (the 'train' extra; this file also runs env-only)")
     from agents.completions import TextTurns
     from agents.loading import tiny_tokenizer
 

@@ -80,3 +80,13 @@ class Trainable(Policy, Protocol):
     def score(self, records: Sequence[Any]) -> Scored:
         """Log-probs of what the agent did in ``records`` under its current weights (gradients flow)."""
         ...
+
+
+def check_act_args(copy_ids: Sequence[int], observations: Sequence[Any], num_copies: int) -> None:
+    """Raise ``ValueError`` unless ``act(copy_ids, observations)`` got one observation per copy id, each id
+    in ``range(num_copies)`` (the agent's last ``reset``)."""
+    if len(copy_ids) != len(observations):
+        raise ValueError(f"act() got {len(copy_ids)} copy ids but {len(observations)} observations")
+    bad = [c for c in copy_ids if not 0 <= c < num_copies]
+    if bad:
+        raise ValueError(f"copy ids {bad} outside range({num_copies}); call reset(num_copies) first")

@@ -30,6 +30,7 @@ import numpy as np
 
 from rsim_env.render import STEP_DELIMITER
 
+from .base import check_act_args
 from .llamacpp_engine import Engine
 from .reasoner import Reasoner, ReasonerConfig, _Conversation
 
@@ -106,6 +107,7 @@ class LlamaCppReasoner:
     _stops = Reasoner._stops
     _text = Reasoner._text
     _close_turns = Reasoner._close_turns
+    _caps = Reasoner._caps
     records = Reasoner.records
     num_generated = Reasoner.num_generated
     token_usage = Reasoner.token_usage
@@ -145,11 +147,7 @@ class LlamaCppReasoner:
 
     def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[str]:
         """Write the next step of every listed copy (one batched decode); return the step texts."""
-        if len(copy_ids) != len(observations):
-            raise ValueError(f"act() got {len(copy_ids)} copy ids but {len(observations)} observations")
-        bad = [c for c in copy_ids if not 0 <= c < self.num_copies]
-        if bad:
-            raise ValueError(f"copy ids {bad} outside range({self.num_copies}); call reset(num_copies) first")
+        check_act_args(copy_ids, observations, self.num_copies)
         for gone in self._live - set(copy_ids):  # finished copies: free their KV
             self.engine.remove(gone)
         self._live = set(copy_ids)
@@ -186,8 +184,7 @@ class LlamaCppReasoner:
         starts = [len(c.ids) for c in convs]
         step_tokens: list[list[int]] = [[] for _ in rows]
         active = [True] * len(rows)
-        caps = [cfg.max_answer_tokens if c.single_turn or (c.terminating and c.kind.whole_answer) else cfg.max_step_tokens
-                for c in convs]
+        caps = self._caps(convs)
         logits = {**logits, **self.engine.feed(feeds)}
         for count in range(1, max(caps) + 1):
             live = [r for r in range(len(rows)) if active[r]]

@@ -33,7 +33,7 @@ from rsim_env.render import planner_header, planner_segment
 from rsim_env import strategies
 from rsim_env.validation import check_finite
 
-from .base import Scored
+from .base import Scored, check_act_args
 from .prefix import shareable, shared_prefix_hidden
 from .sampling import right_pad
 
@@ -274,11 +274,7 @@ class Planner(torch.nn.Module):
 
     def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[int]:
         """Choose a strategy for every listed copy (one batched forward)."""
-        if len(copy_ids) != len(observations):
-            raise ValueError(f"act() got {len(copy_ids)} copy ids but {len(observations)} observations")
-        bad = [c for c in copy_ids if not 0 <= c < self.num_copies]
-        if bad:
-            raise ValueError(f"copy ids {bad} outside range({self.num_copies}); call reset(num_copies) first")
+        check_act_args(copy_ids, observations, self.num_copies)
         contexts = [self._context(c, o) for c, o in zip(copy_ids, observations)]
         k = self.head.out_features
         masks = [np.asarray(o.get("action_mask", np.ones(k, np.int8)), dtype=np.int8) for o in observations]

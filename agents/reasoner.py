@@ -58,7 +58,7 @@ from rsim_env.strategies import TERMINATION
 from rsim_env.validation import check_finite
 
 from .kv import KVBatch
-from .base import Scored
+from .base import Scored, check_act_args
 from .prefix import shared_prefix_logprobs
 from .sampling import generated_logprobs, masked_logprobs, sample
 from .turns import step_stops, turn_glue
@@ -272,11 +272,7 @@ class Reasoner:
 
     def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[str]:
         """Write the next step of every listed copy (one batched decode); return the step texts."""
-        if len(copy_ids) != len(observations):
-            raise ValueError(f"act() got {len(copy_ids)} copy ids but {len(observations)} observations")
-        bad = [c for c in copy_ids if not 0 <= c < self.num_copies]
-        if bad:
-            raise ValueError(f"copy ids {bad} outside range({self.num_copies}); call reset(num_copies) first")
+        check_act_args(copy_ids, observations, self.num_copies)
         with torch.inference_mode(), self._scope():
             decoder = self._decode_model()
             if self._kv is None:
@@ -388,8 +384,7 @@ class Reasoner:
         starts = [len(c.ids) for c in convs]
         step_tokens: list[list[int]] = [[] for _ in rows]
         active = [True] * len(rows)
-        caps = [cfg.max_answer_tokens if c.single_turn or (c.terminating and c.kind.whole_answer) else cfg.max_step_tokens
-                for c in convs]
+        caps = self._caps(convs)
         if any(feeds):
             fed = kv.feed(feeds)
             logits = fed if logits is None else torch.where(torch.tensor([bool(f) for f in feeds], device=fed.device)[:, None], fed, logits)
@@ -410,6 +405,13 @@ class Reasoner:
             for r, conv in enumerate(convs):
                 conv.fed += active[r]
         return self._close_turns(rows, convs, starts, step_tokens)
+
+    def _caps(self, convs: list[Any]) -> list[int]:
+        """Token cap of each conversation's turn: the answer cap for a whole answer (no-planner mode, or a kind
+        whose termination turn is one, as a program is), else the step cap."""
+        cfg = self.config
+        return [cfg.max_answer_tokens if c.single_turn or (c.terminating and c.kind.whole_answer) else cfg.max_step_tokens
+                for c in convs]
 
     def _close_turns(self, rows: list[int], convs: list[Any], starts: list[int],
                      step_tokens: list[list[int]]) -> dict[int, str]:

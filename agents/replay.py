@@ -48,6 +48,7 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
+from .base import check_act_args
 from .replay_store import StepStore
 
 __all__ = ["ReplayReasoner", "ReplayRecord", "StepStore", "decoding_settings", "weights_fingerprint", "build",
@@ -224,11 +225,7 @@ class ReplayReasoner:
 
     def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[str]:
         """The next step of every listed copy: stored ones read back, the rest decoded and stored."""
-        if len(copy_ids) != len(observations):
-            raise ValueError(f"act() got {len(copy_ids)} copy ids but {len(observations)} observations")
-        bad = [c for c in copy_ids if not 0 <= c < self.num_copies]
-        if bad:
-            raise ValueError(f"copy ids {bad} outside range({self.num_copies}); call reset(num_copies) first")
+        check_act_args(copy_ids, observations, self.num_copies)
         keys = [self._key(c, o) for c, o in zip(copy_ids, observations)]
         found = self.store.get_many(keys)
         for c, key, obs in zip(copy_ids, keys, observations):

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable, Mapping, Sequence
 
+from .plan_stats import best_plan
+
 __all__ = ["plan_name", "validation_table", "choose_fixed", "choose_per_task", "train_bandit", "majority_vote",
            "sc_samples", "reasoner_tokens", "outcome_rows", "outcome_table", "seed_level",
            "self_consistency"]
@@ -52,11 +54,6 @@ def validation_table(problems: Sequence[Any], reasoner: Any, plans: Sequence[tup
     return table, rows, dict(replay.stats)
 
 
-def _argmax(scores: Sequence[float]) -> int:
-    """Index of the highest score; ties go to the first (the shortest plan: plans are listed shortest first)."""
-    return max(range(len(scores)), key=lambda j: (scores[j], -j))
-
-
 def _accuracy(table: Mapping[str, Mapping[str, bool]], ids: Sequence[str], plans: Sequence[str]) -> list[float]:
     return [sum(table[i][p] for i in ids) / len(ids) for p in plans]
 
@@ -66,7 +63,7 @@ def choose_fixed(table: Mapping[str, Mapping[str, bool]], plans: Sequence[str]) 
     if not table:
         raise ValueError("choose_fixed: the validation table is empty; give validation problems (--validation-limit).")
     acc = _accuracy(table, list(table), plans)
-    return plans[_argmax(acc)], dict(zip(plans, acc))
+    return plans[best_plan(acc)], dict(zip(plans, acc))
 
 
 def choose_per_task(table: Mapping[str, Mapping[str, bool]], tasks: Mapping[str, str], plans: Sequence[str]
@@ -75,9 +72,7 @@ def choose_per_task(table: Mapping[str, Mapping[str, bool]], tasks: Mapping[str,
     best, _ = choose_fixed(table, plans)
     choice = {}
     for t in sorted(set(tasks[i] for i in table)):
-        acc = _accuracy(table, [i for i in table if tasks[i] == t], plans)
-        top = max(acc)
-        choice[t] = best if acc[plans.index(best)] == top else plans[_argmax(acc)]
+        choice[t] = plans[best_plan(_accuracy(table, [i for i in table if tasks[i] == t], plans), prefer=plans.index(best))]
     return choice
 
 
@@ -108,7 +103,7 @@ def train_bandit(table: Mapping[str, Mapping[str, bool]], tasks: Mapping[str, st
         losses[t][j] += 1.0 - r
     mean = {t: (wins[t] / (wins[t] + losses[t])).tolist() for t in names}
     pooled = sum(wins.values()) / (sum(wins.values()) + sum(losses.values()))
-    return {"choice": {t: plans[_argmax(mean[t])] for t in names}, "default": plans[_argmax(pooled.tolist())],
+    return {"choice": {t: plans[best_plan(mean[t])] for t in names}, "default": plans[best_plan(pooled)],
             "pulls": {t: {plans[j]: int(wins[t][j] + losses[t][j] - 2) for j in range(len(plans))
                           if wins[t][j] + losses[t][j] > 2} for t in names}, "episodes": episodes, "seed": seed}
 

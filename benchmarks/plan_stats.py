@@ -19,8 +19,9 @@ def split(ids: Sequence[str], val_fraction: float, seed: int) -> tuple[list[str]
     return [ids[i] for i in order[:n_val]], [ids[i] for i in order[n_val:]]
 
 
-def _best(acc: np.ndarray, prefer: int | None = None) -> int:
+def best_plan(acc: np.ndarray | Sequence[float], prefer: int | None = None) -> int:
     """Index of the highest accuracy; ties go to ``prefer`` if it is tied, else to the first (shortest) plan."""
+    acc = np.asarray(acc)
     top = np.flatnonzero(acc == acc.max())
     return int(prefer) if prefer is not None and prefer in top else int(top[0])
 
@@ -46,13 +47,13 @@ def summarise(rows: Sequence[dict[str, Any]], ids: Sequence[str], plans: Sequenc
     val, test = split(list(ids), val_fraction, split_seed)
     vi, ti = [pos[i] for i in val], [pos[i] for i in test]
     val_acc, test_acc = C[vi].mean(0), C[ti].mean(0)
-    best = _best(val_acc)
+    best = best_plan(val_acc)
     tasks = sorted(set(task.values()))
     per_task, choice = {}, {}
     for t in tasks:
         tv = [pos[i] for i in val if task[i] == t]
         tt = [pos[i] for i in test if task[i] == t]
-        j = _best(C[tv].mean(0), prefer=best) if tv else best
+        j = best_plan(C[tv].mean(0), prefer=best) if tv else best
         choice[t] = j
         per_task[t] = {"plan": list(plans[j]), "val_accuracy": float(C[tv, j].mean()) if tv else None,
                        "test_accuracy": float(C[tt, j].mean()) if tt else None, "n_val": len(tv), "n_test": len(tt),

@@ -80,11 +80,17 @@ def units(text: str, kind: str = "math") -> frozenset[str]:
     return kinds.get(kind).content_units(text)
 
 
-@lru_cache(maxsize=4)
 def _injected_units(kind: str) -> frozenset[str]:
+    """Content units of every injected text, for the strategy rows and kinds registered *now* (a row added by
+    ``strategies.register`` / ``extra_strategy`` counts as soon as it is there)."""
     from .render import injected_texts  # render imports strategies only; no cycle at call time
 
-    return frozenset().union(*(units(t, kind) for t in injected_texts()))
+    return _units_of(kind, tuple(injected_texts()))
+
+
+@lru_cache(maxsize=16)
+def _units_of(kind: str, texts: tuple[str, ...]) -> frozenset[str]:
+    return frozenset().union(*(units(t, kind) for t in texts))
 
 
 def is_vacuous(step: str, context: Sequence[str], kind: str = "math") -> bool:

@@ -34,6 +34,7 @@ Spec form (for registries / the CLI): ``openai:MODEL@URL``, see :func:`parse_spe
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import os
@@ -372,8 +373,10 @@ class OpenAIReasoner:
             hint = {401: f"check the key in ${self.cfg.api_key_env}", 403: f"check the key in ${self.cfg.api_key_env}",
                     404: "check base_url (it usually ends in /v1) and the model name"}.get(e.code, "see the message")
             raise APIError(f"{url} answered HTTP {e.code} ({hint}): {detail[:500]}") from e
-        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
+        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError, http.client.IncompleteRead) as e:
             raise _Retryable(f"{type(e).__name__}: {e}", None) from e
+        if not raw.strip():  # the connection closed before the reply's body (e.g. the server died mid-answer)
+            raise _Retryable("empty response body", None)
         if len(raw) > MAX_RESPONSE_BYTES:
             raise APIError(f"{url}: response larger than {MAX_RESPONSE_BYTES} bytes; refusing it.")
         try:

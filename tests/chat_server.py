@@ -4,7 +4,7 @@ Scripted replies: the last user message decides (a termination instruction — i
 boxed final answer — gets the boxed sum of the "What is A + B?" question; one that asks for a program
 (code) a fenced ``double`` with blank lines in it; anything else a validation-flavoured step followed by a second
 paragraph, which ``stop=["\\n\\n"]`` cuts off as a real server does). Faults are injected per
-request from ``server.faults`` (an HTTP status, or ``("slow", seconds)``), consumed in order.
+request from ``server.faults`` (an HTTP status, or ``("slow", seconds)``, ``"garbage"``, ``"empty"``), consumed in order.
 
 A chat-only server by default (``/v1/completions`` answers 404, as on hosted chat APIs); with
 ``ChatServer(completions=True)`` it also answers ``/v1/completions`` with a fixed text and counts the
@@ -90,6 +90,8 @@ class ChatServer:
                     time.sleep(fault[1])
                 if fault == "garbage":
                     return self._send(200, None, raw=b"<html>not json</html>")
+                if fault == "empty":  # headers, then no body: a server that died mid-reply
+                    return self._send(200, None, raw=b"")
                 time.sleep(server.delay_s)
                 text = scripted_reply(body["messages"])
                 for stop in body.get("stop") or []:

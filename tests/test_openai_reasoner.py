@@ -64,7 +64,8 @@ def test_no_planner_mode_is_one_whole_answer(server):
     assert all(q["max_tokens"] == 300 and "stop" not in q for q in server.requests)
 
 
-@pytest.mark.parametrize("faults", [[429], [500, 503], [("slow", 1.0)]], ids=["429", "500_503", "timeout"])
+@pytest.mark.parametrize("faults", [[429], [500, 503], [("slow", 1.0)], ["empty"]],
+                         ids=["429", "500_503", "timeout", "empty_body"])
 def test_transient_errors_are_retried(server, faults):
     server.faults = list(faults)
     r = make(server, timeout_s=0.3)

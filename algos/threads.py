@@ -127,10 +127,15 @@ def _machine_threads() -> tuple[int, str]:
     return _auto(load1)
 
 
+_pending: list[str] = []  # the notice of a lowered count, said once the run starts working (:func:`announce`)
+
+
 def use_threads(requested: int = 0) -> int:
     """Set torch's intra-op thread count from :func:`resolve_threads`; return it (for the run's config).
 
-    A count lowered for other jobs' load is said on stderr, with the flag that overrides it.
+    A count lowered for other jobs' load is said on stderr by :func:`announce`, with the flag that
+    overrides it: the caller calls that once the run's checks have passed and its models have loaded,
+    so that a run refused for bad input still says why in one line, whatever the machine's load.
     """
     import torch
 
@@ -138,6 +143,14 @@ def use_threads(requested: int = 0) -> int:
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
     log.info("torch CPU threads: %d (%s), OMP_WAIT_POLICY=%s", n, why, os.environ.get("OMP_WAIT_POLICY", "unset"))
+    _pending.clear()
     if "load" in why and os.environ.get("RANK", "0") == "0":
-        print(f"rsim: {n} CPU thread{'s' * (n > 1)} ({why}); --threads N to choose", file=sys.stderr)
+        _pending.append(f"rsim: {n} CPU thread{'s' * (n > 1)} ({why}); --threads N to choose")
     return n
+
+
+def announce() -> None:
+    """Print the pending notice of :func:`use_threads` (if any) on stderr, once."""
+    for line in _pending:
+        print(line, file=sys.stderr)
+    _pending.clear()

@@ -104,6 +104,13 @@ class Config:
     train_set: tuple[str, ...] = field(default=(), metadata={"parse": str, "append": True, "flag": "set"})
     """Extra training overrides (--set, repeatable), ``KEY=VALUE`` as in ``rsim train --set`` (e.g. ``reasoner.sample_dtype=bfloat16``):
     a variant of the study's training. Evaluation is unchanged (the preset's reasoner settings, fp32, greedy)."""
+    trained_learner: str = "stackelberg"
+    """Learner of the ``trained`` mode: ``stackelberg`` (planner + reasoner, jointly) or ``planner_only`` (the planner
+    alone against the frozen base reasoner; with ``--set model.reasoner=replay:default --set reasoner.greedy=true``
+    every step the reasoner writes, in training and in evaluation, is decoded once and replayed after that)."""
+    grpo: bool = True
+    """Also train plain GRPO (the reasoner alone, mode ``grpo``) per seed at equal compute. A planner-only study
+    trains no reasoner, so ``--no-grpo`` leaves the mode out."""
     baselines_from: str = ""
     """Another study's ``output_dir`` whose base-reasoner evaluations (validation, ``none``, fixed sequences,
     ``random``) to reuse when its evaluation settings match: they do not depend on training ("" = evaluate)."""
@@ -143,6 +150,8 @@ class Config:
             raise ValueError(f"Config.sc_k={self.sc_k!r}: use 0 (match the planner modes' tokens) or a count >= 1.")
         if not self.sc_temperature > 0:
             raise ValueError(f"Config.sc_temperature={self.sc_temperature!r}: use a positive temperature, e.g. 0.7.")
+        if self.trained_learner not in ("stackelberg", "planner_only"):
+            raise ValueError(f"Config.trained_learner={self.trained_learner!r}: use 'stackelberg' or 'planner_only'.")
         bad = [x for x in self.train_set if "=" not in x]
         if bad:
             raise ValueError(f"Config.train_set: {bad} are not KEY=VALUE (e.g. train.grpo.tis_cap=2).")
@@ -150,6 +159,16 @@ class Config:
     def overrides(self) -> dict[str, str]:
         """``train_set`` as a dict for :func:`algos.config.resolve`."""
         return dict(x.split("=", 1) for x in self.train_set)
+
+    def shared_overrides(self) -> dict[str, str]:
+        """The overrides that define the task and the frozen reasoner (``env.*``, ``model.reasoner``, the step
+        caps): training and every evaluation use them. The rest (sample dtype, learning rates, ...) train only."""
+        shared = ("model.reasoner", "reasoner.max_step_tokens", "reasoner.max_answer_tokens")
+        return {k: v for k, v in self.overrides().items() if k.startswith("env.") or k in shared}
+
+    def learners(self) -> tuple[str, ...]:
+        """The learners trained per seed: the ``trained`` mode's, then ``grpo`` if asked."""
+        return (self.trained_learner,) + (("grpo",) if self.grpo else ())
 
 
 def _train(cfg: Config, learner: str, seed: int) -> dict[str, Any]:
@@ -229,7 +248,7 @@ class _Study:
 
         self.cfg, self.cache = cfg, cache
         self.outs, self.timing, self.details = cache.data["outcomes"], cache.data["timing"], cache.data["details"]
-        self.run_cfg = resolve(cfg.preset)
+        self.run_cfg = resolve(cfg.preset, cfg.shared_overrides())
         scale = SCALES[cfg.preset]
         self.test = load_problems(scale["source"], limit=cfg.eval_limit, seed=1000)
         self.val = load_problems(scale["validation"], limit=cfg.validation_limit, seed=2000)
@@ -259,8 +278,9 @@ class _Study:
         return self.lazy["base"], None
 
     def sampler(self, ecfg: Any, problems: Sequence[Any]) -> tuple[Any, None]:
-        if "sampler" not in self.lazy:  # self-consistency's sampling base reasoner
-            self.lazy["sampler"] = _agents(self.run_cfg.model.reasoner, None, ecfg, problems)[0]
+        if "sampler" not in self.lazy:  # self-consistency's sampling base reasoner (samples are never replayed)
+            spec = self.run_cfg.model.reasoner
+            self.lazy["sampler"] = _agents(spec.removeprefix("replay:"), None, ecfg, problems)[0]
         return self.lazy["sampler"], None
 
     def fixed(self, plan: str, problems: Sequence[Any], key: str) -> tuple[dict[str, bool], dict[str, Any]]:
@@ -350,12 +370,14 @@ def _seeded_modes(st: _Study, runs: dict[str, Any], per_seed: dict, details: dic
         bandit = train_bandit(tab["table"], tab["tasks"], tab["plans"], cfg.bandit_episodes, seed=s)
         choices["bandit"][str(s)] = bandit
         per_seed["bandit"][s], details["bandit"][s] = st.policy(bandit["choice"], bandit["default"])
-        run = runs[f"stackelberg_s{s}"]["run_dir"]
-        trained = functools.partial(_agents, run if st.run_cfg.learner != "planner_only" else st.run_cfg.model.reasoner,
+        learner = cfg.trained_learner
+        run = runs[f"{learner}_s{s}"]["run_dir"]
+        trained = functools.partial(_agents, run if learner != "planner_only" else st.run_cfg.model.reasoner,
                                     run, ecfg, test)
-        put("trained", f"stackelberg/s{s}", st.evaluated(f"stackelberg/s{s}", "trained", test, trained, ecfg))
-        grpo = functools.partial(_agents, runs[f"grpo_s{s}"]["run_dir"], None, ecfg, test)
-        put("grpo", f"grpo/s{s}", st.evaluated(f"grpo/s{s}", "none", test, grpo, ecfg))
+        put("trained", f"{learner}/s{s}", st.evaluated(f"{learner}/s{s}", "trained", test, trained, ecfg))
+        if cfg.grpo:
+            grpo = functools.partial(_agents, runs[f"grpo_s{s}"]["run_dir"], None, ecfg, test)
+            put("grpo", f"grpo/s{s}", st.evaluated(f"grpo/s{s}", "none", test, grpo, ecfg))
 
 
 MODES = ("none", "random", "best_fixed", "best_fixed_exhaustive", "per_task", "self_consistency", "bandit", "trained",
@@ -382,18 +404,21 @@ def main(cfg: Config) -> dict[str, Any]:
     ex, ex_acc = choose_fixed(tab["table"], tab["plans"])
     choices = {"best_fixed": max(val_acc, key=val_acc.get), "best_fixed_exhaustive": ex, "table": tab,
                "per_task": choose_per_task(tab["table"], tab["tasks"], tab["plans"]), "bandit": {}}
-    per_seed: dict[str, dict[int, dict[str, bool]]] = {m: {} for m in MODES}
-    details: dict[str, dict[int, Any]] = {m: {} for m in MODES}
+    modes = tuple(m for m in MODES if m != "grpo" or cfg.grpo)
+    per_seed: dict[str, dict[int, dict[str, bool]]] = {m: {} for m in modes}
+    details: dict[str, dict[int, Any]] = {m: {} for m in modes}
     _seeded_modes(st, runs, per_seed, details, choices)
     sc = self_consistency(st, per_seed, details)
     rows = outcome_rows(per_seed, details, st.test, DETERMINISTIC)
-    summary = summaries(per_seed, st.test, MODES)
+    summary = summaries(per_seed, st.test, modes)
     summary["best_fixed"]["sequence"] = choices["best_fixed"]
     summary["best_fixed_exhaustive"] |= {"plan": ex, "val_accuracy": ex_acc[ex], "plans_searched": len(tab["plans"])}
     summary["per_task"]["plans"] = choices["per_task"]
     summary["bandit"]["policies"] = {s: {"choice": b["choice"], "default": b["default"]} for s, b in choices["bandit"].items()}
     summary["self_consistency"] |= sc
-    summary["trained"]["learner"] = "stackelberg (trained planner + jointly trained reasoner)"
+    summary["trained"]["learner"] = {
+        "stackelberg": "stackelberg (trained planner + jointly trained reasoner)",
+        "planner_only": f"planner_only (trained planner, frozen reasoner {st.run_cfg.model.reasoner})"}[cfg.trained_learner]
     result = {"config": asdict(cfg), "preset": cfg.preset, "eval_source": SCALES[cfg.preset]["source"],
               "eval_problems": len(st.test), "validation_fixed_accuracy": val_acc, "modes": summary,
               "tests": tests(cfg.seeds, per_seed, st.test, rows, cfg.bootstrap_rounds),
@@ -435,14 +460,14 @@ def _write(cfg: Config, result: dict[str, Any], rows: list[dict[str, Any]], tabl
 def _train_all(cfg: Config, cache: Cache) -> dict[str, Any]:
     done = cache.data["runs"]
     for s in cfg.seeds:
-        for learner in ("stackelberg", "grpo"):
+        for learner in cfg.learners():
             name = f"{learner}_s{s}"
             if name not in done:
                 _log(f"training {name}")
                 done[name] = _train(cfg, learner, s)
                 cache.save()
                 _log(f"trained {name} in {done[name]['seconds']:.0f} s")
-    return {f"{learner}_s{s}": done[f"{learner}_s{s}"] for s in cfg.seeds for learner in ("stackelberg", "grpo")}
+    return {f"{learner}_s{s}": done[f"{learner}_s{s}"] for s in cfg.seeds for learner in cfg.learners()}
 
 
 def _validate_candidates(st: _Study) -> dict[str, float]:

@@ -81,6 +81,9 @@ class Cache:
         key = {k: v for k, v in asdict(cfg).items() if k not in NOT_IN_KEY}
         if not key["train_set"]:  # studies without training overrides keep the key they had before the field
             del key["train_set"]
+        if key.get("trained_learner") == "stackelberg" and key.get("grpo", True):  # likewise the learner fields
+            key.pop("trained_learner", None)
+            key.pop("grpo", None)
         key = json.loads(json.dumps(key))
         self.data: dict[str, Any] = {"config": key, "runs": {}, "outcomes": {}, "timing": {}, "details": {}}
         if path.is_file():
@@ -157,6 +160,8 @@ def tests(seeds: Sequence[int], per_seed: dict, problems: Sequence[Any], rows: S
 
     tests = {}
     for a, b in COMPARISONS:
+        if a not in per_seed or b not in per_seed:  # a mode the study left out (e.g. grpo of a planner-only study)
+            continue
         perm = paired_permutation(by_problem(a), by_problem(b))
         mc = mcnemar_exact(pooled(a), pooled(b))
         tests[f"{a}_vs_{b}"] = {"a": a, "b": b, "test": "paired_permutation_over_problems", "p_value": perm["p_value"],

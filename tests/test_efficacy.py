@@ -239,3 +239,22 @@ def test_config_defaults_and_errors():
                        (dict(sc_temperature=0.0), "sc_temperature"), (dict(bandit_episodes=0), "bandit_episodes")):
         with pytest.raises(ValueError, match=field):
             Config(**bad)
+
+
+def test_planner_only_study_without_grpo(tmp_path):
+    """A planner-only study (issue 19: the planner alone against the frozen reasoner): the `trained` mode's runs are
+    planner_only runs, no reasoner is trained (no `grpo` mode, no grpo run), and the task settings given with
+    --set (env.max_steps) reach training and every evaluation alike."""
+    r = main(Config(preset="tiny", seeds=(0, 1), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "runs"),
+                    bandit_episodes=50, bootstrap_rounds=200, fixed=((8,), (2, 8)), trained_learner="planner_only",
+                    grpo=False, train_set=("env.max_steps=2",)))
+    assert sorted(r["runs"]) == ["planner_only_s0", "planner_only_s1"]
+    assert "grpo" not in r["modes"] and not any("grpo" in k for k in r["tests"])
+    assert r["modes"]["trained"]["learner"].startswith("planner_only")
+    assert list(r["modes"]["trained"]["per_seed"]) == ["0", "1"]
+    assert "sign_test_seeds" in r["tests"]["trained_vs_best_fixed_exhaustive"]
+    assert r["modes"]["best_fixed_exhaustive"]["plans_searched"] == 9  # L = env.max_steps = 2
+    saved = sorted((tmp_path / "runs" / "planner_only_s0" / "checkpoints").glob("step_*/config.json"))
+    assert saved and json.loads(saved[-1].read_text())["env"]["max_steps"] == 2
+    with pytest.raises(ValueError, match="trained_learner"):
+        Config(trained_learner="grpo")

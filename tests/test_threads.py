@@ -144,3 +144,46 @@ def test_concurrency_benchmark_smoke_on_tiny_preset(tmp_path):
     assert len(res["concurrent_slowdown_each"]) == 2 and res["concurrent_slowdown_old"] > 0
     with pytest.raises(ValueError, match="settings"):
         Config(settings="default,fast")
+
+
+def test_lowered_count_is_said_once_the_run_works_not_before(monkeypatch, capsys):
+    """A run refused for bad input says why in one line whatever the machine's load (the CI failure of stop 23):
+    the notice of a count lowered for load waits for :func:`announce`, which the runs call once their models load."""
+    pytest.importorskip("torch")
+    from algos import threads
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads, "_machine_threads", lambda: (1, "auto: 2 physical cores, 1-minute load 1.5 from other jobs"))
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        assert threads.use_threads(0) == 1
+        assert capsys.readouterr().err == ""
+        threads.announce()
+        err = capsys.readouterr().err.splitlines()
+        assert err == ["rsim: 1 CPU thread (auto: 2 physical cores, 1-minute load 1.5 from other jobs); --threads N to choose"]
+        threads.announce()
+        assert capsys.readouterr().err == ""  # once
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_busy_machine_refusals_stay_one_line(monkeypatch, capsys, tmp_path):
+    """`rsim eval` of a run that does not exist, on a machine that looks busy: one line on stderr."""
+    pytest.importorskip("torch")
+    from algos import cli, console, threads
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads, "_machine_threads", lambda: (1, "auto: 2 physical cores, 1-minute load 1.5 from other jobs"))
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        argv = ["eval", "--planner", str(tmp_path / "nope"), "--modes", "trained", "--reasoner", "template:0.5",
+                "--source", "tiny", "--limit", "1", "--no-progress", "--no-plots"]
+        assert console.run(cli._run, argv) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "CPU thread" not in err[0], err
+    finally:
+        torch.set_num_threads(before)

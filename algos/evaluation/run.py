@@ -26,7 +26,7 @@ from rsim_env import record
 from rsim_env.group import EnvGroup
 from rsim_env.problems import Problem
 
-from .. import analysis
+from .. import analysis, threads
 from ..preflight import check_sandbox
 from . import report, settings
 from .config import EvalConfig, parse_sequence
@@ -220,6 +220,7 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
     t_load = time.perf_counter()
     reasoner, trained, reasoner_info, planner_info = _agents(cfg, modes, problems)
     load_s = time.perf_counter() - t_load
+    threads.announce()  # every check passed and the models loaded: the evaluation starts working now
     all_rows, figures = _figures(modes, problems, reasoner, trained, cfg, journal)
     results = {
         "config": dataclasses.asdict(cfg) | {"modes_resolved": modes},

@@ -14,10 +14,12 @@ context (:meth:`Planner.trajectory_logprobs`), gathering hidden states at the re
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
 import tempfile
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -59,11 +61,20 @@ class PlannerConfig:
     re-encoding every context; decisions are the same either way."""
     share_prefill: bool = True
     """With the cache: encode each distinct question header once and copy its KV to every copy."""
+    head_only: bool = False
+    """Train the head alone on the frozen backbone's features (no LoRA, no gradient into the backbone). A context's
+    feature (the last token's hidden state) is then a function of its tokens: it is computed once and kept, so
+    planner-only training on a replayed reasoner (:mod:`agents.replay`) costs one matmul per decision once every
+    context has been seen. The KL reference is the frozen backbone with the initial head. Checkpoints hold the head."""
+    feature_cache: int = 100_000
+    """``head_only``: most context features kept in memory (least recently used go first; 0 = none)."""
 
     def __post_init__(self):
         check_finite(self)
         if not self.temperature > 0:
             raise ValueError(f"temperature must be > 0 (use greedy=True for argmax), got {self.temperature}")
+        if isinstance(self.feature_cache, bool) or not isinstance(self.feature_cache, int) or self.feature_cache < 0:
+            raise ValueError(f"feature_cache={self.feature_cache!r} is invalid: use an int >= 0 (0 = no cache).")
 
 
 @dataclass(frozen=True)
@@ -125,6 +136,11 @@ class Planner(torch.nn.Module):
             self.generator = torch.Generator(self.device).manual_seed(self.config.seed)
         self.lora = None  # AdapterSlot when the backbone is a LoRA adapter on a shared frozen base
         self._reference = False
+        self._features: OrderedDict[bytes, torch.Tensor] = OrderedDict()  # head_only: context hash -> feature
+        self.feature_stats = {"hits": 0, "misses": 0}
+        if self.config.head_only:
+            backbone.requires_grad_(False)
+            object.__setattr__(self, "_ref_head", copy.deepcopy(self.head).requires_grad_(False))
         self.reset(0)
 
     def attach_lora(self, slot: Any) -> "Planner":
@@ -135,6 +151,9 @@ class Planner(torch.nn.Module):
         """
         from .lora import Trained
 
+        if self.config.head_only:
+            raise ValueError("A head_only planner trains the head on a frozen backbone; it takes no LoRA adapter. "
+                             "Turn one off (--set model.planner_lora.enabled=false, or planner.head_only=false).")
         self.lora = slot
         params = {f"backbone.{n.removeprefix('model.')}": p for n, p in slot.parameters().items()}
         params |= {f"head.{n}": p for n, p in self.head.named_parameters()}
@@ -147,10 +166,15 @@ class Planner(torch.nn.Module):
             return contextlib.nullcontext()
         return self.lora.disabled() if self._reference else self.lora.active()
 
+    @property
+    def shares_reference(self) -> bool:
+        """True when :meth:`reference` gives the KL reference (LoRA, head_only); else a learner keeps a frozen copy."""
+        return self.lora is not None or self.config.head_only
+
     @contextlib.contextmanager
     def reference(self):
-        """Context: score as the KL reference (LoRA only: base without adapter, initial head)."""
-        if self.lora is None:
+        """Context: score as the KL reference (LoRA: base without adapter, initial head; head_only: initial head)."""
+        if not self.shares_reference:
             raise ValueError("Planner.reference() needs a LoRA planner; a fully fine-tuned one keeps a frozen copy")
         self._reference = True
         try:
@@ -188,7 +212,9 @@ class Planner(torch.nn.Module):
         # the first decision's context is the question header, shared by the G copies: encode it once
         prefix = [p[0] + 1 if p else 0 for p in positions]
         with self._scope():
-            if self.config.share_prefill and shareable(sequences, prefix):
+            if self.config.head_only:
+                picked = self._context_features(sequences, positions)
+            elif self.config.share_prefill and shareable(sequences, prefix):
                 picked = shared_prefix_hidden(self.backbone, sequences, prefix, rows, cols, self.pad_id)
             else:
                 ids, mask = right_pad(sequences, self.pad_id, self.device)
@@ -199,6 +225,34 @@ class Planner(torch.nn.Module):
         slot = torch.tensor([j for p in positions for j in range(len(p))], device=self.device)
         out[rows, slot] = gathered
         return out
+
+    def _context_features(self, sequences: Sequence[Sequence[int]], positions: Sequence[Sequence[int]]) -> torch.Tensor:
+        """head_only: the frozen backbone's hidden state at every ``positions[r]`` of ``sequences[r]`` (row-major),
+        each read from the feature cache or computed (one right-padded forward over the rows with a miss)."""
+        keys = [[hashlib.blake2b(np.asarray(seq[:p + 1], np.int64).tobytes(), digest_size=16).digest() for p in ps]
+                for seq, ps in zip(sequences, positions)]
+        found: dict[bytes, torch.Tensor] = {}
+        for k in (k for row in keys for k in row):
+            if k in self._features:
+                self._features.move_to_end(k)
+                found[k] = self._features[k]
+        todo = [r for r, row in enumerate(keys) if any(k not in found for k in row)]
+        self.feature_stats["hits"] += sum(k in found for row in keys for k in row)
+        if todo:
+            rows = [sequences[r][:max(positions[r]) + 1] for r in todo]
+            ids, mask = right_pad(rows, self.pad_id, self.device)
+            with torch.no_grad():
+                hidden = self.backbone(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state.float()
+            for i, r in enumerate(todo):
+                for k, p in zip(keys[r], positions[r]):
+                    if k not in found:
+                        found[k] = hidden[i, p].detach().clone()
+                        self.feature_stats["misses"] += 1
+                        if self.config.feature_cache:
+                            self._features[k] = found[k]
+            while len(self._features) > self.config.feature_cache:
+                self._features.popitem(last=False)
+        return torch.stack([found[k] for row in keys for k in row])
 
     def _logprobs(self, logits: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
         logits = (logits / self.config.temperature).masked_fill(masks == 0, float("-inf"))
@@ -235,6 +289,8 @@ class Planner(torch.nn.Module):
     def module(self) -> torch.nn.Module:
         """The parameters a learner optimises: the whole planner (backbone + head), or with LoRA
         only the adapter + head (:class:`agents.lora.Trained`)."""
+        if self.config.head_only:
+            return self.head
         return self if self.lora is None else self._trained
 
     def score(self, records: Sequence[PlannerRecord]) -> Scored:
@@ -281,7 +337,7 @@ class Planner(torch.nn.Module):
         if any(m.shape != (k,) or not m.any() for m in masks):
             raise ValueError(f"action_mask must have shape ({k},) with at least one allowed action")
         with torch.inference_mode():
-            if self.config.use_cache:
+            if self.config.use_cache and not self.config.head_only:  # head_only reads its feature cache instead
                 logits = self._cached_logits(copy_ids)
             else:
                 logits = self.strategy_logits(contexts, [[len(c) - 1] for c in contexts])[:, 0]

@@ -249,6 +249,10 @@ def _checkpoint(spec: Path, ck: RunCheckpoint, ctx: AgentContext) -> Built:
         raise ValueError(f"{ctx.role} spec {str(spec)!r}: checkpoint {ck.path} has no trained {ctx.role} "
                          f"({weights.name}); its learner ({ck.config.get('learner')}) did not train it. "
                          f"Pass its base model {base!r} instead.")
+    if ctx.role == "planner" and (ck.config.get("planner") or {}).get("head_only"):
+        from .planner import PlannerConfig  # the run trained a head on the frozen base: its weights are the head's
+
+        ctx = replace(ctx, config=replace(ctx.config or PlannerConfig(), head_only=True))
     agent, _ = build_agent(base, replace(ctx, max_rounds=ck.max_steps, lora=ck.lora(ctx.role)))
     if getattr(agent, "lora", None) is not None:
         ck.check_base(ctx.role, agent.lora.base.digest)

@@ -105,8 +105,8 @@ class Trainer(PolicyUpdate):
         self.ref_agents = {}
         if cfg.grpo.kl_coef > 0:
             for r in learner.trained:
-                if getattr(agents[r], "lora", None) is not None:
-                    continue  # the reference is the shared base with the adapter off (agent.reference())
+                if getattr(agents[r], "lora", None) is not None or getattr(agents[r], "shares_reference", False):
+                    continue  # the reference is the shared base with the adapter off / the initial head (agent.reference())
                 self.ref_agents[r] = copy.deepcopy(agents[r])
                 self.ref_agents[r].module.requires_grad_(False)
         self.run_config = run_config if run_config is not None else {

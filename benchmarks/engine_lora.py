@@ -13,7 +13,9 @@ Per step, over the generated tokens: ``mean_abs_dlogp`` (mean |torch log p - eng
 tokens and weights), ``max_abs_dlogp``, and the TIS weight ``min(exp(torch - engine), tis_cap)``
 (``algos.update.truncated_is_weights``): ``tis_clip_frac`` is the share of tokens whose weight was
 cut to the cap, ``tis_low_frac`` the share whose weight is below ``1 / tis_cap`` (not clipped, just
-down-weighted). Step 0's adapter is PEFT's zero init, so it measures the bare 4-bit base.
+down-weighted). Step 0's adapter is PEFT's zero init, so it measures the bare 4-bit base. ``reward``
+is the step's mean dense reward and ``lora_b_norm`` the adapter's ``||B||`` after the step's update
+(it starts at 0), to show the adapter moved.
 
     python -m benchmarks.engine_lora --out results/engine_lora.json
 """

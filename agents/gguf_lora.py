@@ -207,9 +207,9 @@ def check_adapter(path: str | Path, base: BaseTensors) -> dict[str, Any]:
         ValueError: not an adapter file, another architecture, a tensor the base lacks or of the wrong shape.
     """
     reader = _reader(path)
-    kind = _field(reader, "general.type", path, default="model")
-    if kind != "adapter" or _field(reader, "adapter.type", path, default="") != "lora":
-        raise ValueError(f"{str(path)!r} is not a LoRA adapter GGUF (general.type={kind!r}); write one with "
+    file_type = _field(reader, "general.type", path, default="model")
+    if file_type != "adapter" or _field(reader, "adapter.type", path, default="") != "lora":
+        raise ValueError(f"{str(path)!r} is not a LoRA adapter GGUF (general.type={file_type!r}); write one with "
                          "agents.gguf_lora.write_adapter.")
     arch = _field(reader, "general.architecture", path)
     if arch != base.arch:

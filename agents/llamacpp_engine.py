@@ -116,7 +116,8 @@ class Engine:
             self.ctx.close()
         self.ctx = _internals.LlamaContext(model=self.model, params=params, verbose=False)
         self.capacity = n_seq
-        self._apply_adapter()
+        if self.adapter is not None:  # a new context starts bare
+            self._apply_adapter()
 
     # ------------------------------------------------------------------------------ LoRA adapters
 

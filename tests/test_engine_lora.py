@@ -114,6 +114,26 @@ def test_zero_adapter_changes_nothing_and_clear_restores_the_base(engine, lora, 
     np.testing.assert_array_equal(_engine_logp(engine, ids), base)
 
 
+def test_a_grown_context_keeps_the_adapter(gguf, lora, tmp_path):
+    """reset() with more copies than the context holds builds a new context: the adapter is attached to it."""
+    from agents.llamacpp_engine import Engine
+
+    model, tok, slot = lora
+    ids = tok(PROMPT, add_special_tokens=False)["input_ids"]
+    engine = Engine(gguf, n_ctx=64, threads=1)
+    try:
+        _set(slot, b_std=0.04)
+        _load(engine, slot, tmp_path)
+        one = _engine_logp(engine, ids)
+        engine.reset(3)
+        grown = engine.feed({2: ids})[2]
+        assert engine.capacity == 3
+        np.testing.assert_allclose(_logp(grown), one, atol=1e-4)
+        assert _logp(grown).argmax() == _torch_logp(model, slot, ids).argmax()
+    finally:
+        engine.close()
+
+
 def test_foreign_files_are_refused_and_the_loaded_adapter_stays(engine, lora, tmp_path, gguf):
     from agents.gguf_lora import BaseTensors, write_adapter
     from tests.test_gguf_lora import _adapter, _base_gguf

@@ -1,7 +1,7 @@
 """LoRA adapters on the llama.cpp engine (Engine.load_adapter, LlamaCppReasoner.sync_adapter, the
 trainable llamacpp:default reasoner), checked against torch's LoRA on the same (dequantised) weights.
 
-``slow``: loads the embedded model twice (llama.cpp's 4-bit GGUF and its fp32 torch twin); needs
+Most tests are ``slow``: they load the embedded model twice (llama.cpp's 4-bit GGUF and its fp32 torch twin); needs
 llama-cpp-python (``rsim[llamacpp]``) and the embedded GGUF (``python -m agents.embedded``).
 """
 
@@ -14,8 +14,6 @@ import pytest
 import torch
 
 from agents.lora import LoraSpec
-
-pytestmark = pytest.mark.slow
 
 PROMPT = "The capital of France is"
 
@@ -76,6 +74,7 @@ def _load(engine, slot, tmp_path, name="a.gguf") -> dict:
     return engine.load_adapter(write_adapter(tmp_path / name, slot.parameters(), 16.0, engine.base_tensors, "reasoner"))
 
 
+@pytest.mark.slow
 def test_adapter_moves_the_engine_like_torchs_lora(engine, lora, tmp_path):
     """A non-zero adapter changes the greedy token of the prompt (France -> another), on both sides alike.
 
@@ -99,6 +98,7 @@ def test_adapter_moves_the_engine_like_torchs_lora(engine, lora, tmp_path):
     assert np.corrcoef(ours - base_engine, theirs - base_torch)[0, 1] > 0.95
 
 
+@pytest.mark.slow
 def test_zero_adapter_changes_nothing_and_clear_restores_the_base(engine, lora, tmp_path):
     model, tok, slot = lora
     ids = tok(PROMPT, add_special_tokens=False)["input_ids"]
@@ -114,6 +114,7 @@ def test_zero_adapter_changes_nothing_and_clear_restores_the_base(engine, lora, 
     np.testing.assert_array_equal(_engine_logp(engine, ids), base)
 
 
+@pytest.mark.slow
 def test_a_grown_context_keeps_the_adapter(gguf, lora, tmp_path):
     """reset() with more copies than the context holds builds a new context: the adapter is attached to it."""
     from agents.llamacpp_engine import Engine
@@ -134,6 +135,7 @@ def test_a_grown_context_keeps_the_adapter(gguf, lora, tmp_path):
         engine.close()
 
 
+@pytest.mark.slow
 def test_foreign_files_are_refused_and_the_loaded_adapter_stays(engine, lora, tmp_path, gguf):
     from agents.gguf_lora import BaseTensors, write_adapter
     from tests.test_gguf_lora import _adapter, _base_gguf
@@ -156,6 +158,7 @@ def test_foreign_files_are_refused_and_the_loaded_adapter_stays(engine, lora, tm
     engine.clear_adapter()
 
 
+@pytest.mark.slow
 def test_trainable_engine_reasoner_syncs_after_each_update(gguf, tmp_path):
     """llamacpp:default + reasoner LoRA: rollouts on the engine, scoring in torch, the adapter re-sent after
     an in-place change (what an optimizer step does) and only then."""
@@ -190,3 +193,46 @@ def test_trainable_engine_reasoner_syncs_after_each_update(gguf, tmp_path):
     link.symlink_to(gguf)
     with pytest.raises(ValueError, match="only llamacpp:default"):
         build_agent(f"llamacpp:{link}", replace(ctx, shared={}))
+
+
+class _FakeRoller:
+    """Stands in for the llama.cpp reasoner: records what the learner's reasoner sends it."""
+
+    def __init__(self) -> None:
+        self.synced: list[tuple[dict, float, str]] = []
+        self.resets: list[int] = []
+
+    def sync_adapter(self, weights, alpha=None, name=None):
+        self.synced.append(({k: v.detach().clone() for k, v in weights.items()}, alpha, name))
+
+    def reset(self, n, seed=None):
+        self.resets.append(n)
+
+
+def test_engine_reasoner_syncs_only_changed_weights_and_delegates_learning():
+    """Model-free of llama.cpp: the sync rule (tensor versions) and what goes where."""
+    from agents.llamacpp_lora import EngineLoraReasoner
+    from agents.registry import AgentContext, build_agent
+
+    learner = build_agent("tiny", AgentContext("reasoner", lora=LoraSpec(enabled=True, rank=2, alpha=4.0))).agent
+    roller = _FakeRoller()
+    agent = EngineLoraReasoner(learner, roller)
+    assert agent.module is learner.module and agent.lora is learner.lora and agent.tokenizer is learner.tokenizer
+    agent.reset(3)
+    agent.reset(3)
+    assert len(roller.synced) == 1 and roller.resets == [3, 3]
+    weights, alpha, name = roller.synced[0]
+    assert alpha == 4.0 and name == "reasoner" and set(weights) == set(learner.lora.parameters())
+    optimizer = torch.optim.AdamW(agent.module.parameters(), lr=0.1)
+    loss = sum((p ** 2).sum() for p in agent.module.parameters()) + sum(p.sum() for p in agent.module.parameters())
+    loss.backward()
+    optimizer.step()
+    agent.reset(2)
+    assert len(roller.synced) == 2
+    changed = [k for k in weights if not torch.equal(weights[k], roller.synced[1][0][k])]
+    assert changed  # the optimizer step reached the engine
+    assert agent.sync(force=True) and len(roller.synced) == 3
+    with agent.reference():
+        assert learner._reference
+    with pytest.raises(ValueError, match="needs a LoRA learner"):
+        EngineLoraReasoner(build_agent("tiny", AgentContext("reasoner")).agent, roller)

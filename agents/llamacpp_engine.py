@@ -142,6 +142,9 @@ class Engine:
         """
         from .gguf_lora import check_adapter
 
+        if not hasattr(self.lib, "llama_set_adapters_lora"):
+            raise ImportError("LoRA adapters on the engine need a llama-cpp-python with llama_set_adapters_lora "
+                              "(0.3.36 has it): pip install -U 'rsim[llamacpp]'.")
         path = Path(path).expanduser()
         summary = check_adapter(path, self.base_tensors)
         adapter = self.lib.llama_adapter_lora_init(self.model.model, str(path).encode("utf-8"))

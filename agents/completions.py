@@ -255,7 +255,7 @@ def completions_act(client: Any, copy_ids: Sequence[int], observations: Sequence
     bias = turns.logit_bias()
 
     def one(job: tuple[str, int]) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": cfg.model, "prompt": job[0], "max_tokens": job[1],
+        body: dict[str, Any] = {"model": getattr(client, "served_model", cfg.model), "prompt": job[0], "max_tokens": job[1],
                                 "temperature": cfg.temperature}
         if bias:
             body["logit_bias"] = bias

@@ -12,9 +12,11 @@ per token; the G copies of a group read their common prompt once.
 
 Records are :class:`agents.reasoner.ReasonerRecord` with the log-probs computed from llama.cpp's
 logits under the same convention (:mod:`agents.sampling`), so token accounting works and a torch
-model can rescore them (``benchmarks/rollout.py`` measures the mismatch). The agent is not
+model can rescore them (``benchmarks/rollout.py`` measures the mismatch). The agent itself is not
 :class:`agents.base.Trainable`: use it where the reasoner is frozen (``rsim eval``, planner-only
-training, the plug-in reasoner).
+training, the plug-in reasoner). :meth:`LlamaCppReasoner.sync_adapter` decodes with a LoRA adapter;
+with ``model.reasoner_lora.enabled=true`` the spec builds :class:`agents.llamacpp_lora.EngineLoraReasoner`,
+which trains the adapter in torch and syncs it here before every rollout.
 
 Spec options after ``#``: ``n_ctx`` (tokens per conversation, default 2048), ``threads`` (default:
 ``OMP_NUM_THREADS`` or all cores), ``unified`` (0, default: one KV stream per copy; 1: one buffer
@@ -23,8 +25,11 @@ for all copies, faster but copies no longer decode independently, see :class:`ag
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+import weakref
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -80,12 +85,13 @@ def build(rest: str, ctx: Any) -> Any:
 
     if ctx.role != "reasoner":
         raise ValueError("spec 'llamacpp:...' is a reasoner; a planner needs another spec (e.g. default).")
-    if getattr(ctx.lora, "enabled", False):
-        raise ValueError("the llamacpp: reasoner is frozen (no LoRA adapter on the engine yet); set "
-                         "model.reasoner_lora.enabled=false or train with a torch reasoner spec (default).")
     if getattr(ctx, "frozen", "same") != "same":
         raise ValueError(f"--frozen {ctx.frozen}: the llamacpp: reasoner decodes the GGUF's own weights as they are; "
                          "drop --frozen (or use it with a torch reasoner spec).")
+    if getattr(ctx.lora, "enabled", False):  # trained: rollouts here, updates in torch (agents.llamacpp_lora)
+        from .llamacpp_lora import build_trainable
+
+        return build_trainable(rest, ctx)
     path, options = parse_spec(rest)
     engine = Engine(path, **options)
     config = ctx.config if isinstance(ctx.config, ReasonerConfig) else ReasonerConfig(seed=ctx.seed)
@@ -132,7 +138,48 @@ class LlamaCppReasoner:
         self.glue_user, self.glue_assistant = self.turn_glue()
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.generator = np.random.default_rng(self.config.seed)
+        self.adapter_syncs = 0
+        self._adapter_dir: Path | None = None
         self.reset(0)
+
+    # ------------------------------------------------------------------------------ LoRA adapter sync
+
+    def sync_adapter(self, adapter: Mapping[str, Any] | str | Path | None, alpha: float | None = None,
+                     name: str | None = None) -> dict[str, Any]:
+        """Decode with this LoRA adapter from now on (call between rollouts; it drops the KV caches).
+
+        Args:
+            adapter: PEFT adapter weights by name (``...layers.N.self_attn.q_proj.lora_A[.NAME].weight``;
+                only they are written, :mod:`agents.gguf_lora`), a PEFT adapter dir (``adapter_config.json``
+                + ``adapter_model.safetensors``), an adapter ``.gguf`` file, or None for the bare base.
+            alpha: PEFT's ``lora_alpha`` (needed with weights; a dir has it in its config).
+            name: Keep only this PEFT adapter's weights (a shared base carries one per agent).
+
+        Returns:
+            The loaded adapter's summary (tensors, ranks, alpha), empty for None.
+        """
+        if adapter is None:
+            self.engine.clear_adapter()
+            return {}
+        if isinstance(adapter, (str, Path)) and Path(adapter).suffix == ".gguf":
+            return self.engine.load_adapter(adapter)
+        if isinstance(adapter, (str, Path)):
+            adapter, alpha = _read_peft_dir(Path(adapter))
+        if alpha is None:
+            raise ValueError("sync_adapter(weights) needs alpha= (the adapter's lora_alpha, agents.lora.LoraSpec.alpha).")
+        from .gguf_lora import write_adapter
+
+        if self._adapter_dir is None:
+            self._adapter_dir = Path(tempfile.mkdtemp(prefix="rsim-lora-"))
+            weakref.finalize(self, shutil.rmtree, str(self._adapter_dir), True)
+        path = write_adapter(self._adapter_dir / f"adapter-{self.adapter_syncs}.gguf", adapter, alpha,
+                             self.engine.base_tensors, adapter=name)
+        try:
+            summary = self.engine.load_adapter(path)  # llama.cpp copies the tensors into its own buffers
+        finally:
+            path.unlink(missing_ok=True)
+        self.adapter_syncs += 1
+        return summary
 
     # ------------------------------------------------------------------------------ Policy API
 
@@ -227,3 +274,23 @@ class LlamaCppReasoner:
         cum = np.cumsum(p)
         i = int(min(np.searchsorted(cum, self.generator.random() * cum[-1], side="right"), len(p) - 1))
         return int(order[i]) if order is not None else i
+
+
+def _read_peft_dir(path: Path) -> tuple[dict[str, Any], float]:
+    """A PEFT adapter dir's weights and the alpha that gives llama.cpp's ``alpha / r`` PEFT's scale."""
+    import json
+
+    from safetensors.numpy import load_file
+
+    config, weights = path / "adapter_config.json", path / "adapter_model.safetensors"
+    if not config.is_file() or not weights.is_file():
+        raise ValueError(f"{str(path)!r} is not a PEFT adapter dir (needs adapter_config.json and "
+                         "adapter_model.safetensors; save one with model.save_pretrained), nor a .gguf adapter.")
+    cfg = json.loads(config.read_text())
+    alpha, rank = float(cfg.get("lora_alpha", 0)), int(cfg.get("r", 0))
+    if not alpha > 0 or rank < 1 or cfg.get("rank_pattern") or cfg.get("alpha_pattern") or cfg.get("use_dora"):
+        raise ValueError(f"{config}: llama.cpp takes a plain LoRA: a positive lora_alpha and r, no per-module "
+                         "rank/alpha patterns, no DoRA.")
+    if cfg.get("use_rslora"):  # PEFT scales by alpha / sqrt(r), llama.cpp by alpha / r
+        alpha *= rank ** 0.5
+    return load_file(str(weights)), alpha

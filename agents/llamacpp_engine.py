@@ -83,6 +83,10 @@ class Engine:
         self.capacity = 0
         self.past: list[int] = []
         self._batch = _internals.LlamaBatch(n_tokens=self.n_batch, embd=0, n_seq_max=1, verbose=False)
+        self.adapter: Any = None  # the loaded llama_adapter_lora (None: the bare base)
+        self.adapter_path: Path | None = None
+        self.adapter_scale = 1.0
+        self._base_tensors: Any = None
 
     def tokenize(self, text: str, special: bool = True) -> list[int]:
         """llama.cpp's own tokenisation of ``text`` (no BOS), to check a tokenizer against the GGUF's."""
@@ -112,6 +116,69 @@ class Engine:
             self.ctx.close()
         self.ctx = _internals.LlamaContext(model=self.model, params=params, verbose=False)
         self.capacity = n_seq
+        if self.adapter is not None:  # a new context starts bare
+            self._apply_adapter()
+
+    # ------------------------------------------------------------------------------ LoRA adapters
+
+    @property
+    def base_tensors(self) -> Any:
+        """The GGUF's architecture, head counts and tensor shapes (:class:`agents.gguf_lora.BaseTensors`)."""
+        if self._base_tensors is None:
+            from .gguf_lora import BaseTensors
+
+            self._base_tensors = BaseTensors.from_gguf(self.path)
+        return self._base_tensors
+
+    def load_adapter(self, path: str | Path, scale: float = 1.0) -> dict[str, Any]:
+        """Decode with the LoRA adapter GGUF at ``path`` (times ``scale``) from now on; return its summary.
+
+        The previous adapter is detached and freed. Every sequence's KV is dropped (it was computed with
+        the old weights): load between rollouts, then :meth:`reset`.
+
+        Raises:
+            ValueError: the file is not a LoRA adapter of this model (checked against the GGUF's tensor
+                table first, since llama.cpp only logs why it refuses one).
+        """
+        from .gguf_lora import check_adapter
+
+        if not hasattr(self.lib, "llama_set_adapters_lora"):
+            raise ImportError("LoRA adapters on the engine need a llama-cpp-python with llama_set_adapters_lora "
+                              "(0.3.36 has it): pip install -U 'rsim[llamacpp]'.")
+        path = Path(path).expanduser()
+        summary = check_adapter(path, self.base_tensors)
+        adapter = self.lib.llama_adapter_lora_init(self.model.model, str(path).encode("utf-8"))
+        if not adapter:
+            raise ValueError(f"llama.cpp refused the adapter {str(path)!r} for {self.path.name} (run with "
+                             "llama_cpp verbose logging to see why).")
+        old, self.adapter, self.adapter_path, self.adapter_scale = self.adapter, adapter, path, float(scale)
+        self._apply_adapter()
+        if old is not None:
+            self.lib.llama_adapter_lora_free(old)
+        return summary
+
+    def clear_adapter(self) -> None:
+        """Decode with the bare base again (frees the adapter; drops every sequence's KV)."""
+        old, self.adapter, self.adapter_path = self.adapter, None, None
+        self._apply_adapter()
+        if old is not None:
+            self.lib.llama_adapter_lora_free(old)
+
+    def _apply_adapter(self) -> None:
+        """Attach :attr:`adapter` (or none) to the context; its KV is stale afterwards, so it is cleared."""
+        if self.ctx is None:
+            return
+        import ctypes
+
+        if self.adapter is None:
+            code = self.lib.llama_set_adapters_lora(self.ctx.ctx, None, 0, None)
+        else:
+            adapters = (self.lib.llama_adapter_lora_p_ctypes * 1)(self.adapter)
+            code = self.lib.llama_set_adapters_lora(self.ctx.ctx, adapters, 1, (ctypes.c_float * 1)(self.adapter_scale))
+        if code != 0:
+            raise RuntimeError(f"llama_set_adapters_lora returned {code}")
+        self.ctx.kv_cache_clear()
+        self.past = [0] * len(self.past)
 
     def remove(self, seq: int) -> None:
         """Free a finished sequence's KV."""
@@ -162,8 +229,12 @@ class Engine:
             raise RuntimeError(f"llama_decode returned {code} for {len(chunk)} tokens (1: no KV slot left; raise n_ctx)")
 
     def close(self) -> None:
-        """Free the context and the model now (otherwise at garbage collection)."""
-        for obj in (self.ctx, self.model, self._batch):
+        """Free the context, the adapter and the model now (otherwise at garbage collection)."""
+        for obj in (self.ctx, self._batch):
             if obj is not None:
                 obj.close()
         self.ctx = None
+        if self.adapter is not None:
+            self.lib.llama_adapter_lora_free(self.adapter)
+            self.adapter = None
+        self.model.close()

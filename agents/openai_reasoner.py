@@ -27,6 +27,12 @@ renders the chat template with a ``transformers`` tokenizer (no torch model is l
     out = algos.rollout.rollout(groups, reasoner, planner)      # any Policy-driven loop works
     reasoner.usage()   # {"requests": ..., "prompt_tokens": ..., "completion_tokens": ..., "cost": ...}
 
+LoRA adapters on a vLLM server (``vllm serve BASE --enable-lora`` with
+``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``): :meth:`OpenAIReasoner.sync_adapter` saves the adapter
+(a PEFT dir, ``adapter_dir`` must be readable by the server), loads it by a step-specific name
+(``POST /v1/load_lora_adapter``), unloads the previous one (``/v1/unload_lora_adapter``) and sends
+the new name as ``model`` in every later request.
+
 Spec form (for registries / the CLI): ``openai:MODEL@URL``, see :func:`parse_spec`; e.g.
 ``openai:default@http://127.0.0.1:8000/v1`` (``python -m agents.serve``) or
 ``openai:my-model@http://host:8000/v1#tokenizer=Qwen/Qwen2.5-7B-Instruct``.
@@ -50,6 +56,7 @@ from typing import Any, Sequence
 from rsim_env.render import CHAT_API_PROTOCOL, STEP_DELIMITER, reasoner_messages_from_observation, whole_answer_turn
 
 from .completions import TextTurns, load_tokenizer, tokenizer_candidate
+from .served_lora import ServedAdapters
 
 __all__ = ["OpenAIConfig", "OpenAIReasoner", "APIError", "parse_spec", "build"]
 
@@ -104,6 +111,9 @@ class OpenAIConfig:
     """Price per million completion tokens."""
     seed: int | None = None
     """Seed sent to the server (if it supports one) and of the backoff jitter."""
+    adapter_dir: str = ""
+    """Where :meth:`OpenAIReasoner.sync_adapter` saves each step's LoRA adapter; the server reads it from there
+    (a shared path when it runs elsewhere). "" = a temporary dir (the server runs on this machine)."""
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -129,7 +139,7 @@ class OpenAIConfig:
 
 _INT_FIELDS = ("max_concurrency", "max_retries", "max_step_tokens", "max_answer_tokens", "seed", "token_ids")
 _FLOAT_FIELDS = ("backoff_s", "timeout_s", "temperature", "price_prompt_per_1m", "price_completion_per_1m")
-_STR_FIELDS = ("api_key_env", "endpoint", "tokenizer")
+_STR_FIELDS = ("api_key_env", "endpoint", "tokenizer", "adapter_dir")
 
 
 def _spec_options(text: str, spec: str) -> dict[str, Any]:
@@ -203,6 +213,7 @@ class OpenAIReasoner:
         self._turns: TextTurns | None = None  # the completions route, once chosen (see _route)
         self._chat_why = ""  # why the chat route was chosen (for the lead-in refusal)
         self._completions_ok = False  # a completions request has succeeded (no falling back after that)
+        self.adapters = ServedAdapters(self)  # LoRA adapters loaded on the server (sync_adapter)
 
     @classmethod
     def from_spec(cls, spec: str, **overrides: Any) -> "OpenAIReasoner":
@@ -273,6 +284,21 @@ class OpenAIReasoner:
                      + t["completion_tokens"] * self.cfg.price_completion_per_1m) / 1e6
         return t
 
+    # -- LoRA adapters (vLLM's runtime LoRA API; agents.served_lora) ------------------------
+    @property
+    def served_model(self) -> str:
+        """The ``model`` of every request: the synced LoRA adapter's name, else the base's."""
+        return self.adapters.name or self.cfg.model
+
+    def sync_adapter(self, adapter: Any) -> str:
+        """Serve the next requests from this LoRA adapter (a PEFT dir or an :class:`agents.lora.AdapterSlot`);
+        return its served name. See :meth:`agents.served_lora.ServedAdapters.sync`."""
+        return self.adapters.sync(adapter)
+
+    def unload_adapter(self) -> None:
+        """Serve the base model again (unloads the synced adapter)."""
+        self.adapters.unload()
+
     # -- routes -------------------------------------------------------------------------------
     def _route(self) -> str:
         """``"completions"`` or ``"chat"``, chosen once (see :attr:`OpenAIConfig.endpoint`)."""
@@ -315,7 +341,7 @@ class OpenAIReasoner:
     def complete(self, messages: list[dict[str, str]]) -> tuple[str, dict[str, int]]:
         """One chat completion (with retries); returns ``(text, {"prompt_tokens", "completion_tokens"})``."""
         single = _is_single_turn(messages)
-        body: dict[str, Any] = {"model": self.cfg.model, "messages": messages, "temperature": self.cfg.temperature,
+        body: dict[str, Any] = {"model": self.served_model, "messages": messages, "temperature": self.cfg.temperature,
                                 "max_tokens": self.cfg.max_answer_tokens if single else self.cfg.max_step_tokens}
         if self.cfg.stop_at_delimiter and not single:
             body["stop"] = [STEP_DELIMITER]
@@ -323,13 +349,14 @@ class OpenAIReasoner:
             body["seed"] = self.cfg.seed
         return self._parse(self.request(body))
 
-    def request(self, body: dict[str, Any], url: str | None = None) -> dict[str, Any]:
-        """POST ``body`` as JSON to ``url`` (default: the chat endpoint) with retries; the decoded reply."""
+    def request(self, body: dict[str, Any], url: str | None = None, raw: bool = False) -> Any:
+        """POST ``body`` as JSON to ``url`` (default: the chat endpoint) with retries; the decoded reply
+        (``raw``: its text, for endpoints that answer plain text)."""
         url = url or self.url
         data = json.dumps(body).encode()
         for attempt in range(self.cfg.max_retries + 1):
             try:
-                return self._post(data, url)
+                return self._post(data, url, raw)
             except _Retryable as e:
                 if attempt == self.cfg.max_retries:
                     raise APIError(f"{url}: gave up after {attempt + 1} attempts; last error: {e}. Check that "
@@ -354,7 +381,7 @@ class OpenAIReasoner:
         d = min(30.0, self.cfg.backoff_s * (2 ** attempt) * jitter)
         return max(d, min(60.0, retry_after)) if retry_after is not None else d
 
-    def _post(self, data: bytes, url: str | None = None) -> dict[str, Any]:
+    def _post(self, data: bytes, url: str | None = None, raw_text: bool = False) -> Any:
         url = url or self.url
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(self.cfg.api_key_env, "")
@@ -375,6 +402,8 @@ class OpenAIReasoner:
             raise APIError(f"{url} answered HTTP {e.code} ({hint}): {detail[:500]}") from e
         except (urllib.error.URLError, TimeoutError, ConnectionError, OSError, http.client.IncompleteRead) as e:
             raise _Retryable(f"{type(e).__name__}: {e}", None) from e
+        if raw_text:
+            return raw[:MAX_RESPONSE_BYTES].decode("utf-8", "replace")
         if not raw.strip():  # the connection closed before the reply's body (e.g. the server died mid-answer)
             raise _Retryable("empty response body", None)
         if len(raw) > MAX_RESPONSE_BYTES:

@@ -35,6 +35,8 @@ class Config:
     """Planner spec (toy = MLP planner: the reasoner's cost dominates; default = the embedded LM + head)."""
     planner_lora: bool = False
     """Train the planner as a LoRA adapter (as the study preset does) instead of fully."""
+    planner_head_only: bool = False
+    """Train only the planner's head on the frozen backbone's cached features (``planner.head_only``)."""
     reasoner: str = "default"
     """Frozen reasoner spec, decoded greedily."""
     source: str = "curriculum"
@@ -61,7 +63,8 @@ def _argv(cfg: Config, reasoner: str, out: Path) -> list[str]:
     sets = {"reasoner.greedy": "true", "train.groups_per_step": cfg.groups_per_step, "train.grpo.group_size": cfg.group_size,
             "env.max_steps": cfg.max_steps, "reasoner.max_step_tokens": cfg.max_step_tokens,
             "reasoner.max_answer_tokens": cfg.max_answer_tokens, "train.progress": "false", "train.seed": cfg.seed,
-            "data.size": cfg.steps * cfg.groups_per_step, "model.planner_lora.enabled": str(cfg.planner_lora).lower()}
+            "data.size": cfg.steps * cfg.groups_per_step, "model.planner_lora.enabled": str(cfg.planner_lora).lower(),
+            "planner.head_only": str(cfg.planner_head_only).lower()}
     return ["train", "--learner", "planner_only", "--planner", cfg.planner, "--reasoner", reasoner, "--data", cfg.source,
             "--steps", str(cfg.steps), "--out", str(out), *[x for k, v in sets.items() for x in ("--set", f"{k}={v}")]]
 

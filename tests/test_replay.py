@@ -165,3 +165,25 @@ def test_replay_benchmark_smoke_plays_the_same_episodes(tmp_path):
     assert res["same_episodes"] and res["rows"]["replay_warm"]["replay"]["misses"] == 0
     assert res["rows"]["replay_cold"]["replay"]["hits"] == 0 and res["rows"]["live"]["episodes"] == 2 * 2 * 4
     assert json.loads((tmp_path / "r.json").read_text())["speedup"] > 0
+
+
+def test_planner_only_reasoner_is_its_base_model_so_eval_replays_its_steps(tmp_path, monkeypatch):
+    """A preset with reasoner LoRA on (study, demo) run as planner_only: the reasoner is never trained, so it is built
+    as its base model; an adapter would change its weights' fingerprint and no step of training would be shared
+    with `rsim eval --reasoner replay:SPEC` or the plan table (issue 19's study decoded everything twice)."""
+    from algos import cli
+    from algos.config import resolve
+    from algos.evaluation import EvalConfig
+    from algos.evaluation.run import build_reasoner
+
+    monkeypatch.setenv("RSIM_REPLAY_DIR", str(tmp_path / "replay"))
+    sets = {"learner": "planner_only", "model.planner": "toy", "model.reasoner": "replay:tiny", "reasoner.greedy": "true",
+            "env.max_steps": "2", "reasoner.max_step_tokens": "4", "reasoner.max_answer_tokens": "6", "data.size": "2"}
+    roots = {}
+    for lora in ("true", "false"):
+        cfg = resolve("tiny", {**sets, "model.reasoner_lora.enabled": lora})
+        agents = cli.build_agents(cfg, cli.build_learner(cfg), "cpu", cli.build_problems(cfg))
+        assert getattr(agents["reasoner"].inner, "lora", None) is None
+        roots[lora] = agents["reasoner"].root
+    ecfg = EvalConfig(reasoner="replay:tiny", source="tiny", limit=2, max_steps=2, max_step_tokens=4, max_answer_tokens=6)
+    assert roots["true"] == roots["false"] == build_reasoner("replay:tiny", ecfg, []).agent.root

@@ -12,6 +12,11 @@ Rows (each in its own subprocess, so that ``peak_rss_mib`` is that row's alone):
 * ``ours_full`` / ``trl_full``: every weight trains;
 * ``ours_lora`` / ``trl_lora``: a LoRA adapter (same rank, alpha, target modules; TRL through
   ``peft_config``);
+* ``ours_lora_engine``: ``ours_lora`` with its rollouts on llama.cpp (``llamacpp:default``, the embedded
+  4-bit GGUF; :mod:`agents.llamacpp_lora`): the adapter is written as a GGUF adapter and loaded before
+  each rollout (``adapter_syncs`` counts them), torch scores the engine's tokens and updates, with
+  truncated importance sampling (``tis_cap=2``). Needs ``rsim[llamacpp]`` and ``--model default``;
+  otherwise it is skipped and the reason recorded under ``skipped``;
 * ``ours_full_bf16`` / ``ours_lora_bf16``: ours decoding on a bf16 copy (``reasoner.sample_dtype``)
   with truncated importance sampling (``tis_cap=2``); not compared with TRL (its CPU generate has no
   such mode) and its effect on learning is not measured here;
@@ -22,7 +27,8 @@ Rows (each in its own subprocess, so that ``peak_rss_mib`` is that row's alone):
 * ``demo_full``: the same with LoRA off (both agents fully fine-tuned, as before issue 12): the old demo.
 
 ``ratio_vs_trl`` is our s/step over TRL's in the same mode (the larger of the two modes; both are
-in ``ratio_vs_trl_by_mode``). The first ``warmup`` steps of each row are not counted. TRL is optional
+in ``ratio_vs_trl_by_mode``); ``ratio_vs_trl_engine`` is ``ours_lora_engine`` over ``trl_lora`` (None,
+with the reason in ``ratio_vs_trl_engine_note``, when either did not run). The first ``warmup`` steps of each row are not counted. TRL is optional
 (``pip install rsim[trl]``); without it only our rows run.
 
     python -m benchmarks.train_step --out results/train_step.json
@@ -42,7 +48,9 @@ from pathlib import Path
 
 import torch
 
-ROWS = ("ours_full", "trl_full", "ours_lora", "trl_lora", "ours_full_bf16", "ours_lora_bf16", "ours_full_amp", "trl_full_amp",
+from benchmarks.train_step_report import print_table, ratios
+
+ROWS = ("ours_full", "trl_full", "ours_lora", "trl_lora", "ours_lora_engine", "ours_full_bf16", "ours_lora_bf16", "ours_full_amp", "trl_full_amp",
         "demo", "demo_full")
 
 
@@ -103,7 +111,9 @@ def _lora(cfg: Config, enabled: bool):
     return LoraSpec(enabled=enabled, rank=cfg.lora_rank, alpha=2.0 * cfg.lora_rank)
 
 
-def run_ours(cfg: Config, lora: bool, sample_dtype: str = "float32", mixed_precision: str = "no") -> dict:
+def run_ours(cfg: Config, lora: bool, sample_dtype: str = "float32", mixed_precision: str = "no",
+             engine: bool = False) -> dict:
+    """Our GRPO steps; ``engine``: the LoRA reasoner rolls out on llama.cpp (``llamacpp:default``)."""
     from accelerate.utils import set_seed
 
     from agents.reasoner import ReasonerConfig
@@ -124,28 +134,34 @@ def run_ours(cfg: Config, lora: bool, sample_dtype: str = "float32", mixed_preci
             return results, records
 
     tcfg = TrainConfig(steps=cfg.steps, groups_per_step=1, seed=cfg.seed, progress=False, mixed_precision=mixed_precision,
-                       output_dir=f"{cfg.output_dir}/ours_{'lora' if lora else 'full'}_{sample_dtype}_{mixed_precision}",
-                       save_every=0,
+                       output_dir=f"{cfg.output_dir}/ours_{'lora' if lora else 'full'}_{sample_dtype}_{mixed_precision}"
+                                  f"{'_engine' if engine else ''}", save_every=0,
                        grpo=GRPOConfig(group_size=cfg.group_size, max_length=cfg.completion_tokens,
-                                       tis_cap=2.0 if sample_dtype != "float32" else 0.0),
+                                       tis_cap=2.0 if sample_dtype != "float32" or engine else 0.0),
                        reasoner_optim=OptimConfig(lr=cfg.lora_lr if lora else cfg.lr))
     acc = make_accelerator(tcfg)
     set_seed(cfg.seed)
     rcfg = ReasonerConfig(max_step_tokens=cfg.completion_tokens, max_answer_tokens=cfg.completion_tokens,
                           stop_at_delimiter=False, sample_dtype=sample_dtype)
-    reasoner = build_agent(cfg.model, AgentContext("reasoner", rcfg, lora=_lora(cfg, lora))).agent
+    spec = cfg.model
+    if engine:  # KV per copy: prompt + completion with room to spare, a multiple of 256 (llama.cpp rounds down)
+        spec = f"llamacpp:{cfg.model}#n_ctx={1024 * (1 + cfg.completion_tokens // 512)}" + (f"&threads={cfg.threads}" if cfg.threads else "")
+    reasoner = build_agent(spec, AgentContext("reasoner", rcfg, lora=_lora(cfg, lora))).agent
     trainer = DenseRewardTrainer(tcfg, GRPOBaseline(), {"reasoner": reasoner}, [_problem()], acc)
-    times, tokens, groups, rollout = [], [], 0.0, []
+    times, tokens, groups, rollout, updated = [], [], 0.0, [], []
     for i in range(cfg.steps):
         m = trainer.train_step()
+        updated.append(m.get("reasoner/skipped", 1.0) == 0.0)
         if i >= cfg.warmup:
             times.append(m["step_time"]); tokens.append(m["completions/mean_length"] * cfg.group_size)
             rollout.append(m["rollout_time"])
-            if m.get("reasoner/skipped", 1.0) == 0.0:
+            if updated[-1]:
                 groups += 1.0 - m["reasoner/frac_reward_zero_std"]
     acc.end_training()
+    # the sync is at the next rollout's start: 1 (the initial adapter) + each update before the last step
+    extra = {"adapter_syncs": reasoner.roller.adapter_syncs, "updated_steps": updated, "spec": spec} if engine else {}
     return dict(_summary(times, tokens), groups_updated=groups, trainable_params=_count(reasoner.module),
-                rollout_seconds_per_step=statistics.median(rollout))
+                rollout_seconds_per_step=statistics.median(rollout), **extra)
 
 
 def _count(module: torch.nn.Module) -> int:
@@ -229,6 +245,7 @@ def run_row(cfg: Config, row: str) -> dict:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     fn = {"ours_full": lambda: run_ours(cfg, False), "ours_lora": lambda: run_ours(cfg, True),
+          "ours_lora_engine": lambda: run_ours(cfg, True, engine=True),
           "ours_full_bf16": lambda: run_ours(cfg, False, "bfloat16"), "ours_lora_bf16": lambda: run_ours(cfg, True, "bfloat16"),
           "ours_full_amp": lambda: run_ours(cfg, False, mixed_precision="bf16"),
           "trl_full": lambda: run_trl(cfg, False), "trl_lora": lambda: run_trl(cfg, True),
@@ -240,17 +257,29 @@ def run_row(cfg: Config, row: str) -> dict:
     return out
 
 
-def _have_trl() -> bool:
-    try:
-        import trl  # noqa: F401
-    except ImportError:
-        return False
-    return True
+def _missing(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is None
+
+
+def skip_reason(cfg: Config, row: str) -> str | None:
+    """Why ``row`` cannot run here (an optional dependency or the model), or None."""
+    if row.startswith("trl") and _missing("trl"):
+        return "trl is not installed (pip install 'rsim[trl]')"
+    if row == "ours_lora_engine":
+        if _missing("llama_cpp"):
+            return "llama-cpp-python is not installed (pip install 'rsim[llamacpp]')"
+        if cfg.model != "default":
+            return f"the engine trains only the embedded model (--model default), not {cfg.model!r}"
+    return None
 
 
 def main(cfg: Config) -> dict:
-    rows = [r for r in cfg.rows.split(",") if _have_trl() or not r.startswith("trl")]
-    result: dict = {"config": asdict(cfg), "rows": {}}
+    requested = cfg.rows.split(",")
+    skipped = {r: why for r in requested if (why := skip_reason(cfg, r))}
+    rows = [r for r in requested if r not in skipped]
+    result: dict = {"config": asdict(cfg), "rows": {}, "skipped": skipped}
     for row in rows:
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
             argv = [sys.executable, "-c", "import sys; from benchmarks.train_step import _child; _child(sys.argv[1:])",
@@ -260,35 +289,14 @@ def main(cfg: Config) -> dict:
             result["rows"][row] = json.loads(Path(f.name).read_text())
         print(f"[train_step] {row}: {result['rows'][row]['seconds_per_step']:.2f} s/step", flush=True)
     r = result["rows"]
-    by_mode = {m: r[f"ours_{m}"]["seconds_per_step"] / r[f"trl_{m}"]["seconds_per_step"]
-               for m in ("full", "lora", "full_amp") if f"ours_{m}" in r and f"trl_{m}" in r}
-    result["ratio_vs_trl_by_mode"] = by_mode
-    fp32 = [v for m, v in by_mode.items() if m in ("full", "lora")]  # the target: fp32, full and LoRA
-    result["ratio_vs_trl"] = max(fp32) if fp32 else None
+    result.update(ratios(r, skipped))
     result["groups_updated"] = {k: v["groups_updated"] for k, v in r.items() if "groups_updated" in v}
     result["peak_rss_mib"] = {k: v["peak_rss_mib"] for k, v in r.items()}
-    _print(result)
+    print_table(result)
     if cfg.out:
         Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
         Path(cfg.out).write_text(json.dumps(result, indent=1))
     return result
-
-
-def _print(res: dict) -> None:
-    print(f"{'row':>14} {'s/step':>8} {'rollout s':>9} {'tokens/s':>9} {'groups upd':>11} {'trainable':>11} "
-          f"{'peak RSS MiB':>13}")
-    for name, x in res["rows"].items():
-        tp = x.get("trainable_params")
-        tp = sum(tp.values()) if isinstance(tp, dict) else tp
-        roll = x.get("rollout_seconds_per_step")
-        print(f"{name:>14} {x['seconds_per_step']:>8.2f} {'' if roll is None else f'{roll:.2f}':>9} "
-              f"{x['tokens_per_s'] or 0:>9.1f} {x.get('groups_updated', float('nan')):>11.1f} {tp or 0:>11d} "
-              f"{x['peak_rss_mib']:>13.0f}")
-    for name, x in res["rows"].items():
-        if "checkpoint_mib" in x:
-            print(f"{name}: checkpoint {x['checkpoint_mib']:.0f} MiB")
-    for mode, v in res["ratio_vs_trl_by_mode"].items():
-        print(f"ours / TRL s/step ({mode}): {v:.2f}   (target <= 0.5)")
 
 
 def _child(argv: list[str]) -> None:

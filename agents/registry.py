@@ -19,8 +19,10 @@ run or checkpoint dir       the agent trained by ``rsim train`` (its newest ``st
                             read back when seen again (:mod:`agents.replay`)
 ``openai:MODEL@URL``        a reasoner served by an OpenAI-compatible API (completions endpoint: any protocol)
                             (:mod:`agents.openai_reasoner`; ``#max_concurrency=16&...`` options)
-``llamacpp:default``        a frozen reasoner decoded by llama.cpp from the embedded GGUF, or
-``llamacpp:PATH.gguf``      from any GGUF file (:mod:`agents.llamacpp`; ``pip install 'rsim[llamacpp]'``)
+``llamacpp:default``        a reasoner decoded by llama.cpp from the embedded GGUF, LoRA-trainable with
+                            ``reasoner_lora`` enabled (:mod:`agents.llamacpp_lora`: torch learns, the engine
+                            rolls out, the adapter synced each step), or
+``llamacpp:PATH.gguf``      frozen, from any GGUF file (:mod:`agents.llamacpp`; ``pip install 'rsim[llamacpp]'``)
 ``module:factory``          your own agent: ``factory(context)`` returns an object following
                             :class:`agents.base.Policy` (``Trainable`` to train it)
 ==========================  ==================================================================

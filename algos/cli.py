@@ -109,7 +109,6 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     trainer = Trainer(cfg.train, learner, agents, problems, acc, run_config=to_dict(cfg), env=cfg.env)
     if cfg.resume:
         trainer.resume(cfg.resume)
-    threads.announce()  # every check passed and the models loaded: the run starts working now
     t0 = time.perf_counter()
     start = trainer.step
     out = trainer.train()

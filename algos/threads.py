@@ -134,8 +134,9 @@ def use_threads(requested: int = 0) -> int:
     """Set torch's intra-op thread count from :func:`resolve_threads`; return it (for the run's config).
 
     A count lowered for other jobs' load is said on stderr by :func:`announce`, with the flag that
-    overrides it: the caller calls that once the run's checks have passed and its models have loaded,
-    so that a run refused for bad input still says why in one line, whatever the machine's load.
+    overrides it: the runs call that once their first training step or evaluation batch has been played,
+    so that a run refused for bad input (a flag, a file, a server that cannot serve) still says why in
+    one line, whatever the machine's load.
     """
     import torch
 

@@ -39,6 +39,7 @@ from rsim_env.group import EnvGroup
 from rsim_env.problems import Problem
 
 from . import checkpoint as ckpt
+from . import threads
 from .distributed import check_replicas_agree, make_accelerator
 from .metrics import TrainLog
 from .policy import check_trainable
@@ -187,6 +188,7 @@ class Trainer(PolicyUpdate):
         try:
             while self.step < self.cfg.steps:
                 m = self.train_step()
+                threads.announce()  # once the first step has run: a run that fails at once still fails in one line
                 bar.update(1)
                 bar.set_postfix({k: f"{m[k]:.3f}" for k in ("planner/reward", "reasoner/reward", "accuracy") if k in m})
                 if (self.cfg.save_every and self.step % self.cfg.save_every == 0) or self.step == self.cfg.steps:

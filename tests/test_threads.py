@@ -148,7 +148,8 @@ def test_concurrency_benchmark_smoke_on_tiny_preset(tmp_path):
 
 def test_lowered_count_is_said_once_the_run_works_not_before(monkeypatch, capsys):
     """A run refused for bad input says why in one line whatever the machine's load (the CI failure of stop 23):
-    the notice of a count lowered for load waits for :func:`announce`, which the runs call once their models load."""
+    the notice of a count lowered for load waits for :func:`announce`, which the runs call once their first
+    training step or evaluation batch has been played."""
     pytest.importorskip("torch")
     from algos import threads
 

@@ -153,6 +153,7 @@ def evaluate_mode(mode: str, problems: Sequence[Problem], reasoner: Any, planner
         rows += unit["rows"]
         for key in stats:
             stats[key] += unit["stats"][key]
+        threads.announce()  # once a batch has been played: a run that fails at once still fails in one line
         if bar is not None:
             bar.update(len(chunk))
     return rows, stats
@@ -220,7 +221,6 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
     t_load = time.perf_counter()
     reasoner, trained, reasoner_info, planner_info = _agents(cfg, modes, problems)
     load_s = time.perf_counter() - t_load
-    threads.announce()  # every check passed and the models loaded: the evaluation starts working now
     all_rows, figures = _figures(modes, problems, reasoner, trained, cfg, journal)
     results = {
         "config": dataclasses.asdict(cfg) | {"modes_resolved": modes},

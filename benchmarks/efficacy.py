@@ -42,6 +42,7 @@ toy scale).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gzip
 import json
@@ -280,7 +281,10 @@ class _Study:
     def sampler(self, ecfg: Any, problems: Sequence[Any]) -> tuple[Any, None]:
         if "sampler" not in self.lazy:  # self-consistency's sampling base reasoner (samples are never replayed)
             spec = self.run_cfg.model.reasoner
-            self.lazy["sampler"] = _agents(spec.removeprefix("replay:"), None, ecfg, problems)[0]
+            # built as for k >= 2, so it samples at ecfg.temperature even when the budget allows one sample
+            # (rsim eval's k = 1 means greedy, and a vote over one greedy answer is just mode `none`)
+            sampling = dataclasses.replace(ecfg, k=max(2, ecfg.k))
+            self.lazy["sampler"] = _agents(spec.removeprefix("replay:"), None, sampling, problems)[0]
         return self.lazy["sampler"], None
 
     def fixed(self, plan: str, problems: Sequence[Any], key: str) -> tuple[dict[str, bool], dict[str, Any]]:

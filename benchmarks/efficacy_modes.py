@@ -208,7 +208,7 @@ def self_consistency(st: Any, per_seed: dict, details: dict) -> dict[str, Any]:
     k = sc_samples(budget, per_sample, st.cfg.sc_k)
     for s in st.cfg.seeds:
         ecfg = dataclasses.replace(st.ecfg[s], k=k, temperature=st.cfg.sc_temperature)
-        key = f"self_consistency/k{k}/s{s}"
+        key = f"self_consistency/k{k}/T{st.cfg.sc_temperature:g}/s{s}"  # sampled, also at k = 1
         per_seed["self_consistency"][s] = st.evaluated(key, "none", st.test,
                                                        functools.partial(st.sampler, ecfg, st.test), ecfg)
         details["self_consistency"][s] = st.details.get(key, {})

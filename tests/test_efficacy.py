@@ -258,3 +258,35 @@ def test_planner_only_study_without_grpo(tmp_path):
     assert saved and json.loads(saved[-1].read_text())["env"]["max_steps"] == 2
     with pytest.raises(ValueError, match="trained_learner"):
         Config(trained_learner="grpo")
+
+
+def test_readme_efficacy_table_is_generated_from_the_committed_outcomes():
+    """The README's efficacy table is `--table-from` of the committed per-problem outcome file, never typed by hand."""
+    import re
+    from pathlib import Path
+
+    from benchmarks.efficacy_report import table_from
+
+    root = Path(__file__).resolve().parent.parent
+    block = re.search(r"<!-- efficacy table: python -m benchmarks\.efficacy --table-from (\S+) -->\n(.*?)\n"
+                      r"<!-- /efficacy table -->", (root / "README.md").read_text(), re.S)
+    assert block, "README.md lost its generated efficacy table block"
+    path = root / block.group(1)
+    assert path.is_file() and block.group(2) == table_from(str(path))["table_md"]
+
+
+def test_self_consistency_samples_even_when_the_budget_allows_one_answer(tmp_path):
+    """rsim eval's k = 1 means greedy; self-consistency's one-sample vote must still be a *sample* at sc_temperature,
+    or the mode silently equals `none` (the planner-only study's token budget gave k = 1)."""
+    import dataclasses
+
+    from benchmarks.efficacy import Cache, _Study
+
+    cfg = Config(preset="tiny", seeds=(0,), eval_limit=4, validation_limit=4, output_dir=str(tmp_path), fixed=((8,),),
+                 sc_k=1)
+    st = _Study(cfg, Cache(tmp_path / "efficacy_cache.json", cfg))
+    ecfg = dataclasses.replace(st.ecfg[0], k=1, temperature=0.7)
+    sampler, _ = st.sampler(ecfg, st.test)
+    base, _ = st.base(ecfg, st.test)
+    greedy = lambda agent: getattr(getattr(agent, "config", agent), "greedy", None)  # noqa: E731
+    assert greedy(base) is True and greedy(sampler) is False

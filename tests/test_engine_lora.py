@@ -5,6 +5,7 @@ Most tests are ``slow``: they load the embedded model twice (llama.cpp's 4-bit G
 llama-cpp-python (``rsim[llamacpp]``) and the embedded GGUF (``python -m agents.embedded``).
 """
 
+# ruff: noqa: F811 - pytest injects the imported `gguf` fixture by argument name
 from __future__ import annotations
 
 from dataclasses import replace
@@ -14,19 +15,9 @@ import pytest
 import torch
 
 from agents.lora import LoraSpec
+from tests.test_llamacpp import gguf  # noqa: F401 - the embedded GGUF fixture (skips without llama-cpp or the file)
 
 PROMPT = "The capital of France is"
-
-
-@pytest.fixture(scope="module")
-def gguf():
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (pip install 'rsim[llamacpp]')")
-    from agents.loading import embedded_gguf_path
-
-    try:
-        return embedded_gguf_path()
-    except ModuleNotFoundError as e:
-        pytest.skip(f"embedded GGUF not fetched: {e}")
 
 
 @pytest.fixture(scope="module")

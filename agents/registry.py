@@ -9,7 +9,9 @@ spec                        agent
 ``default``                 the embedded SmolLM2-135M-Instruct (offline; :mod:`agents.loading`)
 hub id or local model dir   that model (``Qwen/Qwen2.5-0.5B-Instruct``, ``./my-model``)
 saved planner dir           a :meth:`Planner.save_pretrained` dir (has ``planner.json``)
-run or checkpoint dir       the agent trained by ``rsim train`` (its newest ``step_*``)
+run or checkpoint dir       the agent trained by ``rsim train`` (its newest ``step_*``); ``RUN_DIR#base=SPEC``
+                            decodes its trained weights on another spec of the same base model (a run trained
+                            with ``llamacpp:default`` rollouts evaluated on torch ``default``, or the reverse)
 ``tiny``                    random-init tiny Llama + byte tokenizer (the real LLM agent classes)
 ``toy``                     MLP toy agents (:mod:`agents.toy`; ``rsim train --preset tiny``)
 ``template[:p]``            scripted reasoner, right with probability ``p`` (reasoner only)
@@ -225,8 +227,21 @@ def _untrained(rest: str, ctx: AgentContext) -> Built:
     return Built(agent, {"kind": "untrained", "spec": rest, "loaded": info})
 
 
-def _directory(path: Path, ctx: AgentContext) -> Built:
-    """A saved planner, a trainer checkpoint / run dir, or a local model dir."""
+def split_base(spec: str, role: str) -> tuple[str, str]:
+    """``RUN_DIR#base=SPEC`` -> ``(RUN_DIR, SPEC)``, or a ValueError naming the expected form."""
+    run, _, opts = spec.partition("#")
+    key, eq, base = opts.partition("=")
+    if key != "base" or not eq or not base.strip():
+        raise ValueError(f"{role} spec {spec!r}: after '#' a run dir takes only base=SPEC (e.g. runs/study#base=default, "
+                         "to decode the trained weights on another spec of the same base model).")
+    if not Path(run).is_dir() or find_checkpoint(Path(run)) is None:
+        raise ValueError(f"{role} spec {spec!r}: {run!r} is not a run or checkpoint dir of `rsim train`; "
+                         "'#base=SPEC' applies to one.")
+    return run, base.strip()
+
+
+def _directory(path: Path, ctx: AgentContext, base: str | None = None) -> Built:
+    """A saved planner, a trainer checkpoint / run dir (``base``: decode its weights on this spec), or a model dir."""
     if ctx.role == "planner" and (path / "planner.json").is_file():
         from .planner import Planner
 
@@ -234,7 +249,7 @@ def _directory(path: Path, ctx: AgentContext) -> Built:
         return Built(planner.to(ctx.device), {"kind": "save_pretrained", "path": str(path)})
     ck = find_checkpoint(path)
     if ck is not None:
-        return _checkpoint(path, RunCheckpoint(ck), ctx)
+        return _checkpoint(path, RunCheckpoint(ck), ctx, base)
     if (path / "config.json").is_file():
         return _hf(str(path), ctx)
     raise ValueError(f"{ctx.role} spec {str(path)!r} is neither a saved planner (planner.json), a trainer checkpoint / "
@@ -242,11 +257,11 @@ def _directory(path: Path, ctx: AgentContext) -> Built:
                      "`rsim train` or pass untrained:SPEC.")
 
 
-def _checkpoint(spec: Path, ck: RunCheckpoint, ctx: AgentContext) -> Built:
+def _checkpoint(spec: Path, ck: RunCheckpoint, ctx: AgentContext, base: str | None = None) -> Built:
     from safetensors.torch import load_model
 
     weights = weights_file(ck.path, ctx.role)
-    base = ck.base_spec(ctx.role)
+    base = base or ck.base_spec(ctx.role)
     if not weights.is_file():
         raise ValueError(f"{ctx.role} spec {str(spec)!r}: checkpoint {ck.path} has no trained {ctx.role} "
                          f"({weights.name}); its learner ({ck.config.get('learner')}) did not train it. "
@@ -322,6 +337,9 @@ def check_spec(spec: str, role: str) -> None:
     head, sep, rest = spec.partition(":")
     if spec in NAMES or spec == "default" or Path(spec).expanduser().exists():
         return
+    if "#" in spec and spec.partition(":")[0] not in PREFIXES:
+        run, base = split_base(spec, role)
+        return check_spec(base, role)
     if sep and head in PREFIXES:
         return check_spec(rest, role) if head in ("untrained", "replay") and rest else None
     if sep and _MODULE.match(head) and rest.isidentifier():
@@ -356,6 +374,9 @@ def build_agent(spec: str, ctx: AgentContext) -> Built:
         return PREFIXES[head](rest, ctx)
     if Path(spec).is_dir():
         return _directory(Path(spec), ctx)
+    if "#" in spec:
+        run, base = split_base(spec, ctx.role)
+        return _directory(Path(run), ctx, base=base)
     if sep and _MODULE.match(head) and rest.isidentifier():
         return _plugin(spec, ctx)
     return _hf(spec, ctx)

@@ -8,10 +8,14 @@ step take 231-396 s next to another rSIM job, against 11-20 s alone.
 
 The ``rsim`` entry (:mod:`algos.cli`) therefore
 
-* sets ``OMP_WAIT_POLICY=PASSIVE`` before torch is imported (:func:`wait_policy_env`): an idle thread
-  sleeps at once. libgomp reads the variable once, when it is loaded, so it cannot be changed later
-  in the process. A wait policy the user set (``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT``,
-  ``KMP_BLOCKTIME``) is kept;
+* sets ``GOMP_SPINCOUNT=10000`` before torch is imported (:func:`wait_policy_env`): an idle thread
+  spins some microseconds (not libgomp's ~3 ms), then sleeps. libgomp reads the variable once, when it
+  is loaded, so it cannot be changed later in the process. A wait policy the user set
+  (``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT``, ``KMP_BLOCKTIME``) is kept. Not ``OMP_WAIT_POLICY=PASSIVE``
+  (the setting before): llama.cpp's CPU backend (the ``llamacpp:`` reasoner) shares torch's libgomp
+  (one ``libgomp.so.1`` per process) and ends every graph node with an OpenMP barrier, several
+  hundred per decoded token; with no spin at all each barrier is a sleep and a wake-up, and a LoRA
+  engine rollout inside ``rsim train`` took 50 s instead of 19 s (``docs/lean.md``);
 * picks the thread count (:func:`resolve_threads`, applied by :func:`use_threads`): ``--threads N``
   (the config's ``threads``) wins; else ``OMP_NUM_THREADS`` if set (``accelerate launch`` sets it
   per process); else :func:`auto_threads`: the physical cores this process may run on, less the cores
@@ -36,15 +40,18 @@ log = logging.getLogger("rsim.threads")
 WAIT_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
 """Variables that set an OpenMP wait policy (libgomp, Intel OpenMP): any one of them is the user's choice."""
 
+SPIN_COUNT = "10000"
+"""libgomp spins of an idle thread before it sleeps (its default 300000 is ~3 ms; 0 = OMP_WAIT_POLICY=PASSIVE)."""
+
 SYSFS_CPU = Path("/sys/devices/system/cpu")
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 
 
 def wait_policy_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The variables to add to ``environ`` before torch loads: a passive wait unless the user chose a policy."""
+    """The variables to add to ``environ`` before torch loads: a short spin unless the user chose a policy."""
     if any(k in environ for k in WAIT_VARS):
         return {}
-    return {"OMP_WAIT_POLICY": "PASSIVE"}
+    return {"GOMP_SPINCOUNT": SPIN_COUNT}
 
 
 def usable_cpus() -> list[int]:
@@ -143,7 +150,8 @@ def use_threads(requested: int = 0) -> int:
     n, why = resolve_threads(requested)
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
-    log.info("torch CPU threads: %d (%s), OMP_WAIT_POLICY=%s", n, why, os.environ.get("OMP_WAIT_POLICY", "unset"))
+    log.info("torch CPU threads: %d (%s), OMP_WAIT_POLICY=%s, GOMP_SPINCOUNT=%s", n, why,
+             os.environ.get("OMP_WAIT_POLICY", "unset"), os.environ.get("GOMP_SPINCOUNT", "unset"))
     _pending.clear()
     if "load" in why and os.environ.get("RANK", "0") == "0":
         _pending.append(f"rsim: {n} CPU thread{'s' * (n > 1)} ({why}); --threads N to choose")

@@ -109,3 +109,23 @@ class _Echo:
 
 def build_echo(rest, ctx):
     return Built(_Echo(rest), {"kind": "echo", "text": rest})
+
+
+def test_run_dir_on_another_base(tmp_path):
+    """``RUN_DIR#base=SPEC`` reads the run's trained weights onto SPEC (e.g. an engine-trained run evaluated on
+    torch); a base they do not fit, an unknown option and a dir that is no run are refused by name."""
+    from agents.registry import check_spec
+    from algos.cli import main as rsim
+
+    out = rsim(["train", "--preset", "tiny", "--steps", "1", "--out", str(tmp_path / "run")])
+    run = tmp_path / "run"
+    agent, info = build_agent(f"{run}#base=toy", AgentContext("reasoner"))
+    assert info["kind"] == "checkpoint" and info["step"] == 1
+    assert all((a == b).all() for a, b in zip(out["params"]["reasoner"].parameters(), agent.module.parameters()))
+    check_spec(f"{run}#base=toy", "reasoner")
+    with pytest.raises(ValueError, match="does not load"):
+        build_agent(f"{run}#base=tiny", AgentContext("reasoner"))
+    with pytest.raises(ValueError, match="only base=SPEC"):
+        build_agent(f"{run}#threads=2", AgentContext("reasoner"))
+    with pytest.raises(ValueError, match="not a run or checkpoint dir"):
+        check_spec(f"{tmp_path}#base=toy", "reasoner")

@@ -31,7 +31,9 @@ LoRA adapters on a vLLM server (``vllm serve BASE --enable-lora`` with
 ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``): :meth:`OpenAIReasoner.sync_adapter` saves the adapter
 (a PEFT dir, ``adapter_dir`` must be readable by the server), loads it by a step-specific name
 (``POST /v1/load_lora_adapter``), unloads the previous one (``/v1/unload_lora_adapter``) and sends
-the new name as ``model`` in every later request.
+the new name as ``model`` in every later request. With ``model.reasoner_lora.enabled=true`` the spec trains:
+:mod:`agents.served_train` rolls out through token-id prompts and reads back the sampled ids and log-probs
+(``#hf=`` names the torch base, ``#logprobs_mode=`` what the server's log-probs are).
 
 Spec form (for registries / the CLI): ``openai:MODEL@URL``, see :func:`parse_spec`; e.g.
 ``openai:default@http://127.0.0.1:8000/v1`` (``python -m agents.serve``) or

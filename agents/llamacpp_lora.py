@@ -107,10 +107,14 @@ class EngineLoraReasoner:
         key = tuple((n, p._version, p.data_ptr()) for n, p in sorted(params.items()))
         if key == self._synced and not force:
             return False
-        spec = self.lora.base.adapters[self.lora.name]
-        self.roller.sync_adapter(params, alpha=spec.alpha, name=self.lora.name)
+        self._send(params)
         self._synced = key
         return True
+
+    def _send(self, params: dict[str, Any]) -> None:
+        """Load the adapter ``params`` on the roller (a served roller overrides this, :mod:`agents.served_train`)."""
+        spec = self.lora.base.adapters[self.lora.name]
+        self.roller.sync_adapter(params, alpha=spec.alpha, name=self.lora.name)
 
     def reset(self, num_copies: int, seed: int | None = None) -> None:
         """Start a rollout with the learner's current adapter on the engine."""

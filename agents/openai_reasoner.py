@@ -31,7 +31,9 @@ LoRA adapters on a vLLM server (``vllm serve BASE --enable-lora`` with
 ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``): :meth:`OpenAIReasoner.sync_adapter` saves the adapter
 (a PEFT dir, ``adapter_dir`` must be readable by the server), loads it by a step-specific name
 (``POST /v1/load_lora_adapter``), unloads the previous one (``/v1/unload_lora_adapter``) and sends
-the new name as ``model`` in every later request.
+the new name as ``model`` in every later request. With ``model.reasoner_lora.enabled=true`` the spec trains:
+:mod:`agents.served_train` rolls out through token-id prompts and reads back the sampled ids and log-probs
+(``#hf=`` names the torch base, ``#logprobs_mode=`` what the server's log-probs are).
 
 Spec form (for registries / the CLI): ``openai:MODEL@URL``, see :func:`parse_spec`; e.g.
 ``openai:default@http://127.0.0.1:8000/v1`` (``python -m agents.serve``) or
@@ -114,6 +116,12 @@ class OpenAIConfig:
     adapter_dir: str = ""
     """Where :meth:`OpenAIReasoner.sync_adapter` saves each step's LoRA adapter; the server reads it from there
     (a shared path when it runs elsewhere). "" = a temporary dir (the server runs on this machine)."""
+    hf: str = ""
+    """LoRA training only (:mod:`agents.served_train`): the torch model the adapter learns on, the served base's
+    weights (hub id, local dir, "default", "tiny"); "" = the model name when it names one."""
+    logprobs_mode: str = "raw"
+    """LoRA training only: what the server's log-probs are. "raw" (vLLM's default ``raw_logprobs``: before
+    temperature and logit bias) or "processed" (``vllm serve --logprobs-mode processed_logprobs``: after them)."""
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -123,6 +131,9 @@ class OpenAIConfig:
             raise ValueError("OpenAIConfig.model is empty; pass the model name the server serves.")
         if self.token_ids not in (0, 1) or isinstance(self.token_ids, bool):
             raise ValueError(f"OpenAIConfig.token_ids={self.token_ids!r}: use 0 (text prompts) or 1 (token-id prompts).")
+        if self.logprobs_mode not in ("raw", "processed"):
+            raise ValueError(f"OpenAIConfig.logprobs_mode={self.logprobs_mode!r}: use 'raw' (vLLM's default) or "
+                             "'processed' (vllm serve --logprobs-mode processed_logprobs).")
         if self.endpoint not in ENDPOINTS:
             raise ValueError(f"OpenAIConfig.endpoint={self.endpoint!r}: use one of {ENDPOINTS}.")
         for name in ("max_concurrency", "max_step_tokens", "max_answer_tokens"):
@@ -139,7 +150,7 @@ class OpenAIConfig:
 
 _INT_FIELDS = ("max_concurrency", "max_retries", "max_step_tokens", "max_answer_tokens", "seed", "token_ids")
 _FLOAT_FIELDS = ("backoff_s", "timeout_s", "temperature", "price_prompt_per_1m", "price_completion_per_1m")
-_STR_FIELDS = ("api_key_env", "endpoint", "tokenizer", "adapter_dir")
+_STR_FIELDS = ("api_key_env", "endpoint", "tokenizer", "adapter_dir", "hf", "logprobs_mode")
 
 
 def _spec_options(text: str, spec: str) -> dict[str, Any]:
@@ -182,6 +193,10 @@ def build(rest: str, ctx: Any) -> Any:
 
     if ctx.role != "reasoner":
         raise ValueError("spec 'openai:MODEL@URL' is a reasoner; a planner needs another spec.")
+    if getattr(ctx.lora, "enabled", False):  # trained: rollouts on the server, updates in torch (agents.served_train)
+        from .served_train import build_trainable
+
+        return build_trainable(rest, ctx)
     c = ctx.config
     derived: dict[str, Any] = {"seed": ctx.seed}
     if c is not None:

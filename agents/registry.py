@@ -20,7 +20,8 @@ run or checkpoint dir       the agent trained by ``rsim train`` (its newest ``st
 ``replay:SPEC``             SPEC's reasoner (greedy, frozen) with every step cached on disk and
                             read back when seen again (:mod:`agents.replay`)
 ``openai:MODEL@URL``        a reasoner served by an OpenAI-compatible API (completions endpoint: any protocol)
-                            (:mod:`agents.openai_reasoner`; ``#max_concurrency=16&...`` options)
+                            (:mod:`agents.openai_reasoner`; ``#max_concurrency=16&...`` options); LoRA-trainable
+                            on vLLM with ``reasoner_lora`` enabled (:mod:`agents.served_train`)
 ``llamacpp:default``        a reasoner decoded by llama.cpp from the embedded GGUF, LoRA-trainable with
                             ``reasoner_lora`` enabled (:mod:`agents.llamacpp_lora`: torch learns, the engine
                             rolls out, the adapter synced each step), or

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 from . import threads
 
 # before torch is imported (below): libgomp reads its wait policy once, when it loads (algos/threads.py)
-os.environ.update(threads.wait_policy_env(os.environ))
+os.environ.update(threads.wait_policy_env(os.environ, sys.argv))
 
 from agents.registry import spec_help as agent_specs
 from rsim_env.data import spec_help

@@ -8,14 +8,15 @@ step take 231-396 s next to another rSIM job, against 11-20 s alone.
 
 The ``rsim`` entry (:mod:`algos.cli`) therefore
 
-* sets ``GOMP_SPINCOUNT=10000`` before torch is imported (:func:`wait_policy_env`): an idle thread
-  spins some microseconds (not libgomp's ~3 ms), then sleeps. libgomp reads the variable once, when it
-  is loaded, so it cannot be changed later in the process. A wait policy the user set
-  (``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT``, ``KMP_BLOCKTIME``) is kept. Not ``OMP_WAIT_POLICY=PASSIVE``
-  (the setting before): llama.cpp's CPU backend (the ``llamacpp:`` reasoner) shares torch's libgomp
-  (one ``libgomp.so.1`` per process) and ends every graph node with an OpenMP barrier, several
-  hundred per decoded token; with no spin at all each barrier is a sleep and a wake-up, and a LoRA
-  engine rollout inside ``rsim train`` took 50 s instead of 19 s (``docs/lean.md``);
+* sets ``OMP_WAIT_POLICY=PASSIVE`` before torch is imported (:func:`wait_policy_env`): an idle thread
+  sleeps at once. libgomp reads the variable once, when it is loaded, so it cannot be changed later
+  in the process. A wait policy the user set (``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT``,
+  ``KMP_BLOCKTIME``) is kept. Except when the command line names a ``llamacpp:`` reasoner: llama.cpp's
+  CPU backend shares torch's libgomp (one ``libgomp.so.1`` per process) and ends every graph node with
+  an OpenMP barrier, several hundred per decoded token, so under PASSIVE each barrier is a sleep and a
+  wake-up (a LoRA engine rollout inside ``rsim train`` took 50 s instead of 18 s). Such a run gets
+  ``GOMP_SPINCOUNT=1000`` (some microseconds of spinning, then sleep). Not for every run: two
+  concurrent demo runs slowed 1.29x under PASSIVE and up to 2.57x under the short spin (``docs/lean.md``);
 * picks the thread count (:func:`resolve_threads`, applied by :func:`use_threads`): ``--threads N``
   (the config's ``threads``) wins; else ``OMP_NUM_THREADS`` if set (``accelerate launch`` sets it
   per process); else :func:`auto_threads`: the physical cores this process may run on, less the cores
@@ -33,25 +34,28 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 log = logging.getLogger("rsim.threads")
 
 WAIT_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
 """Variables that set an OpenMP wait policy (libgomp, Intel OpenMP): any one of them is the user's choice."""
 
-SPIN_COUNT = "10000"
-"""libgomp spins of an idle thread before it sleeps (its default 300000 is ~3 ms; 0 = OMP_WAIT_POLICY=PASSIVE)."""
+SPIN_COUNT = "1000"
+"""libgomp spins of an idle thread before it sleeps in a ``llamacpp:`` run (libgomp's default 300000 is ~3 ms)."""
 
 SYSFS_CPU = Path("/sys/devices/system/cpu")
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 
 
-def wait_policy_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The variables to add to ``environ`` before torch loads: a short spin unless the user chose a policy."""
+def wait_policy_env(environ: Mapping[str, str], argv: Sequence[str] = ()) -> dict[str, str]:
+    """The variables to add to ``environ`` before torch loads, unless the user chose a wait policy:
+    a short spin when ``argv`` names a ``llamacpp:`` reasoner (see module docstring), else a passive wait."""
     if any(k in environ for k in WAIT_VARS):
         return {}
-    return {"GOMP_SPINCOUNT": SPIN_COUNT}
+    if any("llamacpp:" in str(a) for a in argv):
+        return {"GOMP_SPINCOUNT": SPIN_COUNT}
+    return {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 def usable_cpus() -> list[int]:

@@ -7,7 +7,7 @@ makes idle threads sleep and picks its thread count from the free cores (:mod:`a
 Each setting runs ``rsim train --preset PRESET --steps N`` (the real entry point, in fresh processes)
 once alone, then twice at the same time:
 
-* ``default``: rSIM's defaults (a short spin, ``GOMP_SPINCOUNT=10000``, then sleep; automatic thread count; the caller's ``OMP_*`` variables
+* ``default``: rSIM's defaults (passive wait, automatic thread count; the caller's ``OMP_*`` variables
   are removed so that the defaults act);
 * ``old``: the setting before, for comparison: libgomp's own busy wait (``GOMP_SPINCOUNT=300000``, its
   default when ``OMP_WAIT_POLICY`` is unset) and ``--threads old_threads`` per run.
@@ -54,7 +54,7 @@ class Config:
     old_threads: int = 2
     """Threads per run in the old setting (torch took every core: 2 on issue 21's machine)."""
     settings: str = "default,old"
-    """Comma list of settings to run: default, old, passive (OMP_WAIT_POLICY=PASSIVE, the default before)."""
+    """Comma list of settings to run: default, old, passive (named), spin1000 (a llamacpp: run's wait)."""
     cpus: str = ""
     """Run every job on these CPUs only (e.g. "0,1"; sched_setaffinity); "" = every CPU."""
     settle_s: float = 180.0
@@ -91,7 +91,8 @@ class Config:
 SETTINGS: dict[str, Any] = {
     "default": lambda cfg: ({}, []),
     "old": lambda cfg: ({"GOMP_SPINCOUNT": "300000"}, ["--threads", str(cfg.old_threads)]),
-    "passive": lambda cfg: ({"OMP_WAIT_POLICY": "PASSIVE"}, []),  # the default until the engine needed spinning
+    "passive": lambda cfg: ({"OMP_WAIT_POLICY": "PASSIVE"}, []),  # = default, named
+    "spin1000": lambda cfg: ({"GOMP_SPINCOUNT": "1000"}, []),  # what a llamacpp: run gets (algos/threads.py)
 }
 """Setting -> ``cfg -> (extra environment, extra rsim train flags)``."""
 

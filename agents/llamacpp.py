@@ -33,11 +33,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from rsim_env.render import STEP_DELIMITER
 
 from .base import check_act_args
 from .llamacpp_engine import Engine
-from .reasoner import Reasoner, ReasonerConfig, _Conversation
+from .reasoner import ReasonerConfig, ReasonerTurns, _Conversation
 
 __all__ = ["LlamaCppReasoner", "build", "load_tokenizer", "parse_spec"]
 
@@ -100,24 +99,10 @@ def build(rest: str, ctx: Any) -> Any:
                             "unified": engine.unified})
 
 
-class LlamaCppReasoner:
+class LlamaCppReasoner(ReasonerTurns):
     """:class:`agents.base.Policy` (role ``"reasoner"``) on a llama.cpp :class:`Engine` (see module docstring)."""
 
     role = "reasoner"
-
-    # The torch reasoner's own turn building, stop rules and records: the same ids, by construction.
-    _encode = Reasoner._encode
-    prompt_ids = Reasoner.prompt_ids
-    turn_glue = Reasoner.turn_glue
-    _start_turn = Reasoner._start_turn
-    _stops = Reasoner._stops
-    _text = Reasoner._text
-    _close_turns = Reasoner._close_turns
-    _caps = Reasoner._caps
-    records = Reasoner.records
-    num_generated = Reasoner.num_generated
-    token_usage = Reasoner.token_usage
-    record_temperature = Reasoner.record_temperature
 
     def __init__(self, engine: Engine, tokenizer: Any, config: ReasonerConfig | None = None):
         self.engine, self.tokenizer = engine, tokenizer
@@ -129,14 +114,8 @@ class LlamaCppReasoner:
         if engine.tokenize(probe) != self._encode(probe):
             raise ValueError(f"the tokenizer does not encode text as {engine.path.name}'s own vocabulary does; "
                              "it is not this model's tokenizer.")
-        self.delimiter_ids = self._encode(STEP_DELIMITER)
-        self.eos_id = tokenizer.eos_token_id
-        allowed = {self.eos_id} if self.config.stop_at_delimiter else set()
-        special = sorted(set(tokenizer.all_special_ids) - allowed) if self.config.suppress_special_tokens else []
-        self.suppressed_ids = special
-        self._suppressed = np.asarray(special, dtype=np.int64)
-        self.glue_user, self.glue_assistant = self.turn_glue()
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self._setup_ids()
+        self._suppressed = np.asarray(self.suppressed_ids, dtype=np.int64)
         self.generator = np.random.default_rng(self.config.seed)
         self.adapter_syncs = 0
         self._adapter_dir: Path | None = None

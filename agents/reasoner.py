@@ -170,15 +170,8 @@ class Reasoner:
         self.tokenizer = tokenizer
         self.config = config or ReasonerConfig()
         self.device = next(model.parameters()).device
-        self.delimiter_ids = self._encode(STEP_DELIMITER)
-        self.eos_id = tokenizer.eos_token_id
-        # The end-of-turn token ends a step, so it stays samplable (unless steps have a fixed length).
-        allowed = {self.eos_id} if self.config.stop_at_delimiter else set()
-        special = sorted(set(tokenizer.all_special_ids) - allowed) if self.config.suppress_special_tokens else []
-        self.suppressed_ids = special
-        self.glue_user, self.glue_assistant = self.turn_glue()
-        self._suppressed = torch.as_tensor(special, dtype=torch.long, device=self.device)
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self._setup_ids()
+        self._suppressed = torch.as_tensor(self.suppressed_ids, dtype=torch.long, device=self.device)
         self.generator = None
         if self.config.seed is not None:
             self.generator = torch.Generator(self.device).manual_seed(self.config.seed)
@@ -239,6 +232,18 @@ class Reasoner:
     @property
     def record_temperature(self) -> float:
         return 1.0 if self.config.greedy else self.config.temperature
+
+    def _setup_ids(self) -> None:
+        """Token ids the turn building and stop rules use, from ``self.tokenizer`` and ``self.config``."""
+        tokenizer = self.tokenizer
+        self.delimiter_ids = self._encode(STEP_DELIMITER)
+        self.eos_id = tokenizer.eos_token_id
+        # The end-of-turn token ends a step, so it stays samplable (unless steps have a fixed length).
+        allowed = {self.eos_id} if self.config.stop_at_delimiter else set()
+        self.suppressed_ids = (sorted(set(tokenizer.all_special_ids) - allowed)
+                               if self.config.suppress_special_tokens else [])
+        self.glue_user, self.glue_assistant = self.turn_glue()
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
     def _encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -432,3 +437,23 @@ class Reasoner:
         """Stop rules other than end-of-turn and the cap (see module docstring)."""
         delimiter_stops = self.config.stop_at_delimiter and not (conv.single_turn or conv.terminating)
         return step_stops(self._text(tokens), conv.lead, conv.kind, delimiter_stops)
+
+
+class ReasonerTurns:
+    """The torch :class:`Reasoner`'s turn building, stop rules and records, for reasoners that decode elsewhere
+    (llama.cpp, a server): the same ids by construction. A subclass sets ``tokenizer`` and ``config``, calls
+    :meth:`_setup_ids`, and keeps ``_convs`` as :class:`Reasoner` does."""
+
+    _setup_ids = Reasoner._setup_ids
+    _encode = Reasoner._encode
+    prompt_ids = Reasoner.prompt_ids
+    turn_glue = Reasoner.turn_glue
+    _start_turn = Reasoner._start_turn
+    _stops = Reasoner._stops
+    _text = Reasoner._text
+    _close_turns = Reasoner._close_turns
+    _caps = Reasoner._caps
+    records = Reasoner.records
+    num_generated = Reasoner.num_generated
+    token_usage = Reasoner.token_usage
+    record_temperature = Reasoner.record_temperature

@@ -39,7 +39,7 @@ from typing import Any, Sequence
 
 from .base import check_act_args
 from .llamacpp_lora import EngineLoraReasoner
-from .reasoner import Reasoner, ReasonerConfig, _Conversation
+from .reasoner import ReasonerConfig, ReasonerTurns, _Conversation
 
 __all__ = ["ServedRoller", "ServedLoraReasoner", "build_trainable", "base_spec"]
 
@@ -100,7 +100,7 @@ def check_logprobs_mode(config: ReasonerConfig, mode: str) -> None:
                          "the records' are not; set reasoner.top_p=1, or temperature 1 with raw log-probs.")
 
 
-class ServedRoller:
+class ServedRoller(ReasonerTurns):
     """:class:`agents.base.Policy` (role ``"reasoner"``) that writes each step through a completions server.
 
     Args:
@@ -111,32 +111,11 @@ class ServedRoller:
 
     role = "reasoner"
 
-    # The torch reasoner's own turn building, stop rules and records: the same ids, by construction.
-    _encode = Reasoner._encode
-    prompt_ids = Reasoner.prompt_ids
-    turn_glue = Reasoner.turn_glue
-    _start_turn = Reasoner._start_turn
-    _stops = Reasoner._stops
-    _text = Reasoner._text
-    _close_turns = Reasoner._close_turns
-    _caps = Reasoner._caps
-    records = Reasoner.records
-    num_generated = Reasoner.num_generated
-    token_usage = Reasoner.token_usage
-    record_temperature = Reasoner.record_temperature
-
     def __init__(self, client: Any, tokenizer: Any, config: ReasonerConfig | None = None) -> None:
-        from rsim_env.render import STEP_DELIMITER
-
         self.client, self.tokenizer = client, tokenizer
         self.config = config or ReasonerConfig()
         self.url = client.cfg.base_url.rstrip("/") + "/completions"
-        self.delimiter_ids = self._encode(STEP_DELIMITER)
-        self.eos_id = tokenizer.eos_token_id
-        allowed = {self.eos_id} if self.config.stop_at_delimiter else set()
-        self.suppressed_ids = sorted(set(tokenizer.all_special_ids) - allowed) if self.config.suppress_special_tokens else []
-        self.glue_user, self.glue_assistant = self.turn_glue()
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self._setup_ids()
         self.requests = 0
         self.reset(0)
 

@@ -90,15 +90,13 @@ def random_adapter(path: Path, gguf: Path, rank: int = 16) -> Path:
     """A rank-``rank`` LoRA adapter on all 7 projections of every layer (random weights: speed only)."""
     import numpy as np
 
-    from agents.gguf_lora import BaseTensors, write_adapter
+    from agents.gguf_lora import HF_TO_GGUF, BaseTensors, write_adapter
 
     base = BaseTensors.from_gguf(gguf)
     rng = np.random.default_rng(0)
-    names = {"q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_proj": "attn_output",
-             "gate_proj": "ffn_gate", "up_proj": "ffn_up", "down_proj": "ffn_down"}
     state = {}
     for layer in sorted({int(k.split(".")[1]) for k in base.shapes if k.startswith("blk.")}):
-        for hf, gg in names.items():
+        for hf, gg in HF_TO_GGUF.items():
             out_dim, in_dim = base.shapes[f"blk.{layer}.{gg}.weight"]
             group = "mlp" if hf in ("gate_proj", "up_proj", "down_proj") else "self_attn"
             key = f"base_model.model.model.layers.{layer}.{group}.{hf}"

@@ -235,3 +235,13 @@ def test_other_write_errors_still_raise(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="Input/output"):
         store.put_many([("k", "t", 1)])
     assert store.stopped is None
+
+
+def test_cli_on_a_corrupt_store_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    from tests.test_train_faults import one_line_error, rsim
+
+    monkeypatch.setenv("RSIM_REPLAY_DIR", str(tmp_path))
+    (tmp_path / "steps.sqlite").write_text("a,b\n1,2\n")
+    line = one_line_error(*rsim(monkeypatch, capsys, "eval", "--reasoner", "replay:tiny", "--source", "tiny", "--limit",
+                                "1", "--modes", "none", "--max-step-tokens", "4", "--no-progress")[::2])
+    assert f"replay store {tmp_path / 'steps.sqlite'} is corrupt or not an SQLite file" in line

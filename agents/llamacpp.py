@@ -265,11 +265,20 @@ def _read_peft_dir(path: Path) -> tuple[dict[str, Any], float]:
     if not config.is_file() or not weights.is_file():
         raise ValueError(f"{str(path)!r} is not a PEFT adapter dir (needs adapter_config.json and "
                          "adapter_model.safetensors; save one with model.save_pretrained), nor a .gguf adapter.")
-    cfg = json.loads(config.read_text())
+    try:
+        cfg = json.loads(config.read_text())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{config} is not valid JSON ({e}); save the adapter again (model.save_pretrained).") from e
+    if not isinstance(cfg, dict):
+        raise ValueError(f"{config}: expected a JSON object, got {type(cfg).__name__}; save the adapter again.")
     alpha, rank = float(cfg.get("lora_alpha", 0)), int(cfg.get("r", 0))
     if not alpha > 0 or rank < 1 or cfg.get("rank_pattern") or cfg.get("alpha_pattern") or cfg.get("use_dora"):
         raise ValueError(f"{config}: llama.cpp takes a plain LoRA: a positive lora_alpha and r, no per-module "
                          "rank/alpha patterns, no DoRA.")
     if cfg.get("use_rslora"):  # PEFT scales by alpha / sqrt(r), llama.cpp by alpha / r
         alpha *= rank ** 0.5
-    return load_file(str(weights)), alpha
+    try:
+        return load_file(str(weights)), alpha
+    except Exception as e:  # noqa: BLE001 -- safetensors' own error names neither the file nor the fix
+        raise ValueError(f"{weights} cannot be read, truncated or not safetensors ({' '.join(str(e).split())[:160]}); "
+                         "save the adapter again (model.save_pretrained).") from e

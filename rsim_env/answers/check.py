@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from ..problems import ANSWER_TYPES
 from .compare import equal
 from .extract import choice_letter, extract
+from .idioms import engineering_j, same_clock
 from .normalize import is_hedged, normalize, normalize_with_unit
 from .numeric import TooLarge, approx_equal, eval_fraction, literal_decimals
 from .parser import MAX_CHARS, ParseError
@@ -126,13 +127,22 @@ def _unevaluated(p: str, g: str) -> bool:
 
 def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[bool, str]:
     """Return ``(correct, reason)`` for an extracted answer ``pred`` against ``gold``."""
+    clock = same_clock(pred, gold)  # a time of day: 10{:}15, 3 p.m. (rsim_env.answers.idioms)
+    if clock is not None:
+        return clock, "ok"
     g, g_unit = normalize_with_unit(gold)
     gold_letter = _GOLD_LETTER.match(gold.strip()) or _GOLD_LETTER.match(g)
     if answer_type == "choice" or (answer_type == "auto" and gold_letter):
         letter = choice_letter(pred)
         want = gold_letter.group(1) if gold_letter else gold.strip().upper()
         return (letter is not None and letter == want), "ok" if letter else "unparsable"
-    p, p_unit = normalize_with_unit(pred, letters_are_units=bool(_PLAIN_NUMBER.fullmatch(g)))
+    # a bare letter after the number is a unit when the gold is a number, or a number with a unit (1.5 * 10^3 m)
+    p, p_unit = normalize_with_unit(pred, letters_are_units=bool(_PLAIN_NUMBER.fullmatch(g)) or (
+        g_unit is not None and bool(_NUMBER_LIKE.fullmatch(g))))
+    if p_unit is not None and g_unit is None:  # "1500 m" read as 1500 * m; the answer's unit says m is one
+        g2, g2_unit = normalize_with_unit(gold, letters_are_units=True)
+        if g2_unit is not None and _NUMBER_LIKE.fullmatch(g2):
+            g, g_unit = g2, g2_unit
     factor = conversion(p_unit, g_unit)  # 1.5 h for 90 min: the answer's value in the gold's unit
     if factor is None and units_conflict(p_unit, g_unit):
         return False, "ok"
@@ -142,6 +152,7 @@ def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[b
         p = p.replace(" or ", " \\cup " if "\\cup" in g else ", ")
     if cfg.require_evaluated and _unevaluated(p, g):
         return False, "unevaluated"
+    p = engineering_j(p, g)  # 3+4j for 3+4i
     if factor is not None and factor != 1:
         p = f"({p})*({factor.numerator}/{factor.denominator})"
     if p == g or (answer_type == "text" and p.lower() == g.lower()):

@@ -73,3 +73,37 @@ def test_the_idioms_leave_other_shapes_alone():
     assert engineering_j("3+4j", "3+4") == "3+4j" and engineering_j("3+4j", "x+4i") == "3+4j"
     assert engineering_j("2j + x", "3+4i") == "2j + x"
     assert split_glued_exponent("1.5E3m") == "1.5E3 m" and split_glued_exponent("e^{x}") == "e^{x}"
+
+
+# -- float golds of tolerance-graded sets (TheoremQA: within 4 % of the gold) ----------------------------
+TOLERANCE = [  # (response, gold, rel_tol, expected)
+    ("\\boxed{3.46}", "3.464", 0.04, True),
+    ("The answer is 3.5.", "3.464", 0.04, True),
+    ("\\boxed{0.00674}", "0.0067", 0.04, True),
+    ("\\boxed{3.46}", "3.464", None, False),  # the strict rule without the set's tolerance: fewer decimals
+    ("\\boxed{3.9}", "3.464", 0.04, False),  # 12.6 % off
+    ("\\boxed{0.067}", "0.0067", 0.04, False),
+    ("\\boxed{-3.46}", "3.464", 0.04, False),
+    ("\\boxed{14.3}", "14", 0.04, False),  # an integer gold is no float: exact, as before
+]
+
+
+@pytest.mark.parametrize("response,gold,rel_tol,expected", TOLERANCE,
+                         ids=[f"{i}-{'right' if c[3] else 'wrong'}" for i, c in enumerate(TOLERANCE)])
+def test_a_float_gold_accepts_what_its_set_tolerates(response, gold, rel_tol, expected):
+    assert check(response, gold, "number", rel_tol=rel_tol).correct is expected
+
+
+def test_theoremqa_floats_carry_their_tolerance_into_the_math_kind():
+    from pathlib import Path
+
+    from rsim_env import kinds, loaders
+
+    fixture = Path(__file__).parent / "fixtures" / "datasets" / "theoremqa.jsonl"
+    problems = loaders.load_problems(str(fixture), kind="theoremqa")
+    assert [p.metadata.get("rel_tol") for p in problems] == [None, None, None, None, 0.04]
+    float_problem = problems[-1]
+    assert kinds.get("math").grade(float_problem, ["So the probability is \\boxed{0.0068}."]).correct
+    assert not kinds.get("math").grade(float_problem, ["So the probability is \\boxed{0.0075}."]).correct
+    with pytest.raises(ValueError, match="rel_tol=1.5"):
+        check("\\boxed{1}", "1.0", rel_tol=1.5)

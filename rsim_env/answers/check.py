@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ..problems import ANSWER_TYPES
 from .compare import equal
 from .extract import choice_letter, extract
-from .idioms import engineering_j, same_clock
+from .idioms import engineering_j, same_clock, within_rel_tol
 from .normalize import is_hedged, normalize, normalize_with_unit
 from .numeric import TooLarge, approx_equal, eval_fraction, literal_decimals
 from .parser import MAX_CHARS, ParseError
@@ -125,7 +125,7 @@ def _unevaluated(p: str, g: str) -> bool:
     return not _NUMBER_LIKE.fullmatch(side) and bool(_ARITHMETIC.search(side))
 
 
-def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[bool, str]:
+def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig, rel_tol: float | None = None) -> tuple[bool, str]:
     """Return ``(correct, reason)`` for an extracted answer ``pred`` against ``gold``."""
     clock = same_clock(pred, gold)  # a time of day: 10{:}15, 3 p.m. (rsim_env.answers.idioms)
     if clock is not None:
@@ -169,7 +169,7 @@ def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[b
     except ParseError:
         return False, "unparsable"
     if fast is not None:
-        return fast, "ok"
+        return fast or bool(rel_tol and within_rel_tol(ps, gs, rel_tol)), "ok"
     try:
         reply = _valid_reply(default_pool().run({"pred": p, "gold": g, "type": answer_type}, cfg.timeout_s))
     except WorkerFailure as exc:
@@ -183,7 +183,8 @@ def _valid_reply(reply: dict) -> dict:
     return reply
 
 
-def check(response: str, gold: str, answer_type: str = "auto", config: CheckConfig | None = None) -> AnswerCheck:
+def check(response: str, gold: str, answer_type: str = "auto", config: CheckConfig | None = None,
+          rel_tol: float | None = None) -> AnswerCheck:
     """Check a whole model ``response`` against the dataset's ``gold`` answer.
 
     Safe on hostile input from any thread or process: nothing is evaluated as Python, sizes and
@@ -194,19 +195,24 @@ def check(response: str, gold: str, answer_type: str = "auto", config: CheckConf
         gold: Ground truth as the dataset writes it (``"72"``, ``"\\frac{1}{2}"``, ``"B"``, ``"True"``).
         answer_type: One of :data:`rsim_env.problems.ANSWER_TYPES`.
         config: Timeout and extraction knobs; defaults to :class:`CheckConfig()`.
+        rel_tol: The gold's own tolerance, for a decimal gold of a tolerance-graded set (TheoremQA: 0.04): a
+            plain-number answer within ``rel_tol * |gold|`` is right (:func:`.idioms.within_rel_tol`).
+            None (default): the strict rule of :mod:`.numeric`.
 
     Returns:
         An :class:`AnswerCheck`; ``correct`` is False for every reason other than ``"ok"``.
 
     Raises:
         TypeError: ``response`` or ``gold`` is not a str.
-        ValueError: ``answer_type`` is unknown.
+        ValueError: ``answer_type`` is unknown, or ``rel_tol`` is not in (0, 1).
     """
     if not isinstance(response, str) or not isinstance(gold, str):
         raise TypeError(f"check() needs str response and gold, got {type(response).__name__} and "
                         f"{type(gold).__name__}; convert with str() first.")
     if answer_type not in ANSWER_TYPES:
         raise ValueError(f"answer_type={answer_type!r} is not one of {ANSWER_TYPES}; use 'auto' if unsure.")
+    if rel_tol is not None and (isinstance(rel_tol, bool) or not isinstance(rel_tol, (int, float)) or not 0 < rel_tol < 1):
+        raise ValueError(f"rel_tol={rel_tol!r}; give the gold's relative tolerance in (0, 1), e.g. 0.04, or None.")
     cfg = config or CheckConfig()
     t0 = time.perf_counter()
     found = extract(response, answer_type, cfg.last_number_fallback)
@@ -214,7 +220,7 @@ def check(response: str, gold: str, answer_type: str = "auto", config: CheckConf
         return AnswerCheck(False, None, "no_answer", "", time.perf_counter() - t0)
     if found.hedged or (is_hedged(found.text) and not is_hedged(gold) and not _is_list(normalize(gold))):
         return AnswerCheck(False, found.text, "hedged", found.method, time.perf_counter() - t0)
-    correct, reason = _decide(found.text, gold.replace("\x00", ""), answer_type, cfg)
+    correct, reason = _decide(found.text, gold.replace("\x00", ""), answer_type, cfg, rel_tol)
     return AnswerCheck(correct and reason == "ok", found.text, reason, found.method, time.perf_counter() - t0)
 
 

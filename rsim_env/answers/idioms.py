@@ -12,6 +12,10 @@ outside its family changes (the labelled tables in ``benchmarks/answer_cases*.py
   (``3:30`` for ``3:30 p.m.``): the gold did not say which half of the day.
 * :func:`split_glued_exponent`: ``1.5E3m`` reads as ``1.5E3 m`` (the tokenizer refuses a letter right after an
   exponent, so the unit could never be split off).
+* :func:`within_rel_tol`: a decimal gold of a tolerance-graded set (TheoremQA grades a float within 4 % of the
+  gold: :data:`THEOREMQA_REL_TOL`) accepts a plain number within that relative distance. Opt-in per problem
+  (``Problem.metadata["rel_tol"]``, set by the TheoremQA loader for float answers); without it the strict
+  rule of :mod:`rsim_env.answers.numeric` stands (``2.71`` is not ``2.718``).
 
 Everything here is a few anchored, linear-time regexes on bounded text.
 """
@@ -19,8 +23,15 @@ Everything here is a few anchored, linear-time regexes on bounded text.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
-__all__ = ["engineering_j", "same_clock", "clock", "split_glued_exponent", "E_EXPONENT"]
+from .numeric import eval_fraction, literal_decimals
+
+__all__ = ["engineering_j", "same_clock", "clock", "split_glued_exponent", "within_rel_tol", "E_EXPONENT",
+           "THEOREMQA_REL_TOL"]
+
+THEOREMQA_REL_TOL = 0.04
+"""TheoremQA's evaluator: a float prediction is right within ``abs(gold) * 0.04`` of the gold."""
 
 _NUM = r"\d+(?:\.\d+)?"
 _COMPLEX_I = re.compile(rf"[-+]?\s*(?:{_NUM}\s*\*?\s*)?i(?:\s*[-+]\s*{_NUM})?|[-+]?\s*{_NUM}\s*[-+]\s*(?:{_NUM}\s*\*?\s*)?i")
@@ -83,3 +94,12 @@ def same_clock(pred: str, gold: str) -> bool | None:
 def split_glued_exponent(s: str) -> str:
     """``1.5E3m`` -> ``1.5E3 m``: a unit glued to an exponent is set apart so that it can be split off."""
     return _GLUED.sub(r"\1 ", s) if ("e" in s or "E" in s) else s
+
+
+def within_rel_tol(pred: tuple, gold: tuple, rel_tol: float) -> bool:
+    """True when ``gold`` (a parsed answer) is a decimal number and ``pred`` a number within ``rel_tol`` of it,
+    relative to the gold. Exact arithmetic; anything but two plain numbers is False (the caller's verdict stands)."""
+    if pred[0] != "expr" or gold[0] != "expr" or literal_decimals(gold[1]) is None:
+        return False
+    a, b = eval_fraction(pred[1]), eval_fraction(gold[1])
+    return a is not None and b is not None and abs(a - b) <= Fraction(str(rel_tol)) * abs(b)

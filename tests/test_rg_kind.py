@@ -233,3 +233,11 @@ def test_the_audit_agrees_with_every_scorer():
     assert out["agree"] == 1.0 and out["math_false_credit"] > 0
     assert all(r["rg_correct"] for r in out["rows"] if r["perturbation"] == "gold")
     assert Path(rg_audit.__file__).name == "rg_audit.py"
+
+
+@pytest.mark.parametrize("response,want", [
+    ("so \\boxed{\\text{Yes}}.", "Yes"), ("<answer> a, b </answer>", "a, b"), ("The answer is No.", "No"),
+    ("\\boxed{\\text{a} and \\text{b}}", "\\text{a} and \\text{b}"), ("no answer here", None),
+], ids=repr)
+def test_extraction_takes_the_final_slot_and_drops_only_a_whole_text_wrapper(response, want):
+    assert rgym.extract(response) == want

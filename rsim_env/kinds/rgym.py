@@ -7,7 +7,8 @@ are the same set). This kind asks for the answer in ``\\boxed{}`` like math, and
 * texts: "the final answer in the form the task asks for, inside ``\\boxed{}``"; the termination lead-in,
   stop rule and scripted final step are math's (:class:`~rsim_env.kinds.math.MathKind`);
 * extraction (:func:`extract`): the last ``<answer>...</answer>``, else the last ``\\boxed{}``, else the
-  rest of the line after the last "the answer is"; nothing is parsed here;
+  rest of the line after the last "the answer is"; a whole-answer ``\\text{...}`` wrapper is dropped
+  (``\\boxed{\\text{Yes}}`` answers ``Yes``); nothing is parsed here;
 * bounds: an answer longer than :func:`answer_cap` is not scored (``"too_long"``); the scorer runs in a
   worker process (:mod:`rsim_env.kinds.rg_worker`) of the project's
   :class:`~rsim_env.answers.sandbox.WorkerPool`, killed past ``CheckConfig.timeout_s`` (``"timeout"``) and
@@ -73,6 +74,7 @@ WORKER_ARGV = (sys.executable, "-m", "rsim_env.kinds.rg_worker")
 POOL_SIZE_ENV = "RSIM_RG_WORKERS"
 _REPLY_REASONS = ("ok", "refused", "scorer_error", "worker_error")
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+_TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm)\{([^{}]*)\}")
 
 SYSTEM = (
     "You are a careful problem solver. Solve the task one step at a time. Before each step you get an "
@@ -121,13 +123,14 @@ def extract(response: str) -> str | None:
 
     text = response[-MAX_SCAN:].replace("\x00", "")
     inner = _last_tag(text)
-    if inner is not None:
-        return inner.strip()
-    spans = boxed_spans(text)
-    if spans:
-        return spans[-1][2].strip()
-    found = _from_answer_is(text)
-    return found.text if found else None
+    if inner is None:
+        spans = boxed_spans(text)
+        found = _from_answer_is(text) if not spans else None
+        inner = spans[-1][2] if spans else found.text if found else None
+    if inner is None:
+        return None
+    wrapped = _TEXT_WRAP.fullmatch(inner.strip())  # \boxed{\text{Yes}}: the markup is not part of the answer
+    return (wrapped.group(1) if wrapped else inner).strip()
 
 
 _POOL: WorkerPool | None = None

@@ -7,7 +7,9 @@ spec                                       problems
                                            SPLIT ``train`` (default), ``heldout`` (disjoint by text), ``all``
 ``default``  (alias ``reasoning_gym``)     embedded procedural mix (reasoning-gym; offline, seeded)
 ``rg:TASK[+TASK...][?key=value&...]``      reasoning-gym tasks, interleaved; options go to every
-                                           task's generator (``rg:basic_arithmetic?min_terms=3``)
+                                           task's generator (``rg:basic_arithmetic?min_terms=3``) but
+                                           ``grading=auto|math|rg`` (a task with non-number golds is
+                                           graded by its own scorer: :mod:`rsim_env.kinds.rgym`)
 ``tiny``                                   one-digit sums (toy runs and tests; offline, seeded)
 ``code_tasks``                             procedural function-writing tasks with tests (code kind;
                                            offline, seeded; :mod:`rsim_env.code.tasks`)

@@ -90,7 +90,7 @@ class Problem:
 
 
 def reasoning_gym_problems(
-    tasks: Sequence[str] = DEFAULT_TASKS, size: int = 1000, seed: int = 0, **options: Any
+    tasks: Sequence[str] = DEFAULT_TASKS, size: int = 1000, seed: int = 0, grading: str = "auto", **options: Any
 ) -> list[Problem]:
     """Build the embedded default source from ``reasoning-gym`` (offline, deterministic).
 
@@ -98,6 +98,10 @@ def reasoning_gym_problems(
         tasks: reasoning-gym dataset names, interleaved round-robin (``gsm_symbolic``, ...).
         size: Total number of problems, split evenly across ``tasks``.
         seed: Generator seed; the same seed gives the same problems.
+        grading: ``"auto"``: a task whose golds are all plain numbers is a ``math`` problem (as always),
+            any other task is graded by its generator's own ``score_answer`` (kind ``rg``,
+            :mod:`rsim_env.kinds.rgym`) unless that scorer is refused (:data:`rsim_env.kinds.rgym.REFUSED`:
+            then ``math``); ``"math"`` or ``"rg"`` forces the kind for every task.
         **options: Passed to every task's generator (``reasoning_gym.create_dataset``), e.g. ``min_terms=3``.
 
     Returns:
@@ -111,10 +115,20 @@ def reasoning_gym_problems(
         raise ValueError("tasks is empty; give at least one reasoning-gym task, e.g. ('gsm_symbolic',).")
     if size < len(tasks):
         raise ValueError(f"size={size} is smaller than the number of tasks ({len(tasks)}); raise size.")
+    if grading not in GRADINGS:
+        raise ValueError(f"grading={grading!r}; choose one of {GRADINGS} (auto: by the golds).")
     per_task = [size // len(tasks) + (1 if i < size % len(tasks) else 0) for i in range(len(tasks))]
     columns = []
     for task, n in zip(tasks, per_task):
-        ds = reasoning_gym.create_dataset(task, size=n, seed=seed, **options)
+        items = list(reasoning_gym.create_dataset(task, size=n, seed=seed, **options))
+        if _rg_kind(task, [str(item["answer"]) for item in items], grading):
+            from .kinds.rgym import spec  # kinds -> echo -> answers -> problems: import at use
+
+            columns.append([Problem(id=f"{task}/{i}", question=str(item["question"]), answer=str(item["answer"]),
+                                    answer_type="text", source=f"reasoning_gym:{task}", kind="rg",
+                                    metadata={"rg": spec(task, options, seed, n, i)})
+                            for i, item in enumerate(items)])
+            continue
         columns.append(
             [
                 Problem(
@@ -124,13 +138,26 @@ def reasoning_gym_problems(
                     answer_type="number" if task in ("gsm_symbolic", "basic_arithmetic") else "auto",
                     source=f"reasoning_gym:{task}",
                 )
-                for i, item in enumerate(ds)
+                for i, item in enumerate(items)
             ]
         )
     out: list[Problem] = []
     for i in range(max(per_task)):
         out.extend(col[i] for col in columns if i < len(col))
     return out
+
+
+GRADINGS = ("auto", "math", "rg")
+"""How :func:`reasoning_gym_problems` grades a task (see its ``grading`` argument)."""
+
+
+def _rg_kind(task: str, golds: Sequence[str], grading: str) -> bool:
+    """True when ``task``'s problems are graded by the generator's own scorer (kind ``rg``)."""
+    if grading != "auto":
+        return grading == "rg"
+    from .kinds.rgym import REFUSED, is_number
+
+    return task not in DEFAULT_TASKS and task not in REFUSED and not all(map(is_number, golds))
 
 
 def default_source(size: int = 1000, seed: int = 0) -> list[Problem]:

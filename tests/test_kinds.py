@@ -100,7 +100,7 @@ def test_no_planner_mode_uses_the_kind_texts(word):
 
 
 def test_an_unregistered_kind_is_refused_with_the_valid_ones():
-    with pytest.raises(ValueError, match=r"Problem.kind='word' is not one of \('math', 'code'\)"):
+    with pytest.raises(ValueError, match=r"Problem.kind='word' is not one of \('math', 'code', 'rg'\)"):
         Problem("sky", RIDDLE, "blue", kind="word")
     with pytest.raises(ValueError, match="registered already"):
         kinds.register(kinds.get("math"))

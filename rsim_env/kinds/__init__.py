@@ -5,7 +5,8 @@ A kind is everything that depends on what a problem asks for: the texts that ask
 how it is graded (:class:`Grade`), and the stop rule agents apply while generating. The rest of the
 code asks the problem's kind (``kinds.get(problem.kind)``) and never tests its name.
 
-Built in: ``math`` (:mod:`rsim_env.kinds.math`) and ``code`` (:mod:`rsim_env.kinds.code`). A new kind
+Built in: ``math`` (:mod:`rsim_env.kinds.math`), ``code`` (:mod:`rsim_env.kinds.code`) and ``rg``
+(:mod:`rsim_env.kinds.rgym`: reasoning-gym tasks graded by their own scorers). A new kind
 is one module that subclasses :class:`Kind` and calls :func:`register` (or, for the length of a
 ``with`` block, :func:`registered`); tests/test_kinds.py plays a toy kind defined in a test module.
 """
@@ -58,7 +59,7 @@ class Grade:
     reason: str
     """Why: the answer checker's reason, or the sandbox's :data:`~rsim_env.code.REASONS` key."""
     fraction: float | None = None
-    """Code: fraction of tests passed; None for math."""
+    """Code: fraction of tests passed; rg: the generator's score (partial credit); None for math."""
 
 
 class Kind:
@@ -190,7 +191,8 @@ def names() -> tuple[str, ...]:
     return tuple(KINDS)
 
 
-from . import code as _code, math as _math  # noqa: E402  (they subclass Kind, defined above)
+from . import code as _code, math as _math, rgym as _rgym  # noqa: E402  (they subclass Kind, defined above)
 
 register(_math.MATH)
 register(_code.CODE)
+register(_rgym.RG)

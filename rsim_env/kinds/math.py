@@ -5,7 +5,8 @@
 * detection: echo-aware keyword detection of the generated text (:func:`rsim_env.echo.detect_generated`);
 * graded text: the steps as shown (a lead-in such as "The final answer is \\boxed{" belongs to the answer);
 * grade: the final answer is extracted from the whole response and checked
-  (:func:`rsim_env.answers.check`); an empty answer (``\\boxed{}``) is no answer; format is left to the
+  (:func:`rsim_env.answers.check`; ``problem.metadata["rel_tol"]``, when set, is the gold's own relative
+  tolerance, as TheoremQA grades floats); an empty answer (``\\boxed{}``) is no answer; format is left to the
   reward table's own ``format`` component (``Grade.format is None``);
 * stop rule: a closed, non-empty ``\\boxed{}`` ends the step.
 """
@@ -51,7 +52,8 @@ class MathKind(Kind):
     texts = KindTexts(REASONER_SYSTEM, STEPWISE_SYSTEM, NO_PLANNER_SYSTEM, _END.instruction, _END.lead, _END.prompt)
 
     def grade(self, problem: Problem, steps: Sequence[str], check: answers.CheckConfig | None = None) -> Grade:
-        result = answers.check("\n\n".join(steps), problem.answer, problem.answer_type, check or answers.CheckConfig())
+        result = answers.check("\n\n".join(steps), problem.answer, problem.answer_type, check or answers.CheckConfig(),
+                               rel_tol=problem.metadata.get("rel_tol"))  # a tolerance-graded set's own rule
         # An empty answer (``\boxed{}``) is no answer: no accuracy, whatever the checker says.
         correct = bool(result.correct) and bool((result.extracted or "").strip())
         return Grade(correct, None, result.extracted, result.reason)

@@ -111,6 +111,9 @@ class Config:
                      "mix_size", "max_gold_chars", "max_question_chars"):
             if getattr(self, name) < 1:
                 raise ValueError(f"Config.{name}={getattr(self, name)} must be >= 1.")
+        if self.pilot_problems > self.problems:
+            raise ValueError(f"Config.pilot_problems={self.pilot_problems} > problems={self.problems}: the pilot plays "
+                             "the first problems of the main pass; lower pilot_problems or raise problems.")
         if not 0 <= self.band_low < self.band_high <= 1:
             raise ValueError(f"Config.band_low={self.band_low}, band_high={self.band_high}: use 0 <= low < high <= 1, "
                              "e.g. 0.2 and 0.8.")
@@ -203,7 +206,7 @@ class Runner:
             rows = [{"row": "outcome", "task": task, "setting": setting, "problem_id": r["problem_id"],
                      "index": index[r["problem_id"]], "split": split[r["problem_id"]], "plan": r["plan"],
                      "correct": r["correct"], "extracted": r["extracted"], "reason": r["reason"], "answer": r["answer"],
-                     "question": r["question"], "steps": r["steps"]}
+                     "question": r["question"], "steps": r["steps"], "shown_steps": r["shown_steps"]}
                     for r in plan_table.play_table(tcfg, chunk, plans, self.reasoner)]
             self.outcomes.append([r for r in rows if _okey(r) not in self.outcomes.done])
             self.bar.update(len(chunk) * len(plans))
@@ -240,7 +243,8 @@ def walk(meta: dict[str, Any], by_setting: dict[tuple[str, str], list], cfg: Con
         if best is None:
             return {**entry, "decision": "incomplete", "reason": f"rung {arg} not played"}
         bests.append(best)
-        entry["rungs"].append({"setting": ladder[arg], "best": best, "accuracy": _pilot_acc(rows, cfg)})
+        entry["rungs"].append({"setting": ladder[arg], "best": best, "accuracy": _pilot_acc(rows, cfg),
+                               "majority_gold": atlas_stats.majority([r for r in rows if r["index"] < cfg.pilot_problems])})
     if act == "drop":
         return {**entry, "decision": "drop", "reason": arg}
     k, why = arg
@@ -379,7 +383,9 @@ def main(cfg: Config) -> dict[str, Any]:
         if recorded is None:
             raise ValueError(f"--table-from {cfg.table_from}: no catalogue row; pass an atlas outcomes file.")
         result = report(rows, _config(recorded, out=cfg.out, table_from=cfg.table_from))
-        result["wall_seconds"] = round(time.perf_counter() - t0, 1)
+        result["wall_seconds"] = round(sum(r["wall_seconds"] for r in result["runs"]), 1)  # what decoding took
+        result["rebuild_seconds"] = round(time.perf_counter() - t0, 1)
+        result["outcomes"]["file"] = Path(cfg.table_from).name
         _write(result, Path(cfg.out))
         print(_markdown(result))
         return result

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import plan_stats
 
-__all__ = ["wilson", "pilot_step", "task_stats", "one_sided_paired_p", "heterogeneity", "mix"]
+__all__ = ["wilson", "majority", "pilot_step", "task_stats", "one_sided_paired_p", "heterogeneity", "mix"]
 
 
 def key(plan: Sequence[int]) -> str:
@@ -65,6 +65,16 @@ def _matrix(rows: Sequence[dict[str, Any]]) -> tuple[list[str], dict[str, str], 
     return ids, split, plans, C
 
 
+def majority(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The most common gold of the rows' problems and its share: what answering one constant would score
+    (a yes/no task with 90 % "Yes" is solved 90 % by a model that always says "Yes")."""
+    golds = {r["problem_id"]: r["answer"] for r in rows}
+    if not golds:
+        return {"answer": None, "share": 0.0}
+    top = max(sorted(set(golds.values())), key=list(golds.values()).count)
+    return {"answer": top, "share": list(golds.values()).count(top) / len(golds)}
+
+
 def task_stats(task: str, setting: str, rows: Sequence[dict[str, Any]], close: float) -> dict[str, Any]:
     """One task's line of the atlas: every plan's accuracy (Wilson), the validation-best plan and its test score."""
     ids, split, plans, C = _matrix(rows)
@@ -85,6 +95,7 @@ def task_stats(task: str, setting: str, rows: Sequence[dict[str, Any]], close: f
         "runner_up": list(plans[r]), "runner_up_val": float(val[r]), "runner_up_test": float(test[r]),
         "gap_val": float(val[b] - val[r]), "gap_test": float(test[b] - test[r]),
         "close": bool(val[b] - val[r] <= close),
+        "majority_gold": majority(rows),
     }
 
 

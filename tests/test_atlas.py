@@ -84,7 +84,7 @@ def test_json_schema_and_findings(run):
     by = {t["task"]: t for t in data["tasks"]}
     assert set(by) == {"curriculum:add2_1d", "curriculum:mul_1d"}
     for t in by.values():
-        assert {"task", "n", "accuracy", "best_plan", "best_val", "best_test", "wilson95", "gap_val"} <= set(t)
+        assert {"task", "n", "accuracy", "best_plan", "best_val", "best_test", "wilson95", "gap_val", "majority_gold"} <= set(t)
         assert len(t["accuracy"]) == 9 and t["n"] == 40 and t["n_val"] + t["n_test"] == 40
         assert all(lo <= t["accuracy"][p] <= hi for p, (lo, hi) in t["wilson95"].items())
     assert by["curriculum:add2_1d"]["best_plan"] == [3, 8] and by["curriculum:mul_1d"]["best_plan"] == [4, 8]
@@ -117,6 +117,7 @@ def test_rerun_decodes_nothing_and_table_from_reproduces(run, tmp_path):
     rebuilt = main(Config(table_from=str(tmp / "a.outcomes.jsonl.gz"), out=str(tmp_path / "b.json")))
     for k in ("tasks", "heterogeneity", "mix", "left_out", "pilot"):
         assert rebuilt[k] == first[k], k
+    assert len(rebuilt["runs"]) == 2 and rebuilt["wall_seconds"] == round(sum(r["wall_seconds"] for r in rebuilt["runs"]), 1)
     assert (tmp_path / "b.png").stat().st_size > 0
 
 
@@ -145,7 +146,15 @@ def test_pilot_walk():
 
 
 @pytest.mark.parametrize("field,value", [("band_low", 0.9), ("problems", 0), ("pilot_plans", ((3,),)),
-                                         ("val_fraction", 1.0), ("out", "")], ids=str)
+                                         ("val_fraction", 1.0), ("out", ""), ("pilot_problems", 50)], ids=str)
 def test_bad_config_names_the_field(field, value):
     with pytest.raises(ValueError, match=field.split("_")[0]):
         Config(**{field: value})
+
+
+def test_a_close_runner_up_extends_the_task_to_three_rounds(tmp_path):
+    cfg = Config(reasoner="tests.test_atlas:fake_reasoner", tasks=("curriculum:add2_1d",), problems=10, batch=10,
+                 bootstrap=200, close=1.0, store=str(tmp_path / "s.sqlite"), out=str(tmp_path / "a.json"))
+    (task,) = main(cfg)["tasks"]
+    assert task["close"] and task["rounds"] == 3 and len(task["accuracy"]) == 73
+    assert task["best_plan"][0] == 3  # the fake is right under any plan that starts with 3

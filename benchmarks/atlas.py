@@ -9,7 +9,8 @@ store (:func:`benchmarks.plan_table.play_table`):
    share in ``[band_low, band_high]`` (:func:`benchmarks.atlas_stats.pilot_step`); tasks at 0 are dropped.
 2. **Main pass**: per kept task ``problems`` problems (split into validation/test per task), every plan of
    L = 2 (9 plans), and every plan of L = 3 (73) for tasks whose validation runner-up is *close*: within
-   ``close`` of the best.
+   ``close`` of the best, when the best solves at least ``extend_min`` of validation (at the floor every plan
+   is close). The L = 3 plans' first steps are read back from the L = 2 pass (same observation).
 3. **Across tasks** (:mod:`benchmarks.atlas_stats`): per task each plan's accuracy with Wilson intervals, the
    validation-best plan and its test accuracy, the runner-up gap; pairs of tasks with different best plans,
    tested both ways on test problems; the greedy ``mix_size``-task mix of largest validation headroom, and its
@@ -83,6 +84,8 @@ class Config:
     """A runner-up within this much validation accuracy of the best is close: the task also gets L = 3."""
     extend: bool = True
     """Play L = 3 on tasks with a close runner-up."""
+    extend_min: float = 0.2
+    """...and whose best validation accuracy is at least this (near the floor every plan is close to the best)."""
     alpha: float = 0.05
     """Family-wise level of the heterogeneity tests (Bonferroni over pairs)."""
     mix_size: int = 4
@@ -413,7 +416,8 @@ def main(cfg: Config) -> dict[str, Any]:
         runner.play(m["task"], e["setting"], ps, split, plan_table.all_plans(2))
         refresh()
         rows = [r for r in by_setting[(m["task"], e["setting"])] if r["index"] < cfg.problems]
-        if cfg.extend and atlas_stats.task_stats(m["task"], e["setting"], rows, cfg.close)["close"]:
+        st = atlas_stats.task_stats(m["task"], e["setting"], rows, cfg.close)
+        if cfg.extend and st["close"] and st["best_val"] >= cfg.extend_min:
             runner.play(m["task"], e["setting"], ps, split, plan_table.all_plans(3))
     runner.bar.close()
     rep = runner._reasoner

@@ -428,7 +428,8 @@ def main(cfg: Config) -> dict[str, Any]:
     result["replay"] = {**(dict(rep.stats) if rep else {"hits": 0, "misses": 0}),
                         "store": str(rep.store.path) if rep else None}
     result["decoder"]["fingerprint"] = result["decoder"]["fingerprint"] or (rep.fingerprint if rep else None)
-    result["wall_seconds"] = wall
+    result["wall_seconds"] = round(sum(r["wall_seconds"] for r in result["runs"]), 1)  # every (resumed) run
+    result["run_seconds"] = wall
     result["outcomes"]["file"] = outcomes.path.name
     _write(result, Path(cfg.out))
     print(_markdown(result))

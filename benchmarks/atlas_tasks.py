@@ -18,6 +18,7 @@ rung per task. Four families:
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,6 +114,14 @@ class AtlasTask:
         return load_problems(label, limit, seed=seed)
 
 
+@functools.lru_cache(maxsize=None)
+def _rules(max_gold: int, max_question: int) -> tuple[tuple[str, str], ...]:
+    """``(generator, why left out or "")`` for every reasoning-gym generator (about 15 s; once per process)."""
+    from reasoning_gym.factory import DATASETS
+
+    return tuple((g, _rule(g, LADDERS.get(g, [{}])[0], max_gold, max_question)) for g in sorted(DATASETS))
+
+
 def _rule(generator: str, options: dict[str, Any], max_gold: int, max_question: int) -> str:
     """"" if the generator is in the catalogue, else why it is left out (module docstring)."""
     import reasoning_gym
@@ -153,21 +162,18 @@ def _local_tasks(local_dir: str) -> list[AtlasTask]:
 def catalogue(names: tuple[str, ...] = (), max_gold_chars: int = 24, max_question_chars: int = 600,
               local_dir: str = "") -> tuple[list[AtlasTask], list[dict[str, str]]]:
     """``(tasks, left_out)``: the tasks of the four families (module docstring), or only those named in
-    ``names`` (task names: ``chain_sum``, ``curriculum:add2_1d``, ``code_tasks``, ``local:gsm8k``)."""
+    ``names`` (task names: ``chain_sum``, ``curriculum:add2_1d``, ``code_tasks``, ``local:gsm8k``); ``left_out``
+    always lists every generator the rule leaves out, whatever ``names`` selects."""
     from reasoning_gym.factory import DATASETS
 
     from rsim_env.curriculum import TASKS
 
     tasks, left_out = [], []
-    for gen in sorted(DATASETS):
-        if names and gen not in names:
-            continue
-        ladder = LADDERS.get(gen, [{}])
-        why = _rule(gen, ladder[0], max_gold_chars, max_question_chars)
+    for gen, why in _rules(max_gold_chars, max_question_chars):
         if why:
             left_out.append({"task": gen, "family": "rg", "reason": why})
         else:
-            tasks.append(AtlasTask(gen, "rg", tuple(rg_label(gen, o) for o in ladder)))
+            tasks.append(AtlasTask(gen, "rg", tuple(rg_label(gen, o) for o in LADDERS.get(gen, [{}]))))
     tasks += [AtlasTask(f"curriculum:{n}", "curriculum", (f"curriculum_task:{n}",)) for n in TASKS]
     tasks += [AtlasTask("code_tasks", "code", ("code_tasks",)), *_local_tasks(local_dir)]
     if names:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -150,7 +151,14 @@ class Outcomes:
     """The append-only outcomes file: rows ``{"row": "outcome" | "task" | "catalogue" | "run", ...}``."""
 
     def __init__(self, path: Path) -> None:
-        self.path, self.rows = path, read_rows(path) if path.exists() else []
+        self.path, self.rows = path, []
+        if path.exists():
+            self.rows, cut = _read(path)
+            if cut:  # rows appended after a cut member would be unreadable: rewrite the good rows first
+                tmp = path.with_suffix(".tmp")
+                with gzip.open(tmp, "wt", encoding="utf-8") as f:
+                    f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in self.rows)
+                os.replace(tmp, path)
         self.done = {_okey(r) for r in self.rows if r["row"] == "outcome"}
 
     def append(self, rows: list[dict[str, Any]]) -> None:
@@ -167,6 +175,10 @@ def _okey(r: dict[str, Any]) -> tuple[str, str, str, str]:
 
 def read_rows(path: str | Path) -> list[dict[str, Any]]:
     """Every complete row of an outcomes file (a tail cut by a crash is skipped with a warning)."""
+    return _read(path)[0]
+
+
+def _read(path: str | Path) -> tuple[list[dict[str, Any]], bool]:
     rows = []
     try:
         with gzip.open(path, "rt", encoding="utf-8") as f:
@@ -174,7 +186,8 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
                 rows.append(json.loads(line))
     except (EOFError, gzip.BadGzipFile, json.JSONDecodeError) as e:
         print(f"[atlas] {path}: cut tail skipped ({type(e).__name__}); {len(rows)} rows read", file=sys.stderr)
-    return rows
+        return rows, True
+    return rows, False
 
 
 class Runner:

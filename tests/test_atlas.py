@@ -159,3 +159,17 @@ def test_a_close_runner_up_extends_the_task_to_three_rounds(tmp_path):
     (task,) = main(cfg)["tasks"]
     assert task["close"] and task["rounds"] == 3 and len(task["accuracy"]) == 73
     assert task["best_plan"][0] == 3  # the fake is right under any plan that starts with 3
+
+
+def test_a_cut_outcomes_tail_is_dropped_and_later_rows_stay_readable(tmp_path):
+    from benchmarks.atlas import Outcomes, read_rows
+
+    path = tmp_path / "a.outcomes.jsonl.gz"
+    row = {"row": "outcome", "task": "t", "setting": "s", "problem_id": "p0", "plan": [8], "correct": True}
+    Outcomes(path).append([row])
+    with path.open("ab") as f:  # a crash in the middle of the next append
+        f.write(gzip.compress(b'{"row": "outcome", "task": "t"}\n')[:15])
+    out = Outcomes(path)
+    assert out.rows == [row]
+    out.append([{**row, "problem_id": "p1"}])
+    assert [r["problem_id"] for r in read_rows(path)] == ["p0", "p1"]

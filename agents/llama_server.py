@@ -136,6 +136,7 @@ class LlamaServer:
         self.starts = 0
         if self.cfg.log_path:
             self.log_path = Path(self.cfg.log_path)
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
         else:
             fd, name = tempfile.mkstemp(prefix="llama_server-", suffix=".log")
             os.close(fd)

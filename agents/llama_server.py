@@ -17,9 +17,11 @@ with a text prompt, ``max_tokens``, ``temperature`` 0 (greedy), ``logit_bias`` a
 ``prompt_tokens`` the client compares with its own count: the server must not add a BOS token the chat
 template lacks). llama-cpp-python's server answers all of that with its defaults; it does not send the
 sampled token ids (vLLM's ``return_tokens_as_token_ids``), so ``#token_ids=1`` is not available through it.
-The options that matter are ``n_ctx`` (the whole conversation must fit: prompt, every step and lead-in),
-``n_threads`` (llama.cpp's default is half the cores) and ``seed``; ``logits_all`` is not needed (no prompt
-log-probs are asked for). The server answers one request at a time; concurrent client requests queue.
+The options that matter are ``--last_n_tokens_size 0`` (its default applies a repeat penalty of 1.1 to every
+request, greedy ones included, which the client never asks for and which changed 61 % of greedy episodes),
+``n_ctx`` (the whole conversation must fit: prompt, every step and lead-in), ``n_threads`` (llama.cpp's default
+is half the cores) and ``seed``; ``logits_all`` is not needed (no prompt log-probs are asked for). The server
+answers one request at a time; concurrent client requests queue.
 
 The server needs ``pip install 'rsim[server]'`` (llama-cpp-python's server extra, without rebuilding llama.cpp).
 Standard library only here: the server runs in its own process.
@@ -67,6 +69,10 @@ class LlamaServerConfig:
     """Decoding threads; 0 = ``OMP_NUM_THREADS`` if set, else all cores (llama.cpp's own default is half)."""
     seed: int = 0
     """The model's sampling seed (greedy decoding does not use it)."""
+    repeat_window: int = 0
+    """``--last_n_tokens_size``: tokens the server's repeat penalty looks back over. llama_cpp.server applies
+    ``repeat_penalty`` 1.1 over the last 64 tokens to every request that does not send one, greedy included, which
+    rSIM's reasoners never do (it steers "8 - 4 = " away from the 4 the question holds); 0 turns it off."""
     startup_timeout_s: float = 120.0
     """Longest wait for ``/v1/models`` to answer after the start."""
     stop_timeout_s: float = 10.0
@@ -81,10 +87,10 @@ class LlamaServerConfig:
     def __post_init__(self) -> None:
         if not 0 <= self.port < 65536:
             raise ValueError(f"LlamaServerConfig.port={self.port}: use 0 (a free port) or a port in 1..65535.")
-        for name in ("n_ctx", "n_threads"):
-            if getattr(self, name) < (1 if name == "n_ctx" else 0):
-                raise ValueError(f"LlamaServerConfig.{name}={getattr(self, name)}: use a positive integer "
-                                 f"({'0 = automatic' if name == 'n_threads' else 'tokens'}).")
+        for name, least, note in (("n_ctx", 1, "tokens"), ("n_threads", 0, "0 = automatic"),
+                                  ("repeat_window", 0, "0 = no repeat penalty")):
+            if getattr(self, name) < least:
+                raise ValueError(f"LlamaServerConfig.{name}={getattr(self, name)}: use an integer >= {least} ({note}).")
         for name in ("startup_timeout_s", "stop_timeout_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"LlamaServerConfig.{name}={getattr(self, name)}: use a number of seconds > 0.")
@@ -151,7 +157,8 @@ class LlamaServer:
         c = self.cfg
         return [c.python or sys.executable, "-m", "llama_cpp.server", "--model", _model_path(c.model),
                 "--model_alias", c.alias, "--host", c.host, "--port", str(self.port), "--n_ctx", str(c.n_ctx),
-                "--n_threads", str(_threads(c.n_threads)), "--seed", str(c.seed), *c.extra_args]
+                "--n_threads", str(_threads(c.n_threads)), "--seed", str(c.seed),
+                "--last_n_tokens_size", str(c.repeat_window), *c.extra_args]
 
     def start(self) -> "LlamaServer":
         """Start the server and wait until it lists the model; a port chosen here is kept for restarts.

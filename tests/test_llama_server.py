@@ -62,6 +62,7 @@ def test_start_waits_for_the_model_list_and_a_stubborn_server_is_killed(standin)
         assert server.running() and server.models() == ["default"] and server.url.endswith(f":{server.port}/v1")
         cmd = server.command()
         assert cmd[1:3] == ["-m", "llama_cpp.server"] and cmd[cmd.index("--model_alias") + 1] == "default"
+        assert cmd[cmd.index("--last_n_tokens_size") + 1] == "0"  # no repeat penalty: rSIM's reasoners apply none
         pid = server.proc.pid
     assert not server.running() and server.proc is None  # SIGTERM ignored: killed after stop_timeout_s
     with pytest.raises(ProcessLookupError):
@@ -93,9 +94,9 @@ def test_a_server_that_exits_names_its_log(tmp_path):
 
 
 @pytest.mark.parametrize("kw,match", [({"port": 70000}, "port"), ({"n_ctx": 0}, "n_ctx"),
-                                      ({"startup_timeout_s": 0}, "startup_timeout_s"),
+                                      ({"startup_timeout_s": 0}, "startup_timeout_s"), ({"repeat_window": -1}, "repeat_window"),
                                       ({"model": "/nowhere/x.gguf"}, "not an existing .gguf")],
-                         ids=["port", "n_ctx", "timeout", "model"])
+                         ids=["port", "n_ctx", "timeout", "repeat", "model"])
 def test_config_errors_name_the_field(kw, match):
     with pytest.raises(ValueError, match=match):
         LlamaServer(LlamaServerConfig(**kw)).command()

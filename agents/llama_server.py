@@ -16,7 +16,8 @@ with a text prompt, ``max_tokens``, ``temperature`` 0 (greedy), ``logit_bias`` a
 ``choices[0].text``, ``finish_reason`` ("stop" at end-of-turn, "length" at the cap) and ``usage`` (whose
 ``prompt_tokens`` the client compares with its own count: the server must not add a BOS token the chat
 template lacks). llama-cpp-python's server answers all of that with its defaults; it does not send the
-sampled token ids (vLLM's ``return_tokens_as_token_ids``), so ``#token_ids=1`` is not available through it.
+sampled token ids (vLLM's ``return_tokens_as_token_ids``) and answers a token-id prompt with HTTP 500, so
+``#token_ids=1`` is not available through it.
 The options that matter are ``--last_n_tokens_size 0`` (its default applies a repeat penalty of 1.1 to every
 request, greedy ones included, which the client never asks for and which changed 61 % of greedy episodes),
 ``n_ctx`` (the whole conversation must fit: prompt, every step and lead-in), ``n_threads`` (llama.cpp's default

@@ -150,7 +150,17 @@ def _episodes(out: Path) -> list[dict]:
 
 
 def _played(out: Path) -> list[tuple]:
-    return [(r["problem_id"], r["steps"], r["correct"]) for r in _episodes(out)]
+    """Which episodes were played to the end, not what they wrote: llama_cpp.server's greedy text is not
+    reproducible across restarts. It reuses the previous request's KV prefix, so a prompt is read in other chunks
+    after a restart, and the changed floating-point order flips near-tie digits of this 4-bit model (seen:
+    ``30}.`` vs ``6}.``; docs/serving.md)."""
+    return [(r["problem_id"], len(r["steps"]), r["rounds"]) for r in _episodes(out)]
+
+
+def _journaled(out: Path) -> list[dict]:
+    from algos.evaluation.journal import NAME
+
+    return [row for line in (out / NAME).read_text().splitlines()[1:] for row in json.loads(line)["rows"]]
 
 
 @pytest.mark.slow
@@ -204,7 +214,8 @@ def test_server_killed_and_restarted_mid_eval_the_client_retries(served_eval, tm
         assert server.starts == 2
     retries = [r for r in caplog.records if "retry" in r.getMessage()]
     assert retries and res["reasoner"]["usage"]["retries"] == len(retries)
-    assert _played(out) == _played(reference)  # nothing lost, nothing played differently
+    assert _played(out) == _played(reference)  # nothing lost
+    print(f"{len(retries)} retries:", retries[0].getMessage())
 
 
 @pytest.mark.slow
@@ -221,11 +232,15 @@ def test_server_gone_for_good_stops_the_eval_and_the_rerun_resumes(served_eval, 
         killer.join(60)
         err = capsys.readouterr().err.strip().splitlines()
         assert "gave up after 2 attempts" in err[-1] and err[-1].startswith("rsim: error:")
+        print(err[-1])
         assert not (out / "results.json").exists()
+        kept = _journaled(out)
         server.start()
         assert console.run(cli._run, argv) == 0
     assert "1 finished batches kept" in capsys.readouterr().err
     assert _played(out) == _played(reference)
+    final = {r["problem_id"]: r["steps"] for r in _episodes(out)}
+    assert len(kept) == 2 and all(final[r["problem_id"]] == r["steps"] for r in kept)  # kept, not played again
 
 
 @pytest.mark.slow
@@ -243,6 +258,22 @@ def test_a_server_serving_another_model_is_refused_in_one_line(tmp_path, capsys)
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("rsim: error:") and "prompt tokens" in err[-1] and "#tokenizer=" in err[-1], err
     assert sum(line.startswith("rsim: error") for line in err) == 1
+    print(err[-1])
+
+
+@pytest.mark.slow
+def test_token_id_prompts_stop_the_eval_in_one_line(real, tmp_path, capsys):
+    """``#token_ids=1`` sends prompts as token ids; llama_cpp.server 0.3.36 accepts only text and answers HTTP 500
+    (a validation error), which the client retries like any 5xx and then gives up on, in one line that carries the
+    server's message. (It would not send the sampled ids back either.)"""
+    from algos import cli, console
+
+    argv = ["eval", "--reasoner", f"openai:default@{real.url}#token_ids=1&max_retries=1&backoff_s=0.1", *EVAL_ARGS,
+            "--out", str(tmp_path / "ev")]
+    assert console.run(cli._run, argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("rsim: error:") and "HTTP 500" in err[-1] and "valid string" in err[-1], err
+    print(err[-1])
 
 
 @pytest.mark.slow
@@ -260,4 +291,5 @@ def test_a_chat_only_server_is_refused_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("rsim: error:") and "HTTP 404" in err[-1] and "--protocol chat" in err[-1], err
     assert sum(line.startswith("rsim: error") for line in err) == 1
+    print(err[-1])
 

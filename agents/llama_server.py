@@ -30,6 +30,7 @@ Standard library only here: the server runs in its own process.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -190,6 +191,8 @@ class LlamaServer:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True)
         self.starts += 1
+        if self.starts == 1:  # its own session does not get the terminal's Ctrl-C: stop it when this process exits
+            atexit.register(self.kill)
         deadline = time.monotonic() + self.cfg.startup_timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -81,6 +81,21 @@ def test_restart_keeps_the_port(standin):
         assert server.port == port and server.models() == ["default"] and server.starts == 2
 
 
+def test_a_server_left_running_dies_with_its_owner(standin):
+    """Its own session keeps the terminal's Ctrl-C away from the server, so the owner's exit must stop it."""
+    import os
+    import subprocess
+
+    prog = ("import sys; from agents.llama_server import LlamaServer, LlamaServerConfig\n"
+            f"s = LlamaServer(LlamaServerConfig(model={standin.model!r}, python={standin.python!r})).start()\n"
+            "print(s.proc.pid, flush=True)\n")  # exits without stop()
+    out = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    pid = int(out.stdout.split()[0])
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
 def test_a_server_that_exits_names_its_log(tmp_path):
     exe = tmp_path / "python"
     exe.write_text("#!/bin/sh\necho 'error loading model: bad magic' >&2\nexit 3\n")

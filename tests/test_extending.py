@@ -1,4 +1,4 @@
-"""docs/extending.md, run: a new learner, reward component and hub dataset, added exactly as the doc says.
+"""docs/extending.md, run: a new learner, reward component, hub dataset and source, added as the doc says.
 
 Each section's ```python blocks are applied to a copy of the packages in ``tmp_path`` as their
 first line says (``# PATH``: a new file; ``# PATH, above|below the line `ANCHOR```: inserted at
@@ -82,7 +82,8 @@ def run(tree: Path, code: str, **values: str) -> str:
     ("A learner", {"algos/rloo.py", "algos/learners.py"}),
     ("A reward component", {"rsim_env/rewards.py"}),
     ("A hub dataset", {"rsim_env/loaders.py"}),
-], ids=["learner", "reward", "loader"])
+    ("Another problem source", {"rsim_env/data.py"}),
+], ids=["learner", "reward", "loader", "source"])
 def test_each_section_says_where_its_code_goes(title, files):
     blocks = section(title)
     headers = [HEADER.fullmatch(b.partition("\n")[0]) for b in blocks]
@@ -249,3 +250,40 @@ def test_a_hub_dataset_added_as_the_doc_says_loads_by_name_and_from_a_file(tree,
     path = tmp_path / "svamp.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in SVAMP_ROWS), encoding="utf-8")
     run(tree, LOADER_CHECK, PATH=str(path), ROWS=json.dumps(SVAMP_ROWS))
+
+
+SOURCE_CHECK = """
+import contextlib, io
+
+from agents.scripted import TemplateReasoner
+from algos.cli import build_problems, parse
+from rsim_env import EnvGroup
+from rsim_env.data import check_spec, load_problems
+
+check_spec("products")
+shown = io.StringIO()
+with contextlib.redirect_stdout(shown), contextlib.suppress(SystemExit):
+    parse(["train", "--help"])
+assert "products" in shown.getvalue(), "rsim train --help does not list the source"
+problems = load_problems("products", limit=8, seed=1)
+assert len(problems) == 8 and problems == load_problems("products", limit=8, seed=1) != load_problems("products", limit=8)
+assert all(p.source == "products" and int(p.answer) == int(p.question[8]) * int(p.question[12]) for p in problems)
+_, cfg, _ = parse(["train", "--preset", "tiny", "--data", "products", "--set", "data.size=4"])
+assert [p.id for p in build_problems(cfg)] == [f"products/{i}" for i in range(4)]
+assert [p.source for p in load_problems("mix:products,tiny", limit=2)] == ["products", "tiny", "products", "tiny"]
+group = EnvGroup(problems[:2], 1, planner=False)
+reasoner = TemplateReasoner({p.question: p.answer for p in problems})
+group.reset(seed=0)
+reasoner.reset(len(group))
+while not group.done:
+    _, ids, observations = group.observe()
+    group.step(reasoner.act(ids, observations))
+assert [r["info"]["correct"] for r in group.results()] == [True, True]
+"""
+
+
+def test_a_problem_source_added_as_the_doc_says_is_a_data_spec(tree):
+    """``products`` is a seeded data spec of ``rsim train --data``, listed by ``--help``, mixable, and plays."""
+    for block in section("Another problem source"):
+        apply(block, tree)
+    run(tree, SOURCE_CHECK)

@@ -15,7 +15,7 @@ does); after an optimizer step, a checkpoint load or any other in-place change t
 GGUF adapter and loaded (:meth:`LlamaCppReasoner.sync_adapter`), so the rollouts of step t+1 use step
 t's weights and no trainer hook is needed. The records carry the engine's log-probs, which differ
 slightly from torch's (4-bit weights, other kernels): pair it with ``train.grpo.tis_cap`` (truncated
-importance sampling); ``benchmarks/engine_lora.py`` measures the mismatch.
+importance sampling); ``studies/engine_lora.py`` measures the mismatch.
 
 Only ``llamacpp:default`` trains (its torch twin is the dequantised embedded model, ``default``).
 """

@@ -2,7 +2,7 @@
 
 They implement the full agent interface (``reset``/``act``/``records``) plus what a learner needs
 (``module``, ``score``; :class:`agents.base.Trainable`), so the training loop, checkpoints and the
-multi-process path are tested end to end in seconds, and ``benchmarks/learning_sanity`` can show
+multi-process path are tested end to end in seconds, and ``studies/learning_sanity`` can show
 that Stackelberg GRPO learns. They are not language models.
 
 * :class:`TinyPlanner`: an MLP over (round one-hot, previous strategy one-hot) -> 9 logits.

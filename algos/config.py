@@ -140,9 +140,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "model.planner_lora.enabled": True, "model.reasoner_lora.enabled": True,
         "train.score_chunk": 2,  # 2 rows per forward/backward: a quarter of the activation memory, same gradient
     },
-    # Reasoner temperature 0.7 in demo/study: benchmarks/calibrate.py measured sampled pass@1 at T=0.7 above
+    # Reasoner temperature 0.7 in demo/study: studies/calibrate.py measured sampled pass@1 at T=0.7 above
     # T=1.0/top-p 0.9 on every curriculum task (docs/interaction.md).
-    "study": {  # benchmarks/efficacy.py: the embedded SmolLM2 on the calibrated curriculum. Target <= ~25 min on
+    "study": {  # studies/efficacy.py: the embedded SmolLM2 on the calibrated curriculum. Target <= ~25 min on
         # 2 quiet cores; not timed yet (the shared machine never was quiet in the session that added it).
         "model.planner": "default", "model.reasoner": "default", "reasoner.max_step_tokens": 48,
         "reasoner.max_answer_tokens": 144, "reasoner.temperature": 0.7, "data.source": "curriculum", "data.size": 1024, "train.steps": 24,

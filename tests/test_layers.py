@@ -1,4 +1,4 @@
-"""Imports point down: rsim_env <- agents <- algos <- benchmarks (a static check over the source).
+"""Imports point down: rsim_env <- agents <- algos <- benchmarks <- studies (a static check over the source).
 
 Every ``import`` / ``from ... import`` in a module counts, including those inside functions (lazy
 imports are still dependencies). Relative imports are resolved against the module's package.
@@ -11,9 +11,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = {
-    "rsim_env": ("agents", "algos", "benchmarks"),
-    "agents": ("algos", "benchmarks"),
-    "algos": ("benchmarks",),
+    "rsim_env": ("agents", "algos", "benchmarks", "studies"),
+    "agents": ("algos", "benchmarks", "studies"),
+    "algos": ("benchmarks", "studies"),
+    "benchmarks": ("studies",),  # the shipped instruments never need a study, which the wheel leaves out
 }
 LEARNERS = ("algos/stackelberg.py", "algos/grpo_baseline.py", "algos/planner_only.py")
 
@@ -58,6 +59,6 @@ def test_the_check_sees_lazy_and_relative_imports(tmp_path):
     """The checker itself: upward imports inside a function, written relatively, are found."""
     probe = tmp_path / "agents" / "sub" / "probe.py"
     probe.parent.mkdir(parents=True)
-    probe.write_text("def f():\n    from ...algos import trainer\n    from .. import loading\n    import benchmarks.paper\n")
+    probe.write_text("def f():\n    from ...algos import trainer\n    from .. import loading\n    import studies.paper\n")
     names = imported_modules(probe, root=tmp_path)
-    assert {"algos", "algos.trainer", "agents.loading", "benchmarks.paper"} <= names
+    assert {"algos", "algos.trainer", "agents.loading", "studies.paper"} <= names

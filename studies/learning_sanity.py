@@ -7,7 +7,7 @@ Stackelberg learner and its lambda schedule; the scripted follower cannot learn,
 leader updates (at lr * lambda). Reported: greedy success before and after training, the success
 of a uniformly random planner (measured, and the exact ``NUM_STRATEGIES**-len(target)``), and updates used.
 
-    python -m benchmarks.learning_sanity --out results/learning_sanity.json
+    python -m studies.learning_sanity --out results/learning_sanity.json
 """
 
 from __future__ import annotations
@@ -179,4 +179,4 @@ def _print(r: dict) -> None:
 if __name__ == "__main__":
     from algos.dataclass_cli import cli_main
 
-    cli_main(main, Config, "python -m benchmarks.learning_sanity", __doc__)
+    cli_main(main, Config, "python -m studies.learning_sanity", __doc__)

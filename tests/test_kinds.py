@@ -12,7 +12,7 @@ import re
 import pytest
 
 from agents.scripted import FixedPlanner, TemplateReasoner
-from rsim_env import EnvGroup, Problem, kinds, render
+from rsim_env import EnvConfig, EnvGroup, Episode, Problem, kinds, load_problems, render
 from rsim_env.strategies import TERMINATION
 
 _ANSWER = re.compile(r"ANSWER:\s*([A-Za-z]+)")
@@ -100,8 +100,10 @@ def test_no_planner_mode_uses_the_kind_texts(word):
 
 
 def test_an_unregistered_kind_is_refused_with_the_valid_ones():
-    with pytest.raises(ValueError, match=r"Problem.kind='word' is not one of \('math', 'code'\)"):
-        Problem("sky", RIDDLE, "blue", kind="word")
+    problem = Problem("sky", RIDDLE, "blue", kind="word")  # plain data: the kind check is kinds.validate
+    for refuse in (kinds.validate, lambda p: Episode(p, EnvConfig()), lambda p: load_problems([p])):
+        with pytest.raises(ValueError, match=r"Problem.kind='word' is not one of \('math', 'code'\)"):
+            refuse(problem)
     with pytest.raises(ValueError, match="registered already"):
         kinds.register(kinds.get("math"))
 

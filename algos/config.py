@@ -25,7 +25,7 @@ from rsim_env.data import check_spec
 from rsim_env.game import EnvConfig
 from rsim_env.validation import check_finite
 
-from .learners import LEARNERS
+from .learners import LEARNERS, build_learner
 from .stackelberg import StackelbergConfig
 from .trainer import TrainConfig
 
@@ -117,6 +117,12 @@ class RunConfig:
             raise ValueError(f"RunConfig.learner={self.learner!r} is invalid: choose one of {tuple(LEARNERS)}.")
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 0:
             raise ValueError(f"RunConfig.threads={self.threads!r} is invalid: use an int >= 1, or 0 to choose automatically.")
+
+
+def learners_training(role: str) -> tuple[str, ...]:
+    """Names of the registered learners (:data:`algos.learners.LEARNERS`) that optimise ``role``
+    (``"planner"`` or ``"reasoner"``), in registry order: read from the learners, never listed by hand."""
+    return tuple(name for name in LEARNERS if role in build_learner(RunConfig(learner=name)).trained)
 
 
 PRESETS: dict[str, dict[str, Any]] = {

@@ -33,6 +33,7 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import gather_object
 
+from agents.base import check_trainable
 from agents.runs import check_base
 from rsim_env.game import EnvConfig
 from rsim_env.group import EnvGroup
@@ -42,7 +43,6 @@ from . import checkpoint as ckpt
 from . import threads
 from .distributed import check_replicas_agree, make_accelerator
 from .metrics import TrainLog
-from .policy import check_trainable
 from .rollout import rollout as play
 from .step_guard import StepGuard
 from .train_config import MIXED_PRECISION, OptimConfig, TrainConfig

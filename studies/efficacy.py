@@ -151,8 +151,12 @@ class Config:
             raise ValueError(f"Config.sc_k={self.sc_k!r}: use 0 (match the planner modes' tokens) or a count >= 1.")
         if not self.sc_temperature > 0:
             raise ValueError(f"Config.sc_temperature={self.sc_temperature!r}: use a positive temperature, e.g. 0.7.")
-        if self.trained_learner not in ("stackelberg", "planner_only"):
-            raise ValueError(f"Config.trained_learner={self.trained_learner!r}: use 'stackelberg' or 'planner_only'.")
+        from algos.config import learners_training
+
+        planner_learners = learners_training("planner")  # the study compares trained planners
+        if self.trained_learner not in planner_learners:
+            raise ValueError(f"Config.trained_learner={self.trained_learner!r}: use "
+                             f"{' or '.join(map(repr, planner_learners))}.")
         bad = [x for x in self.train_set if "=" not in x]
         if bad:
             raise ValueError(f"Config.train_set: {bad} are not KEY=VALUE (e.g. train.grpo.tis_cap=2).")

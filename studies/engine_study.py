@@ -80,8 +80,11 @@ class Config:
         parse_arms(self.arms)
         if not self.seeds:
             raise ValueError("Config.seeds is empty; give at least one seed, e.g. 0,1,2.")
-        if self.learner not in ("stackelberg", "grpo"):
-            raise ValueError(f"Config.learner={self.learner!r}: use 'stackelberg' or 'grpo'.")
+        from algos.config import learners_training
+
+        reasoner_learners = learners_training("reasoner")  # the arms differ in how the reasoner's rollouts are decoded
+        if self.learner not in reasoner_learners:
+            raise ValueError(f"Config.learner={self.learner!r}: use {' or '.join(map(repr, reasoner_learners))}.")
         if self.steps < 0 or self.eval_limit < 1 or self.batch < 1:
             raise ValueError("Config: steps >= 0, eval_limit >= 1 and batch >= 1, please.")
 

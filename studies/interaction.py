@@ -110,7 +110,7 @@ def _plans(row: dict[str, Any]) -> list[int]:
 
 
 def episode_facts(row: dict[str, Any]) -> dict[str, Any]:
-    """Per-episode facts from an :mod:`algos.evaluate` row (an episode record; older saved rows too)."""
+    """Per-episode facts from an :mod:`algos.evaluation` row (an episode record; older saved rows too)."""
     plans = _plans(row) or [TERMINATION] * len(row["steps"])
     shown = row.get("shown_steps") or (row["steps"][:-1] + [_final_text(row)] if row["steps"] else [])
     steps = [step_facts(s, p, v) for s, p, v in zip(row["steps"], plans, shown)]

@@ -18,12 +18,7 @@ from rsim_env.render import PROTOCOLS
 from rsim_env.strategies import NUM_STRATEGIES, TERMINATION
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("single_thread")  # tests/conftest.py
 
 
 # ------------------------------------------------------------------------------ plan diversity and MI

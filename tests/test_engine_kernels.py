@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from studies.engine_kernels import Config, child
-from tests.test_llamacpp import gguf  # noqa: F401 - the embedded GGUF fixture (skips without llama-cpp or the file)
 
 
 @pytest.mark.parametrize("kw,match", [({"quants": "q3_k"}, "unknown"), ({"policies": "active"}, "unknown"),

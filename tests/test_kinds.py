@@ -108,13 +108,11 @@ def test_an_unregistered_kind_is_refused_with_the_valid_ones():
         kinds.register(kinds.get("math"))
 
 
-def test_the_llm_reasoner_stops_by_the_kind_rule(word):
-    pytest.importorskip("torch")
+def test_the_llm_reasoner_stops_by_the_kind_rule(word, scripted_lm):
     from agents.reasoner import Reasoner, ReasonerConfig
     from algos.rollout import rollout
-    from tests.test_reasoner import ScriptedLM
 
-    model = ScriptedLM(["The sky scatters blue light, so ANSWER: blue. Then more rambling about clouds"])
+    model = scripted_lm(["The sky scatters blue light, so ANSWER: blue. Then more rambling about clouds"])
     reasoner = Reasoner(model, model.tok, ReasonerConfig(max_answer_tokens=90, greedy=True, share_prefill=False,
                                                          cache="dynamic"))
     out = rollout(EnvGroup([Problem("sky", RIDDLE, "blue", kind="word")], 1, planner=False), reasoner, None, seed=0)

@@ -4,7 +4,7 @@ One optimizer step::
 
     problems for this step  ->  rollout G copies each (EnvGroup, no grad)
     -> per-agent rewards -> group advantages (algos/grpo.py)
-    -> for each agent the learner updates now (its StepPlan): recompute log-probs with current
+    -> for each agent the learner updates now (its UpdateSchedule): recompute log-probs with current
        weights (agent.score), GRPO loss, backward, all-reduce grads, clip, step with lr * scale
        (that update is :mod:`algos.update`, a mixin of :class:`Trainer`)
     -> log (TensorBoard via accelerate, TRL-style names), sample rollouts to JSONL, checkpoint

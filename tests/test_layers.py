@@ -149,13 +149,13 @@ def test_no_import_cycles(package):
 
 
 def learner_files() -> list[str]:
-    """The learner modules: those the registry (algos/learners.py) imports, less algos.step_plan."""
-    mods = {n for n in imported_modules(ROOT / "algos" / "learners.py") if n.startswith("algos.")} - {"algos.step_plan"}
+    """The learner modules: those the registry (algos/learners.py) imports, less algos.update_schedule."""
+    mods = {n for n in imported_modules(ROOT / "algos" / "learners.py") if n.startswith("algos.")} - {"algos.update_schedule"}
     return sorted(f for f in (n.replace(".", "/") + ".py" for n in mods) if (ROOT / f).is_file())
 
 
 def test_learners_do_not_import_the_registry():
-    """The registry (algos.learners) imports the learners; they take StepPlan from algos.step_plan."""
+    """The registry (algos.learners) imports the learners; they take UpdateSchedule from algos.update_schedule."""
     from algos.learners import LEARNERS
 
     learners = learner_files()

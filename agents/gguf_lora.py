@@ -75,9 +75,11 @@ def _reader(path: str | Path) -> Any:
     if not path.is_file():
         raise ValueError(f"GGUF file {str(path)!r} does not exist; pass an existing .gguf file.")
     try:
-        return gguf.GGUFReader(str(path))
-    except (ValueError, OSError) as e:
-        raise ValueError(f"{str(path)!r} is not a readable GGUF file ({e}).") from e
+        return gguf.GGUFReader(str(path))  # parses every table and maps every tensor: a cut file fails here
+    except Exception as e:  # noqa: BLE001 -- a truncated file fails anywhere in the parser (ValueError, IndexError)
+        detail = " ".join(f"{type(e).__name__}: {e}".split())[:200]
+        raise ValueError(f"{str(path)!r} is not a readable GGUF file, or is truncated ({detail}); write or "
+                         "download it again.") from e
 
 
 def _field(reader: Any, key: str, path: Any, default: Any = None) -> Any:
@@ -220,6 +222,9 @@ def check_adapter(path: str | Path, base: BaseTensors) -> dict[str, Any]:
         a, b = shapes.get(f"{name}.lora_a"), shapes.get(f"{name}.lora_b")
         if a is None or b is None:
             raise ValueError(f"adapter {str(path)!r}: {name!r} needs both .lora_a and .lora_b tensors.")
-        _check_pair(name, a, b, base)
+        try:
+            _check_pair(name, a, b, base)
+        except ValueError as e:  # name the file that does not fit, not only the base
+            raise ValueError(f"adapter {str(path)!r}: {e}") from None
     ranks = {shapes[f"{n}.lora_a"][0] for n in names}
     return {"tensors": len(names), "ranks": sorted(ranks), "alpha": float(_field(reader, "adapter.lora.alpha", path))}

@@ -10,21 +10,49 @@ Bounded size (documented contract): after every write the store checks, at most 
 (insertion order) down to 90 % of the cap, counts them in ``evicted`` and warns once per process.
 Evicted steps are simply decoded again when next needed.
 
+Faults (documented contract, ``tests/test_replay_store_faults.py``):
+
+* Crash: one transaction per :meth:`StepStore.put_many`; a step whose ``put_many`` returned is in the
+  store after the writer is killed (SIGKILL), and an unfinished transaction is rolled back when the
+  store is next opened. ``synchronous=NORMAL`` fsyncs the WAL at checkpoints only, so a power cut may
+  roll back the latest steps (the file stays consistent); they are cache misses, decoded again.
+* Bad file: opening checks the header, the schema (the file's ``application_id`` is rSIM's, or it is a
+  store written before the id existed: one ``steps`` table of these columns, stamped on open) and runs
+  ``PRAGMA quick_check`` (about 0.1 s per 150 MB). A corrupt file or another program's database is
+  refused with one line (:class:`ReplayStoreError`) naming the file and what to do; the store is
+  never written before that.
+* Full disk: the first write that fails for lack of space (``SQLITE_FULL``, ``ENOSPC``, ``EDQUOT``)
+  is rolled back and stops the caching for this store with one warning; later steps are returned to
+  the caller but not stored (counted in ``unstored``), stored ones are still read.
+
 Standard library only.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import sqlite3
 import time
 import warnings
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
-__all__ = ["StepStore"]
+__all__ = ["StepStore", "ReplayStoreError", "APPLICATION_ID"]
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS steps (
     key TEXT PRIMARY KEY, text TEXT NOT NULL, tokens INTEGER NOT NULL, created REAL NOT NULL)"""
+_COLUMNS = ["key", "text", "tokens", "created"]
+
+APPLICATION_ID = 0x7253494D
+"""``PRAGMA application_id`` of a replay store ("rSIM"): tells it from any other SQLite file."""
+
+_BAD_FILE = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+class ReplayStoreError(ValueError):
+    """The file is not a usable replay store (corrupt, or another program's); the message says what to do."""
 
 
 class StepStore:
@@ -47,41 +75,126 @@ class StepStore:
         self.evicted = 0
         self._since_check = check_every  # check once on the first write
         self._warned = False
-        self._db = sqlite3.connect(str(self.path), timeout=timeout_s, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
-        self._db.execute(_SCHEMA)
+        self.unstored = 0
+        """Steps not stored because writing stopped (:attr:`stopped`)."""
+        self.stopped: str | None = None
+        """Why writing stopped (a full disk); None while steps are stored."""
+        self._db = self._open(timeout_s)
+
+    def _open(self, timeout_s: float) -> sqlite3.Connection:
+        """Connect, refuse a corrupt or foreign file before writing to it, then switch to WAL and create the table."""
+        try:
+            db = sqlite3.connect(str(self.path), timeout=timeout_s, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+        try:
+            db.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
+            stamped = self._check_schema(db)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            problems = [r[0] for r in db.execute("PRAGMA quick_check(1)").fetchall()]
+            if problems != ["ok"]:
+                raise sqlite3.DatabaseError(f"quick_check: {problems[0]}")
+            if not stamped:
+                with _Tx(db):
+                    db.execute(_SCHEMA)
+                    db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        except (sqlite3.Error, ReplayStoreError) as e:
+            db.close()
+            if isinstance(e, ReplayStoreError):
+                raise
+            raise self._error(e) from None
+        return db
+
+    def _check_schema(self, db: sqlite3.Connection) -> bool:
+        """Raise :class:`ReplayStoreError` for another program's database; return whether it is a stamped store."""
+        app = int(db.execute("PRAGMA application_id").fetchone()[0])
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        columns = [r[1] for r in db.execute("PRAGMA table_info(steps)")]
+        if app == APPLICATION_ID and tables == ["steps"] and columns == _COLUMNS:
+            return True
+        if app not in (0, APPLICATION_ID):
+            why = f"its application_id is {app:#x}, not rSIM's {APPLICATION_ID:#x}"
+        elif tables and (tables != ["steps"] or columns != _COLUMNS):  # empty: a new store; steps alone: an old one
+            why = f"it holds the tables {tables}" + (f" and steps has the columns {columns}" if "steps" in tables else "")
+        else:
+            return False
+        raise ReplayStoreError(f"{self.path} is an SQLite database but not a replay store ({why}); point "
+                               "RSIM_REPLAY_DIR at another directory or move that file away.")
+
+    def _error(self, e: BaseException) -> ReplayStoreError:
+        """One line naming the file, what is wrong with it and what to do."""
+        detail = " ".join(str(e).split())
+        detail = detail if len(detail) <= 160 else detail[:157] + "..."
+        if getattr(e, "sqlite_errorname", None) in _BAD_FILE or detail.startswith("quick_check"):
+            return ReplayStoreError(f"replay store {self.path} is corrupt or not an SQLite file ({detail}); delete it "
+                                    f"with its -wal and -shm files (rm {self.path}*) or point RSIM_REPLAY_DIR elsewhere: "
+                                    "it only caches reasoner steps, which are decoded again.")
+        return ReplayStoreError(f"cannot open the replay store {self.path} ({detail}); check that the path is a "
+                                "writable file, or point RSIM_REPLAY_DIR elsewhere.")
 
     def get_many(self, keys: Sequence[str]) -> dict[str, tuple[str, int]]:
         """The stored ``(text, tokens)`` of every key in ``keys`` that is stored."""
         out: dict[str, tuple[str, int]] = {}
         unique = list(dict.fromkeys(keys))
-        for i in range(0, len(unique), 500):  # SQLite's bound-parameter limit
-            chunk = unique[i:i + 500]
-            rows = self._db.execute(f"SELECT key, text, tokens FROM steps WHERE key IN ({','.join('?' * len(chunk))})",
-                                    chunk).fetchall()
-            out.update({k: (t, int(n)) for k, t, n in rows})
+        with self._guard():
+            for i in range(0, len(unique), 500):  # SQLite's bound-parameter limit
+                chunk = unique[i:i + 500]
+                rows = self._db.execute(f"SELECT key, text, tokens FROM steps WHERE key IN ({','.join('?' * len(chunk))})",
+                                        chunk).fetchall()
+                out.update({k: (t, int(n)) for k, t, n in rows})
         return out
 
     def put_many(self, rows: Iterable[tuple[str, str, int]]) -> None:
-        """Store ``(key, text, tokens)`` rows in one transaction (a key already stored keeps its row)."""
+        """Store ``(key, text, tokens)`` rows in one transaction (a key already stored keeps its row).
+
+        When it returns the rows survive a crash of this process. On a full disk nothing of the call is
+        stored and writing stops with one warning (module docstring); it does not raise.
+        """
         rows = [(k, t, int(n), time.time()) for k, t, n in rows]
         if not rows:
             return
-        with self._transaction():
-            self._db.executemany("INSERT OR IGNORE INTO steps (key, text, tokens, created) VALUES (?, ?, ?, ?)", rows)
+        if self.stopped is not None:
+            self.unstored += len(rows)
+            return
+        try:
+            with self._guard():
+                self._insert(rows)
+        except (sqlite3.Error, OSError) as e:
+            if not _no_space(e):
+                raise
+            self._stop(e, len(rows))
+            return
         self._since_check += len(rows)
         if self._since_check >= self.check_every:
             self._since_check = 0
-            self.enforce_cap()
+            try:
+                self.enforce_cap()
+            except (sqlite3.Error, OSError) as e:  # evicting writes too (the WAL grows before the file shrinks)
+                if not _no_space(e):
+                    raise
+                self._stop(e, 0)
+
+    def _insert(self, rows: list[tuple[str, str, int, float]]) -> None:
+        with self._transaction():
+            self._db.executemany("INSERT OR IGNORE INTO steps (key, text, tokens, created) VALUES (?, ?, ?, ?)", rows)
+
+    def _stop(self, error: BaseException, lost: int) -> None:
+        """Stop writing after a full disk: one warning; the steps of the failed call are counted as unstored."""
+        self.stopped = " ".join(str(error).split()) or type(error).__name__
+        self.unstored += lost
+        warnings.warn(f"replay store {self.path}: the disk is full ({self.stopped}); stopped storing new steps for "
+                      "the rest of this run (episodes go on, decoded live; stored steps are still read). Free space "
+                      "on that disk or point RSIM_REPLAY_DIR elsewhere to cache again.", stacklevel=3)
 
     def size_bytes(self) -> int:
         """Bytes held by stored keys and texts."""
-        return int(self._db.execute("SELECT total(length(key) + length(CAST(text AS BLOB))) FROM steps").fetchone()[0])
+        with self._guard():
+            return int(self._db.execute("SELECT total(length(key) + length(CAST(text AS BLOB))) FROM steps").fetchone()[0])
 
     def __len__(self) -> int:
-        return int(self._db.execute("SELECT count(*) FROM steps").fetchone()[0])
+        with self._guard():
+            return int(self._db.execute("SELECT count(*) FROM steps").fetchone()[0])
 
     def enforce_cap(self) -> int:
         """Evict the oldest rows down to 90 % of the cap if the store is above it; return how many."""
@@ -89,7 +202,7 @@ class StepStore:
         if size <= self.max_bytes:
             return 0
         target = int(self.max_bytes * 0.9)
-        with self._transaction():
+        with self._guard(), self._transaction():
             rows = self._db.execute("SELECT rowid, length(key) + length(CAST(text AS BLOB)) FROM steps ORDER BY rowid").fetchall()
             drop, freed = [], 0
             for rowid, n in rows:
@@ -105,6 +218,16 @@ class StepStore:
                           f"{len(drop)} oldest steps (they are decoded again when needed); raise RSIM_REPLAY_MAX_MB "
                           "to keep more.", stacklevel=2)
         return len(drop)
+
+    @contextlib.contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Turn SQLite's "corrupt" / "not a database" errors met after opening into the one-line :class:`ReplayStoreError`."""
+        try:
+            yield
+        except sqlite3.DatabaseError as e:
+            if getattr(e, "sqlite_errorname", None) in _BAD_FILE:
+                raise self._error(e) from None
+            raise
 
     def close(self) -> None:
         self._db.close()
@@ -124,4 +247,26 @@ class _Tx:
         self.db.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, exc_type: object, *_: object) -> None:
-        self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        if exc_type is None:
+            try:
+                self.db.execute("COMMIT")
+                return
+            except sqlite3.Error:  # e.g. SQLITE_FULL: the transaction may still be open
+                self._rollback()
+                raise
+        self._rollback()
+
+    def _rollback(self) -> None:
+        """Roll back if a transaction is open (SQLite rolls some back itself after an I/O or full-disk error)."""
+        if self.db.in_transaction:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:  # already rolled back by SQLite: nothing left to undo
+                pass
+
+
+def _no_space(error: BaseException) -> bool:
+    """True for a write that failed for lack of disk space (SQLite's SQLITE_FULL, or ENOSPC / EDQUOT)."""
+    if isinstance(error, OSError):
+        return error.errno in _NO_SPACE
+    return getattr(error, "sqlite_errorname", None) == "SQLITE_FULL"

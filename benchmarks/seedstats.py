@@ -4,6 +4,7 @@ A claim about a *training procedure* has the seed as its unit: three seeds that 
 give a sign-test p of 1/4 at best (two-sided), however many problems each was scored on. This module
 keeps both views side by side:
 
+* :func:`mcnemar_exact` -- exact McNemar test on paired per-problem outcomes (two arms, the same problems);
 * :func:`seed_sign_test` -- exact two-sided sign test over seeds (the per-seed accuracy of a trained arm
   against a baseline's on the same problems);
 * :func:`hierarchical_bootstrap` -- resample seeds, then problems (the same problems for both arms), and
@@ -30,6 +31,20 @@ from typing import Any, Iterable, Mapping, Sequence
 
 OUTCOME_KEYS = ("mode", "seed", "problem_id", "correct")
 """Keys every outcome row must have (``task``, ``plan``, ``sample`` and anything else are optional)."""
+
+
+def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict[str, Any]:
+    """Two-sided exact McNemar test on paired outcomes (binomial test on the discordant pairs)."""
+    if len(a) != len(b):
+        raise ValueError(f"mcnemar_exact needs paired outcomes, got {len(a)} and {len(b)}.")
+    only_a = sum(x and not y for x, y in zip(a, b))
+    only_b = sum(y and not x for x, y in zip(a, b))
+    n = only_a + only_b
+    if n == 0:
+        return {"only_a": 0, "only_b": 0, "p_value": 1.0}
+    k = min(only_a, only_b)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    return {"only_a": only_a, "only_b": only_b, "p_value": min(1.0, 2 * tail)}
 
 
 def seed_sign_test(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .answers.extract import boxed_spans
+from .answers.idioms import THEOREMQA_REL_TOL
 from .problems import Problem, iter_jsonl
 
 _LOCAL_EXT = (".jsonl", ".json", ".parquet", ".arrow")
@@ -168,13 +169,16 @@ def mmlu_pro(source: str | None = None, split: str = "test", limit: int | None =
 
 
 _THEOREMQA_TYPES = {"integer": "number", "float": "number", "bool": "bool", "option": "choice"}
+_THEOREMQA_REL_TOL = {"float": THEOREMQA_REL_TOL}
+"""``Answer_type``s that TheoremQA's evaluator grades within a relative tolerance of the gold."""
 
 
 def theoremqa(source: str | None = None, split: str = "test", limit: int | None = None) -> list[Problem]:
     """TIGER-Lab/TheoremQA: ``Question``, ``Answer``, ``Answer_type``, ``Picture``.
 
     ``Answer_type`` maps to :data:`~rsim_env.problems.ANSWER_TYPES`: integer/float -> number,
-    bool -> bool, option -> choice, ``list of integer``/``list of float`` -> list.
+    bool -> bool, option -> choice, ``list of integer``/``list of float`` -> list. Float answers carry
+    ``metadata["rel_tol"] = 0.04``, TheoremQA's own tolerance (:func:`rsim_env.answers.check`).
     """
     out = []
     for i, row in enumerate(_take(_rows("TIGER-Lab/TheoremQA", source, split, None), limit)):
@@ -184,8 +188,10 @@ def theoremqa(source: str | None = None, split: str = "test", limit: int | None 
         answer = str(row["Answer"])
         if answer_type == "choice":
             answer = re.sub(r"[()\s]", "", answer).upper()
-        out.append(Problem(f"theoremqa/{i}", row["Question"], answer, answer_type, "theoremqa",
-                           metadata={"answer_kind": kind, "has_picture": bool(row.get("Picture"))}))
+        meta = {"answer_kind": kind, "has_picture": bool(row.get("Picture"))}
+        if kind in _THEOREMQA_REL_TOL:  # graded by TheoremQA's own rule: within 4 % of the gold
+            meta["rel_tol"] = _THEOREMQA_REL_TOL[kind]
+        out.append(Problem(f"theoremqa/{i}", row["Question"], answer, answer_type, "theoremqa", metadata=meta))
     return out
 
 
@@ -197,10 +203,6 @@ LOADERS: dict[str, Callable[..., list[Problem]]] = {
 _ALIASES = {"openai/gsm8k": "gsm8k", "hendrycks_math": "math", "math-500": "math500",
             "huggingfaceh4/math-500": "math500", "maxwell-jia/aime_2024": "aime2024", "aime_2024": "aime2024",
             "tiger-lab/mmlu-pro": "mmlu_pro", "mmlu-pro": "mmlu_pro", "tiger-lab/theoremqa": "theoremqa"}
-
-
-from .data import load_problems  # noqa: E402,F401  - re-exported: the one data factory
-
 
 
 def _code_loader(name: str) -> Callable[..., list[Problem]]:

@@ -1,11 +1,11 @@
-"""benchmarks.efficacy at toy scale (seconds) and its paired test."""
+"""studies.efficacy at toy scale (seconds) and its paired test."""
 
 import json
 import math
 
 import pytest
 
-from benchmarks.efficacy import Config, main, mcnemar_exact
+from studies.efficacy import Config, main, mcnemar_exact
 
 
 def test_mcnemar_exact_known_values():
@@ -70,7 +70,7 @@ def test_exhaustive_per_task_and_bandit_modes_choose_on_the_validation_table(tmp
 
 
 def test_self_consistency_matches_the_planner_modes_tokens(tmp_path):
-    from benchmarks.efficacy_modes import sc_samples
+    from studies.efficacy_modes import sc_samples
 
     r = main(Config(preset="tiny", seeds=(0,), eval_limit=8, validation_limit=4, output_dir=str(tmp_path / "runs"),
                     plan_rounds=2, bandit_episodes=50, bootstrap_rounds=200, fixed=((8,),)))
@@ -103,7 +103,7 @@ def test_outcome_file_regenerates_the_table(tmp_path):
                      "bandit": 12, "trained": 12, "grpo": 12, "self_consistency": 12, "self_consistency_samples": 24}
     assert all(row["plan"] == [8] for row in rows if row["mode"] == "best_fixed")
     # the validation plan table is committed beside it: the exhaustive choice can be recomputed from it
-    from benchmarks.efficacy_modes import choose_fixed, plan_name
+    from studies.efficacy_modes import choose_fixed, plan_name
     from benchmarks.plan_table import all_plans
 
     val = read_outcomes(tmp_path / "e_validation_table.jsonl.gz")
@@ -115,7 +115,7 @@ def test_outcome_file_regenerates_the_table(tmp_path):
     again = main(Config(table_from=str(path), out=str(tmp_path / "t.md"), bootstrap_rounds=300))
     assert again["table_md"] == r["outcomes_table_md"] == (tmp_path / "t.md").read_text()
     assert "| `trained` | 2 |" in again["table_md"] and "sign test over seeds" in again["table_md"]
-    cli = subprocess.run([sys.executable, "-m", "benchmarks.efficacy", "--table-from", str(path),
+    cli = subprocess.run([sys.executable, "-m", "studies.efficacy", "--table-from", str(path),
                           "--bootstrap-rounds", "300"], capture_output=True, text=True, check=True)
     assert r["outcomes_table_md"] in cli.stdout
     t = r["tests"]["trained_vs_best_fixed_exhaustive"]
@@ -127,7 +127,7 @@ def test_outcome_file_regenerates_the_table(tmp_path):
 
 def test_choices_find_the_plan_each_task_needs():
     """Task x is solved only by 0,8 and task y only by 1,8: per task and the bandit find both, one fixed plan half."""
-    from benchmarks.efficacy_modes import choose_fixed, choose_per_task, train_bandit
+    from studies.efficacy_modes import choose_fixed, choose_per_task, train_bandit
 
     plans = ["8", "0,8", "1,8", "2,8"]
     ids = [f"{t}/{i}" for t in "xy" for i in range(10)]
@@ -146,7 +146,7 @@ def test_choices_find_the_plan_each_task_needs():
 
 
 def test_majority_vote_and_sample_count():
-    from benchmarks.efficacy_modes import majority_vote, sc_samples
+    from studies.efficacy_modes import majority_vote, sc_samples
 
     rows = [{"extracted": "7", "correct": False}, {"extracted": "5", "correct": True}, {"extracted": None, "correct": False},
             {"extracted": " 5", "correct": True}, {"extracted": "7", "correct": False}, {"extracted": "9", "correct": False}]
@@ -158,7 +158,7 @@ def test_majority_vote_and_sample_count():
 
 
 def test_paired_permutation_clusters_on_problems():
-    from benchmarks.efficacy import paired_permutation
+    from studies.efficacy import paired_permutation
 
     # identical modes: no difference, p = 1
     same = [[True, False]] * 10
@@ -176,7 +176,7 @@ def test_paired_permutation_clusters_on_problems():
 
 
 def test_study_resumes_from_its_cache(tmp_path, monkeypatch):
-    import benchmarks.efficacy as eff
+    import studies.efficacy as eff
 
     cfg = Config(preset="tiny", plan_rounds=2, bandit_episodes=50, seeds=(0,), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "runs"),
                  fixed=((8,), (2, 8)))
@@ -184,7 +184,7 @@ def test_study_resumes_from_its_cache(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(eff, "_train", lambda *a: calls.append(a))
     monkeypatch.setattr(eff, "_outcomes", lambda *a, **k: calls.append(a))
-    monkeypatch.setattr("benchmarks.efficacy_modes.validation_table", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr("studies.efficacy_modes.validation_table", lambda *a, **k: calls.append(a))
     again = main(cfg)  # everything comes from the cache: nothing is trained or evaluated again
     assert calls == [] and again["modes"] == first["modes"]
     with pytest.raises(ValueError, match="different settings"):
@@ -203,7 +203,7 @@ def test_random_planner_on_fewer_seeds(tmp_path):
 
 
 def test_training_variant_reuses_the_base_reasoner_evaluations(tmp_path, monkeypatch):
-    import benchmarks.efficacy as eff
+    import studies.efficacy as eff
 
     base = Config(preset="tiny", plan_rounds=2, bandit_episodes=50, seeds=(0,), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "a"),
                   fixed=((8,), (2, 8)))
@@ -229,7 +229,7 @@ def test_training_variant_reuses_the_base_reasoner_evaluations(tmp_path, monkeyp
 
 def test_old_cache_without_training_overrides_still_resumes(tmp_path):
     cfg = Config(preset="tiny", plan_rounds=2, bandit_episodes=50, seeds=(0,), eval_limit=4, validation_limit=4, output_dir=str(tmp_path), fixed=((8,),))
-    cache = __import__("benchmarks.efficacy", fromlist=["Cache"]).Cache(tmp_path / "efficacy_cache.json", cfg)
+    cache = __import__("studies.efficacy", fromlist=["Cache"]).Cache(tmp_path / "efficacy_cache.json", cfg)
     assert "train_set" not in cache.data["config"]
 
 
@@ -265,10 +265,10 @@ def test_readme_efficacy_table_is_generated_from_the_committed_outcomes():
     import re
     from pathlib import Path
 
-    from benchmarks.efficacy_report import table_from
+    from studies.efficacy_report import table_from
 
     root = Path(__file__).resolve().parent.parent
-    block = re.search(r"<!-- efficacy table: python -m benchmarks\.efficacy --table-from (\S+) -->\n(.*?)\n"
+    block = re.search(r"<!-- efficacy table: python -m studies\.efficacy --table-from (\S+) -->\n(.*?)\n"
                       r"<!-- /efficacy table -->", (root / "README.md").read_text(), re.S)
     assert block, "README.md lost its generated efficacy table block"
     path = root / block.group(1)
@@ -280,7 +280,7 @@ def test_self_consistency_samples_even_when_the_budget_allows_one_answer(tmp_pat
     or the mode silently equals `none` (the planner-only study's token budget gave k = 1)."""
     import dataclasses
 
-    from benchmarks.efficacy import Cache, _Study
+    from studies.efficacy import Cache, _Study
 
     cfg = Config(preset="tiny", seeds=(0,), eval_limit=4, validation_limit=4, output_dir=str(tmp_path), fixed=((8,),),
                  sc_k=1)

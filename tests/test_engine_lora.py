@@ -15,7 +15,6 @@ import pytest
 import torch
 
 from agents.lora import LoraSpec
-from tests.test_llamacpp import gguf  # noqa: F401 - the embedded GGUF fixture (skips without llama-cpp or the file)
 
 PROMPT = "The capital of France is"
 
@@ -145,6 +144,10 @@ def test_foreign_files_are_refused_and_the_loaded_adapter_stays(engine, lora, tm
         engine.load_adapter(gguf)  # the model file itself
     with pytest.raises(ValueError, match="does not exist"):
         engine.load_adapter(tmp_path / "missing.gguf")
+    cut = tmp_path / "cut.gguf"  # a copy of the loaded adapter, cut in its tensor data
+    cut.write_bytes((tmp_path / "a.gguf").read_bytes()[:-1000])
+    with pytest.raises(ValueError, match="truncated"):
+        engine.load_adapter(cut)
     np.testing.assert_array_equal(_engine_logp(engine, ids), before)
     engine.clear_adapter()
 

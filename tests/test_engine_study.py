@@ -1,4 +1,4 @@
-"""benchmarks/engine_study.py at the toy scale: both arms per seed, one evaluator, seed-level tests, resume."""
+"""studies/engine_study.py at the toy scale: both arms per seed, one evaluator, seed-level tests, resume."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from benchmarks import seedstats
-from benchmarks.engine_study import Config, main, parse_arms
+from studies.engine_study import Config, main, parse_arms
 
 
 def test_toy_study_trains_both_arms_evaluates_alike_and_resumes(tmp_path):

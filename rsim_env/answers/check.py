@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from ..problems import ANSWER_TYPES
 from .compare import equal
 from .extract import choice_letter, extract
+from .idioms import engineering_j, same_clock, within_rel_tol
 from .normalize import is_hedged, normalize, normalize_with_unit
 from .numeric import TooLarge, approx_equal, eval_fraction, literal_decimals
 from .parser import MAX_CHARS, ParseError
@@ -124,15 +125,24 @@ def _unevaluated(p: str, g: str) -> bool:
     return not _NUMBER_LIKE.fullmatch(side) and bool(_ARITHMETIC.search(side))
 
 
-def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[bool, str]:
+def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig, rel_tol: float | None = None) -> tuple[bool, str]:
     """Return ``(correct, reason)`` for an extracted answer ``pred`` against ``gold``."""
+    clock = same_clock(pred, gold)  # a time of day: 10{:}15, 3 p.m. (rsim_env.answers.idioms)
+    if clock is not None:
+        return clock, "ok"
     g, g_unit = normalize_with_unit(gold)
     gold_letter = _GOLD_LETTER.match(gold.strip()) or _GOLD_LETTER.match(g)
     if answer_type == "choice" or (answer_type == "auto" and gold_letter):
         letter = choice_letter(pred)
         want = gold_letter.group(1) if gold_letter else gold.strip().upper()
         return (letter is not None and letter == want), "ok" if letter else "unparsable"
-    p, p_unit = normalize_with_unit(pred, letters_are_units=bool(_PLAIN_NUMBER.fullmatch(g)))
+    # a bare letter after the number is a unit when the gold is a number, or a number with a unit (1.5 * 10^3 m)
+    p, p_unit = normalize_with_unit(pred, letters_are_units=bool(_PLAIN_NUMBER.fullmatch(g)) or (
+        g_unit is not None and bool(_NUMBER_LIKE.fullmatch(g))))
+    if p_unit is not None and g_unit is None:  # "1500 m" read as 1500 * m; the answer's unit says m is one
+        g2, g2_unit = normalize_with_unit(gold, letters_are_units=True)
+        if g2_unit is not None and _NUMBER_LIKE.fullmatch(g2):
+            g, g_unit = g2, g2_unit
     factor = conversion(p_unit, g_unit)  # 1.5 h for 90 min: the answer's value in the gold's unit
     if factor is None and units_conflict(p_unit, g_unit):
         return False, "ok"
@@ -142,6 +152,7 @@ def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[b
         p = p.replace(" or ", " \\cup " if "\\cup" in g else ", ")
     if cfg.require_evaluated and _unevaluated(p, g):
         return False, "unevaluated"
+    p = engineering_j(p, g)  # 3+4j for 3+4i
     if factor is not None and factor != 1:
         p = f"({p})*({factor.numerator}/{factor.denominator})"
     if p == g or (answer_type == "text" and p.lower() == g.lower()):
@@ -158,7 +169,7 @@ def _decide(pred: str, gold: str, answer_type: str, cfg: CheckConfig) -> tuple[b
     except ParseError:
         return False, "unparsable"
     if fast is not None:
-        return fast, "ok"
+        return fast or bool(rel_tol and within_rel_tol(ps, gs, rel_tol)), "ok"
     try:
         reply = _valid_reply(default_pool().run({"pred": p, "gold": g, "type": answer_type}, cfg.timeout_s))
     except WorkerFailure as exc:
@@ -172,7 +183,8 @@ def _valid_reply(reply: dict) -> dict:
     return reply
 
 
-def check(response: str, gold: str, answer_type: str = "auto", config: CheckConfig | None = None) -> AnswerCheck:
+def check(response: str, gold: str, answer_type: str = "auto", config: CheckConfig | None = None,
+          rel_tol: float | None = None) -> AnswerCheck:
     """Check a whole model ``response`` against the dataset's ``gold`` answer.
 
     Safe on hostile input from any thread or process: nothing is evaluated as Python, sizes and
@@ -183,19 +195,24 @@ def check(response: str, gold: str, answer_type: str = "auto", config: CheckConf
         gold: Ground truth as the dataset writes it (``"72"``, ``"\\frac{1}{2}"``, ``"B"``, ``"True"``).
         answer_type: One of :data:`rsim_env.problems.ANSWER_TYPES`.
         config: Timeout and extraction knobs; defaults to :class:`CheckConfig()`.
+        rel_tol: The gold's own tolerance, for a decimal gold of a tolerance-graded set (TheoremQA: 0.04): a
+            plain-number answer within ``rel_tol * |gold|`` is right (:func:`.idioms.within_rel_tol`).
+            None (default): the strict rule of :mod:`.numeric`.
 
     Returns:
         An :class:`AnswerCheck`; ``correct`` is False for every reason other than ``"ok"``.
 
     Raises:
         TypeError: ``response`` or ``gold`` is not a str.
-        ValueError: ``answer_type`` is unknown.
+        ValueError: ``answer_type`` is unknown, or ``rel_tol`` is not in (0, 1).
     """
     if not isinstance(response, str) or not isinstance(gold, str):
         raise TypeError(f"check() needs str response and gold, got {type(response).__name__} and "
                         f"{type(gold).__name__}; convert with str() first.")
     if answer_type not in ANSWER_TYPES:
         raise ValueError(f"answer_type={answer_type!r} is not one of {ANSWER_TYPES}; use 'auto' if unsure.")
+    if rel_tol is not None and (isinstance(rel_tol, bool) or not isinstance(rel_tol, (int, float)) or not 0 < rel_tol < 1):
+        raise ValueError(f"rel_tol={rel_tol!r}; give the gold's relative tolerance in (0, 1), e.g. 0.04, or None.")
     cfg = config or CheckConfig()
     t0 = time.perf_counter()
     found = extract(response, answer_type, cfg.last_number_fallback)
@@ -203,7 +220,7 @@ def check(response: str, gold: str, answer_type: str = "auto", config: CheckConf
         return AnswerCheck(False, None, "no_answer", "", time.perf_counter() - t0)
     if found.hedged or (is_hedged(found.text) and not is_hedged(gold) and not _is_list(normalize(gold))):
         return AnswerCheck(False, found.text, "hedged", found.method, time.perf_counter() - t0)
-    correct, reason = _decide(found.text, gold.replace("\x00", ""), answer_type, cfg)
+    correct, reason = _decide(found.text, gold.replace("\x00", ""), answer_type, cfg, rel_tol)
     return AnswerCheck(correct and reason == "ok", found.text, reason, found.method, time.perf_counter() - t0)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .idioms import E_EXPONENT
 from .units import SINGLE_LETTER_UNITS, UNIT_WORDS
 
 MAX_SCAN = 100_000
@@ -45,6 +46,8 @@ _NEGATION = re.compile(r"(?i)\b(?:not|never|no)\b|n't")
 _CHOICE_IN_PHRASE = re.compile(r"\(([A-Ja-j])\)|(?<![\w'])([A-J])(?![\w'])")
 _MATH_SPAN = re.compile(r"\$\$?([^$]{1,300})\$\$?|\\\((.{1,300}?)\\\)|\\\[(.{1,300}?)\\\]")
 """A math span in an answer phrase: ``$...$``, ``$$...$$``, ``\\(...\\)`` or ``\\[...\\]``."""
+_SUPERSCRIPTS = frozenset("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207a\u207b\u207f")
+"""Unicode superscript digits and signs (``x²``, ``10⁻³``)."""
 _COPULA = re.compile(r"(?i)\b(?:is|are|was|were|equals|takes|becomes)[ \t]+")
 _STATEMENT_WORDS = UNIT_WORDS | SINGLE_LETTER_UNITS | {"and", "infty"}
 """Words allowed in a final statement's value (units and "and"; anything else is prose)."""
@@ -174,8 +177,11 @@ def _last_statement(text: str) -> Extraction | None:
     tail = sentence[cop.end():].strip()
     math = _MATH_SPAN.search(tail)
     rest = _MATH_SPAN.sub(" ", tail) if math else tail
-    words = re.findall(r"[A-Za-z]+", re.sub(r"\\[A-Za-z]+", " ", rest))
-    if not tail or len(tail) > 120 or not all(w.lower() in _STATEMENT_WORDS for w in words):
+    # E-notation's exponent is no word (1.5E3 m); with a Unicode power (x², a³) single letters are variables
+    words = re.findall(r"[A-Za-z]+", re.sub(r"\\[A-Za-z]+", " ", E_EXPONENT.sub("", rest)))
+    powers = any(c in _SUPERSCRIPTS for c in tail)
+    if not tail or len(tail) > 120 or not all(w.lower() in _STATEMENT_WORDS or (powers and len(w) == 1)
+                                              for w in words):
         return None
     value = next(g for g in math.groups() if g is not None) if math else tail
     # the tail ends the response, so a digit in it means the response's last number is inside it

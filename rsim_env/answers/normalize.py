@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from .idioms import split_glued_exponent
 from .unicode import to_ascii
 from .units import UNIT_WORDS, canonical_unit, merge_compound, rstrip_space, split_units
 
@@ -120,7 +121,7 @@ def normalize_with_unit(s: str, letters_are_units: bool = False) -> tuple[str, s
     """:func:`normalize`, plus the canonical trailing unit it dropped (None when there was none)."""
     if len(s) > MAX_NORMALIZE:
         return s, None  # far over the parser's limit: it will refuse it; don't spend time here
-    s = to_ascii(s.strip()).replace("\\$", "").replace("$", "")
+    s = split_glued_exponent(to_ascii(s.strip()).replace("\\$", "").replace("$", ""))  # 1.5E3m -> 1.5E3 m
     if "approx" in s:
         s = cut_approximation(s)
     if "**" in s:

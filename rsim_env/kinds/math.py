@@ -5,19 +5,21 @@
 * detection: echo-aware keyword detection of the generated text (:func:`rsim_env.echo.detect_generated`);
 * graded text: the steps as shown (a lead-in such as "The final answer is \\boxed{" belongs to the answer);
 * grade: the final answer is extracted from the whole response and checked
-  (:func:`rsim_env.answers.check`); an empty answer (``\\boxed{}``) is no answer; format is left to the
+  (:func:`rsim_env.answers.check`; ``problem.metadata["rel_tol"]``, when set, is the gold's own relative
+  tolerance, as TheoremQA grades floats); an empty answer (``\\boxed{}``) is no answer; format is left to the
   reward table's own ``format`` component (``Grade.format is None``);
 * stop rule: a closed, non-empty ``\\boxed{}`` ends the step.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Sequence
 
-from .. import answers
+from .. import answers, echo
 from ..answers.extract import boxed_spans
 from ..strategies import STRATEGIES, TERMINATION, example
-from . import Grade, Kind, KindTexts
+from .base import Grade, Kind, KindTexts
 
 if TYPE_CHECKING:
     from ..problems import Problem
@@ -43,6 +45,31 @@ NO_PLANNER_SYSTEM = (
 
 _END = STRATEGIES[TERMINATION]
 
+_SYMBOLS = ((r"\times", "*"), (r"\cdot", "*"), ("×", "*"), ("·", "*"), (r"\div", "/"), ("÷", "/"), ("−", "-"),
+            ("–", "-"))
+_BRACKETS = re.compile(r"[(){}\[\]]")
+_LABELS = re.compile(r"\b(?:step|part|case)\s+\d+\b|^\s*\d+[.)](?=\s)", re.MULTILINE)
+_NUMBER = r"\d+(?:,\d{3})*(?:\.\d+)?"
+_OPERAND = rf"(?:{_NUMBER}|(?<![a-z\\])[a-z](?![a-z]))"
+_EXPR = re.compile(rf"{_OPERAND}(?:\s*[-+*/^=<>]\s*{_OPERAND})+")
+_NUMBERS = re.compile(rf"(?<![\d.]){_NUMBER}")
+
+
+def _number(text: str) -> str:
+    text = text.replace(",", "")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def math_units(text: str) -> frozenset[str]:
+    """Numbers and expressions of ``text``: the math kind's content units (rules: :mod:`rsim_env.novelty`)."""
+    text = text[: echo.MAX_SCAN].lower()
+    for a, b in _SYMBOLS:
+        text = text.replace(a, b)
+    text = _BRACKETS.sub(" ", _LABELS.sub(" ", text))
+    found = {_number(m.group()) for m in _NUMBERS.finditer(text)}
+    found |= {re.sub(r"\s+", "", re.sub(_NUMBER, lambda m: _number(m.group()), m.group())) for m in _EXPR.finditer(text)}
+    return frozenset(found)
+
 
 class MathKind(Kind):
     """See module docstring."""
@@ -51,15 +78,14 @@ class MathKind(Kind):
     texts = KindTexts(REASONER_SYSTEM, STEPWISE_SYSTEM, NO_PLANNER_SYSTEM, _END.instruction, _END.lead, _END.prompt)
 
     def grade(self, problem: Problem, steps: Sequence[str], check: answers.CheckConfig | None = None) -> Grade:
-        result = answers.check("\n\n".join(steps), problem.answer, problem.answer_type, check or answers.CheckConfig())
+        result = answers.check("\n\n".join(steps), problem.answer, problem.answer_type, check or answers.CheckConfig(),
+                               rel_tol=problem.metadata.get("rel_tol"))  # a tolerance-graded set's own rule
         # An empty answer (``\boxed{}``) is no answer: no accuracy, whatever the checker says.
         correct = bool(result.correct) and bool((result.extracted or "").strip())
         return Grade(correct, None, result.extracted, result.reason)
 
     def content_units(self, text: str) -> frozenset[str]:
-        """Numbers and expressions (:func:`rsim_env.novelty.math_units`): prose that adds none is vacuous."""
-        from ..novelty import math_units
-
+        """Numbers and expressions (:func:`math_units`): prose that adds none is vacuous (:mod:`rsim_env.novelty`)."""
         return math_units(text)
 
     def stops(self, injected: str, text: str) -> bool:

@@ -32,9 +32,9 @@ Finished pieces are cached in ``<output_dir>/efficacy_cache.json``: rerun the sa
 Every evaluation's episodes go to ``<output_dir>/episodes/`` -- read them before believing a number.
 Learning curves (reward and accuracy per step, per seed and learner) go to ``F_curves.png``.
 
-    python -m benchmarks.efficacy --out results/efficacy.json                     # many hours on a CPU
-    python -m benchmarks.efficacy --preset tiny --eval-limit 40 --out /tmp/e.json  # toy agents, ~40 s
-    python -m benchmarks.efficacy --table-from results/efficacy_outcomes.jsonl.gz  # the table, from the file
+    python -m studies.efficacy --out results/efficacy.json                     # many hours on a CPU
+    python -m studies.efficacy --preset tiny --eval-limit 40 --out /tmp/e.json  # toy agents, ~40 s
+    python -m studies.efficacy --table-from results/efficacy_outcomes.jsonl.gz  # the table, from the file
 
 This is not a unit test; never run the full version in CI (``tests/test_efficacy.py`` runs the
 toy scale).
@@ -151,8 +151,12 @@ class Config:
             raise ValueError(f"Config.sc_k={self.sc_k!r}: use 0 (match the planner modes' tokens) or a count >= 1.")
         if not self.sc_temperature > 0:
             raise ValueError(f"Config.sc_temperature={self.sc_temperature!r}: use a positive temperature, e.g. 0.7.")
-        if self.trained_learner not in ("stackelberg", "planner_only"):
-            raise ValueError(f"Config.trained_learner={self.trained_learner!r}: use 'stackelberg' or 'planner_only'.")
+        from algos.config import learners_training
+
+        planner_learners = learners_training("planner")  # the study compares trained planners
+        if self.trained_learner not in planner_learners:
+            raise ValueError(f"Config.trained_learner={self.trained_learner!r}: use "
+                             f"{' or '.join(map(repr, planner_learners))}.")
         bad = [x for x in self.train_set if "=" not in x]
         if bad:
             raise ValueError(f"Config.train_set: {bad} are not KEY=VALUE (e.g. train.grpo.tis_cap=2).")
@@ -302,7 +306,7 @@ class _Study:
 
     def policy(self, choice: dict[str, str], default: str) -> tuple[dict[str, bool], dict[str, Any]]:
         """Outcomes on the test problems of the planner that plays ``choice[task]`` (``default`` for unseen tasks)."""
-        from .plan_table import task_of
+        from benchmarks.plan_table import task_of
 
         by_task: dict[str, list[Any]] = {}
         for p in self.test:
@@ -319,7 +323,7 @@ class _Study:
     def plan_table(self) -> dict[str, Any]:
         """The validation plan table (every plan of <= L rounds), through the replay cache; cached."""
         from .efficacy_modes import plan_name, validation_table
-        from .plan_table import all_plans, task_of
+        from benchmarks.plan_table import all_plans, task_of
 
         steps = self.run_cfg.env.max_steps
         L = self.cfg.plan_rounds or SCALES[self.cfg.preset]["plan_rounds"] or steps
@@ -443,7 +447,7 @@ def _write(cfg: Config, result: dict[str, Any], rows: list[dict[str, Any]], tabl
     """Outcome file, the table regenerated from it, the validation plan table (from which ``best_fixed_exhaustive``,
     ``per_task`` and the bandits' pulls can be recomputed), curves and JSON, beside ``cfg.out``."""
     from .efficacy_modes import outcome_table
-    from .seedstats import read_outcomes, write_outcomes
+    from benchmarks.seedstats import read_outcomes, write_outcomes
 
     if not cfg.out:
         result["outcomes_table_md"] = outcome_table(rows, efficacy_report.OUTCOME_BASELINE, cfg.bootstrap_rounds)
@@ -490,4 +494,4 @@ def _validate_candidates(st: _Study) -> dict[str, float]:
 if __name__ == "__main__":
     from algos.dataclass_cli import cli_main
 
-    cli_main(main, Config, "python -m benchmarks.efficacy", __doc__)
+    cli_main(main, Config, "python -m studies.efficacy", __doc__)

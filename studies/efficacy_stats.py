@@ -1,28 +1,16 @@
-"""Statistics and the resumable cache of :mod:`benchmarks.efficacy` (problem-clustered tests; the seed-level
+"""Statistics and the resumable cache of :mod:`studies.efficacy` (problem-clustered tests; the seed-level
 ones come from :mod:`benchmarks.seedstats`)."""
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
-# ------------------------------------------------------------------------------------- statistics
+from benchmarks.seedstats import mcnemar_exact  # the paired test is an instrument; the studies reuse it
 
-def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict[str, Any]:
-    """Two-sided exact McNemar test on paired outcomes (binomial test on the discordant pairs)."""
-    if len(a) != len(b):
-        raise ValueError(f"mcnemar_exact needs paired outcomes, got {len(a)} and {len(b)}.")
-    only_a = sum(x and not y for x, y in zip(a, b))
-    only_b = sum(y and not x for x, y in zip(a, b))
-    n = only_a + only_b
-    if n == 0:
-        return {"only_a": 0, "only_b": 0, "p_value": 1.0}
-    k = min(only_a, only_b)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
-    return {"only_a": only_a, "only_b": only_b, "p_value": min(1.0, 2 * tail)}
+# ------------------------------------------------------------------------------------- statistics
 
 
 def mode_summary(outcomes: Sequence[bool]) -> dict[str, Any]:

@@ -16,8 +16,8 @@ Every (arm, seed, problem) outcome goes to ``F_outcomes.jsonl.gz`` beside ``--ou
 regenerated from it (``--table-from``), and every evaluated episode to ``<output_dir>/episodes/``.
 Finished runs and evaluations are cached in ``<output_dir>/engine_study_cache.json``: rerun to resume.
 
-    python -m benchmarks.engine_study --out docs/lean_results/engine_study.json     # ~1 h on 2 CPU cores
-    python -m benchmarks.engine_study --preset tiny --arms a=toy,b=toy --eval-base toy --eval-limit 16 --out /tmp/e.json
+    python -m studies.engine_study --out docs/lean_results/engine_study.json     # ~1 h on 2 CPU cores
+    python -m studies.engine_study --preset tiny --arms a=toy,b=toy --eval-base toy --eval-limit 16 --out /tmp/e.json
 
 Not a unit test; ``tests/test_engine_study.py`` runs the toy scale.
 """
@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from . import seedstats
+from benchmarks import seedstats
 from .efficacy import SCALES, _agents, _eval_config, _outcomes
 from .efficacy_stats import mcnemar_exact
 
@@ -80,8 +80,11 @@ class Config:
         parse_arms(self.arms)
         if not self.seeds:
             raise ValueError("Config.seeds is empty; give at least one seed, e.g. 0,1,2.")
-        if self.learner not in ("stackelberg", "grpo"):
-            raise ValueError(f"Config.learner={self.learner!r}: use 'stackelberg' or 'grpo'.")
+        from algos.config import learners_training
+
+        reasoner_learners = learners_training("reasoner")  # the arms differ in how the reasoner's rollouts are decoded
+        if self.learner not in reasoner_learners:
+            raise ValueError(f"Config.learner={self.learner!r}: use {' or '.join(map(repr, reasoner_learners))}.")
         if self.steps < 0 or self.eval_limit < 1 or self.batch < 1:
             raise ValueError("Config: steps >= 0, eval_limit >= 1 and batch >= 1, please.")
 
@@ -213,4 +216,4 @@ def _report(cfg: Config, arms: tuple[tuple[str, str], ...], cache: _Cache) -> di
 if __name__ == "__main__":
     from algos.dataclass_cli import cli_main
 
-    cli_main(main, Config, "python -m benchmarks.engine_study", __doc__)
+    cli_main(main, Config, "python -m studies.engine_study", __doc__)

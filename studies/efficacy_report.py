@@ -1,9 +1,9 @@
-"""Tables and plots of :mod:`benchmarks.efficacy`, and the table regenerated from a study's outcome file.
+"""Tables and plots of :mod:`studies.efficacy`, and the table regenerated from a study's outcome file.
 
-    python -m benchmarks.efficacy --table-from docs/efficacy_results/v3_outcomes.jsonl.gz
+    python -m studies.efficacy --table-from docs/efficacy_results/v3_outcomes.jsonl.gz
 
 prints (and ``--out F.md`` writes) the per-mode accuracy and the seed-level tests from the committed
-per-problem outcomes alone (:func:`benchmarks.efficacy_modes.outcome_table`); it is the same text as the
+per-problem outcomes alone (:func:`studies.efficacy_modes.outcome_table`); it is the same text as the
 ``outcomes_table_md`` of the study that wrote the file.
 """
 
@@ -47,7 +47,7 @@ def table(result: dict[str, Any]) -> str:
 def table_from(path: str, out: str = "", rounds: int = 4000) -> dict[str, Any]:
     """Regenerate the outcome table from a study's ``*_outcomes.jsonl.gz``; print it, write it to ``out``."""
     from .efficacy_modes import outcome_table
-    from .seedstats import read_outcomes
+    from benchmarks.seedstats import read_outcomes
 
     if not Path(path).is_file():
         raise ValueError(f"--table-from {path}: no such file; give a study's *_outcomes.jsonl.gz.")

@@ -1,0 +1,115 @@
+"""Worker process of the ``rg`` kind: ``python -m rsim_env.kinds.rg_worker``.
+
+Runs a reasoning-gym generator's own ``score_answer`` on a model's answer, one JSON request per line on
+stdin, one JSON reply per line on stdout -- the protocol of :mod:`rsim_env.answers.worker`, so the same
+:class:`~rsim_env.answers.sandbox.WorkerPool` bounds its time (killed past the deadline) and its address
+space (:data:`rsim_env.answers.worker.MEMORY_LIMIT`).
+
+Request: ``{"dataset", "config", "seed", "size", "index", "question", "answer"}``. The worker re-creates the
+entry (``reasoning_gym.create_dataset(dataset, size=size, seed=seed, **config)[index]``, datasets cached
+per worker) and checks that its question is the problem's. Reply: ``{"score": float, "reason": "ok"}``, or
+``{"score": 0.0, "reason": R, "detail": ...}`` with R one of ``"refused"`` (the scorer would ``eval`` an
+answer that is Python code, see :func:`literal_only`), ``"scorer_error"`` (the scorer raised on the
+answer), ``"entry_mismatch"`` (the re-created entry's question differs: another reasoning-gym version or
+config) or ``"bad_request"`` (the dataset could not be created).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import sys
+from collections import OrderedDict
+from typing import Any
+
+PYTHON_EVAL = frozenset({"binary_matrix", "n_queens", "spiral_matrix", "string_insertion"})
+"""Generators whose ``score_answer`` calls Python ``eval`` on the answer (reasoning-gym 0.1.25: only on the
+partial-credit path, after an exact-match test). They run here behind :func:`literal_only`."""
+CACHE_SIZE = 16
+"""Datasets kept per worker (creating one can load word lists)."""
+_LITERAL_NODES = (ast.Expression, ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Load)
+_datasets: OrderedDict[str, Any] = OrderedDict()
+
+
+def literal_only(answer: str) -> bool:
+    """True when Python ``eval`` of ``answer`` can run no code: the text either does not compile as an
+    expression (``eval`` raises ``SyntaxError`` before running anything) or is a plain literal (numbers,
+    strings, lists/tuples/sets/dicts of them, a sign on a number). Checked on every form a scorer hands
+    to ``eval`` (as given, stripped; ``eval`` itself drops leading spaces and tabs)."""
+    for text in {answer, answer.strip(), answer.lstrip(" \t")}:
+        try:
+            tree = ast.parse(text, mode="eval")
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            continue  # eval fails on it the same way, before running anything
+        for node in ast.walk(tree):
+            if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) \
+                    and isinstance(node.operand, ast.Constant):
+                continue
+            if isinstance(node, (ast.USub, ast.UAdd)) or isinstance(node, _LITERAL_NODES):
+                continue
+            return False
+    return True
+
+
+def _dataset(req: dict) -> Any:
+    import reasoning_gym
+
+    key = json.dumps([req["dataset"], req["config"], req["seed"], req["size"]], sort_keys=True)
+    if key not in _datasets:
+        _datasets[key] = reasoning_gym.create_dataset(req["dataset"], size=req["size"], seed=req["seed"],
+                                                      **req["config"])
+        while len(_datasets) > CACHE_SIZE:
+            _datasets.popitem(last=False)
+    _datasets.move_to_end(key)
+    return _datasets[key]
+
+
+def handle(req: dict) -> dict:
+    """Score one request (see module docstring)."""
+    try:
+        ds = _dataset(req)
+        entry = ds[req["index"]]
+    except Exception as exc:  # a problem that cannot be re-created: the parent raises, it is no answer's fault
+        return {"score": 0.0, "reason": "bad_request", "detail": f"{type(exc).__name__}: {exc}"[:300]}
+    if str(entry["question"]) != req["question"]:
+        return {"score": 0.0, "reason": "entry_mismatch",
+                "detail": f"{req['dataset']}[{req['index']}] asks {str(entry['question'])[:120]!r}"}
+    answer = req["answer"]
+    if req["dataset"] in PYTHON_EVAL and not literal_only(answer):
+        return {"score": 0.0, "reason": "refused", "detail": "the scorer would eval Python code"}
+    try:
+        score = float(ds.score_answer(answer, entry))
+    except Exception as exc:  # RecursionError on nested brackets, MemoryError, ...: the answer's doing
+        return {"score": 0.0, "reason": "scorer_error", "detail": f"{type(exc).__name__}: {exc}"[:300]}
+    if not math.isfinite(score):
+        return {"score": 0.0, "reason": "scorer_error", "detail": f"score {score!r}"}
+    return {"score": score, "reason": "ok"}
+
+
+def main() -> None:
+    """Serve requests until stdin closes."""
+    from ..answers.worker import MEMORY_LIMIT
+
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    except (ImportError, ValueError, OSError):  # pragma: no cover - non-Linux
+        pass
+    import reasoning_gym  # noqa: F401  (import before "ready": the first score is not charged for it)
+
+    out = sys.stdout
+    out.write('{"ready": true}\n')
+    out.flush()
+    for line in sys.stdin:
+        try:
+            reply = handle(json.loads(line))
+        except Exception as exc:  # a bug must not kill the worker silently; report it upstream
+            reply = {"score": 0.0, "reason": "worker_error", "detail": f"{type(exc).__name__}: {exc}"[:300]}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -22,7 +22,8 @@ made on *validation* problems drawn from the training split, never on the test p
 * ``grpo``                  the GRPO-trained reasoner, no planner (per seed).
 
 Greedy ``none`` and the plan modes do not depend on the seed: they run once and are reused for every seed.
-Every mode gets accuracy with a 95 % Wilson interval over its (seed, problem) episodes; ``tests``
+Every mode gets accuracy with a 95 % seeds-then-problems bootstrap interval (a Wilson interval over the
+(seed, problem) episodes would count seeds that play alike as independent evidence); ``tests``
 compares pairs of modes on the same problems with a paired sign-flip permutation test clustered on problems
 (``p_value``), the pooled exact McNemar test for reference, and the seed-level tests of
 :mod:`benchmarks.seedstats` (``sign_test_seeds``: exact sign test over seeds; ``bootstrap_seeds_problems``).
@@ -418,7 +419,7 @@ def main(cfg: Config) -> dict[str, Any]:
     _seeded_modes(st, runs, per_seed, details, choices)
     sc = self_consistency(st, per_seed, details)
     rows = outcome_rows(per_seed, details, st.test, DETERMINISTIC)
-    summary = summaries(per_seed, st.test, modes)
+    summary = summaries(per_seed, st.test, modes, cfg.bootstrap_rounds)
     summary["best_fixed"]["sequence"] = choices["best_fixed"]
     summary["best_fixed_exhaustive"] |= {"plan": ex, "val_accuracy": ex_acc[ex], "plans_searched": len(tab["plans"])}
     summary["per_task"]["plans"] = choices["per_task"]

@@ -163,19 +163,18 @@ def outcome_rows(per_seed: Mapping[str, Mapping[int, Mapping[str, bool]]], detai
 
 
 def outcome_table(rows: Sequence[Mapping[str, Any]], baseline: str, rounds: int = 4000) -> str:
-    """The study's table from its outcome rows: accuracy (Wilson 95 %) per mode, then :mod:`benchmarks.seedstats`'
-    per-seed table and seed-level tests against ``baseline``. Deterministic in ``rows``."""
-    from algos.analysis import wilson
-
+    """The study's table from its outcome rows: accuracy per mode with a 95 % seeds-then-problems bootstrap
+    interval (:func:`benchmarks.seedstats.bootstrap_accuracy`: the seeds of one problem are not independent
+    evidence), then :mod:`benchmarks.seedstats`' per-seed table and seed-level tests against ``baseline``.
+    Deterministic in ``rows``."""
     from benchmarks import seedstats
 
     table = seedstats.by_mode_seed(rows)
-    lines = ["| mode | accuracy | 95% CI (Wilson, seed x problem pairs) | n |", "|---|---|---|---|"]
+    lines = ["| mode | accuracy | 95% CI (bootstrap over seeds, then problems) | seeds × problems |", "|---|---|---|---|"]
     for mode, seeds in table.items():
-        n = sum(len(o) for o in seeds.values())
-        right = sum(sum(o) for o in seeds.values())
-        lo, hi = wilson(right, n)
-        lines.append(f"| `{mode}` | {100 * right / n:.1f}% | {100 * lo:.1f}–{100 * hi:.1f}% | {n} |")
+        b = seedstats.bootstrap_accuracy(seeds, rounds=rounds)
+        lines.append(f"| `{mode}` | {100 * b['accuracy']:.1f}% | {100 * b['ci95'][0]:.1f}–{100 * b['ci95'][1]:.1f}% | "
+                     f"{b['seeds']} × {b['problems']} |")
     rep = seedstats.report(rows, baseline, rounds=rounds)
     return "\n".join(lines) + "\n\n" + seedstats.markdown(rep)
 

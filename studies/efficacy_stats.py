@@ -121,14 +121,21 @@ COMPARISONS = (("trained", "best_fixed_exhaustive"), ("trained", "self_consisten
 """Pairs (a, b) tested, each both clustered on problems and with the seed as the unit."""
 
 
-def summaries(per_seed: dict, problems: Sequence[Any], modes: Sequence[str]) -> dict[str, Any]:
-    """:func:`mode_summary` of every mode over its (seed, problem) episodes, with one per seed."""
+def summaries(per_seed: dict, problems: Sequence[Any], modes: Sequence[str], rounds: int = 4000) -> dict[str, Any]:
+    """Every mode's accuracy over its (seed, problem) episodes with a seeds-then-problems bootstrap interval
+    (:func:`benchmarks.seedstats.bootstrap_accuracy`; ``n`` counts the episodes, ``seeds`` and ``problems`` the
+    units resampled), and :func:`mode_summary` (Wilson over problems) per seed."""
+    from benchmarks.seedstats import bootstrap_accuracy
+
     out = {}
     for m in modes:
         seeds = list(per_seed[m])[:1] if m in DETERMINISTIC else list(per_seed[m])
-        out[m] = mode_summary([per_seed[m][s][p.id] for s in seeds for p in problems]) | {
-            "per_seed": {str(s): mode_summary(list(per_seed[m][s].values())) for s in per_seed[m]},
-            "deterministic": m in DETERMINISTIC}
+        b = bootstrap_accuracy({s: [per_seed[m][s][p.id] for p in problems] for s in seeds}, rounds=rounds)
+        out[m] = {"accuracy": b["accuracy"], "ci_low": b["ci95"][0], "ci_high": b["ci95"][1],
+                  "n": len(seeds) * len(problems), "seeds": b["seeds"], "problems": b["problems"],
+                  "interval": b["interval"],
+                  "per_seed": {str(s): mode_summary(list(per_seed[m][s].values())) for s in per_seed[m]},
+                  "deterministic": m in DETERMINISTIC}
     return out
 
 

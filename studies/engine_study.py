@@ -25,6 +25,7 @@ Not a unit test; ``tests/test_engine_study.py`` runs the toy scale.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -106,8 +107,22 @@ def _train(cfg: Config, spec: str, run_dir: Path, seed: int) -> dict[str, Any]:
     hist = res["history"]
     mean = lambda k: sum(float(m.get(k, 0.0)) for m in hist) / max(1, len(hist))  # noqa: E731
     return {"run_dir": str(run_dir), "seconds": time.perf_counter() - t0, "steps": len(hist),
-            "mean_step_s": mean("step_time"), "mean_rollout_s": mean("rollout_time"),
-            "reward": [float(m.get("reward", float("nan"))) for m in hist]}
+            "mean_step_s": mean("step_time"), "mean_rollout_s": mean("rollout_time"), "curve": curves(hist)}
+
+
+CURVES = ("planner/reward", "reasoner/reward", "accuracy")
+"""Training metrics kept per step. The trainer logs each agent's reward under its own name (there is no plain
+``reward`` key: reading one gave a NaN curve), and a GRPO run has no planner."""
+
+
+def curves(history: list[dict[str, Any]]) -> dict[str, list[float | None]]:
+    """Per metric of :data:`CURVES` that the run logged, its value per step (``None`` where a step lacks it or it
+    is not finite: JSON has no NaN)."""
+    def value(m: dict[str, Any], k: str) -> float | None:
+        v = m.get(k)
+        return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else None
+
+    return {k: [value(m, k) for m in history] for k in CURVES if any(k in m for m in history)}
 
 
 class _Cache:
@@ -145,11 +160,21 @@ def _evaluate(cfg: Config, run: dict[str, Any], seed: int, name: str) -> tuple[d
 
 
 def _rows(cfg: Config, cache: _Cache) -> list[dict[str, Any]]:
+    """One outcome row per (arm, seed, problem), with the ``plan`` the trained planner played (``[]`` for a GRPO
+    run; left out for an evaluation cached before plans were kept, rather than guessed)."""
+    from benchmarks.plan_table import task_of
+    from rsim_env.data import load_problems
+
+    tasks = {p.id: task_of(p) for p in load_problems(SCALES[cfg.preset]["source"], limit=cfg.eval_limit, seed=1000)}
     rows = []
     for arm, _ in parse_arms(cfg.arms):
         for s in cfg.seeds:
+            plans = cache.data.get("plans", {}).get(f"{arm}_s{s}")
             for pid, ok in sorted(cache.data["outcomes"][f"{arm}_s{s}"].items()):
-                rows.append({"mode": arm, "seed": s, "problem_id": pid, "correct": bool(ok)})
+                row = {"mode": arm, "seed": s, "problem_id": pid, "task": tasks.get(pid), "correct": bool(ok)}
+                if plans is not None:
+                    row["plan"] = plans.get(pid)
+                rows.append(row)
     return rows
 
 
@@ -173,8 +198,9 @@ def main(cfg: Config) -> dict[str, Any]:
                 _log(f"trained {name} in {cache.data['runs'][name]['seconds']:.0f} s")
             if name not in cache.data["outcomes"]:
                 t = time.perf_counter()
-                out, _ = _evaluate(cfg, cache.data["runs"][name], s, name)
+                out, det = _evaluate(cfg, cache.data["runs"][name], s, name)
                 cache.data["outcomes"][name], cache.data["eval_s"][name] = out, time.perf_counter() - t
+                cache.data.setdefault("plans", {})[name] = {pid: d.get("plan") for pid, d in det.items()}
                 cache.save()
                 _log(f"{name}: {sum(out.values())}/{len(out)} right")
     return _report(cfg, arms, cache)

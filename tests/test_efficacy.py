@@ -37,6 +37,7 @@ def test_toy_scale_end_to_end(tmp_path):
     assert set(saved["modes"]) == {"none", "random", "best_fixed", "grpo"} | NEW_MODES
     for m in saved["modes"].values():
         assert m["n"] == 12 * (1 if m["deterministic"] else 2) and 0 <= m["ci_low"] <= m["accuracy"] <= m["ci_high"] <= 1
+        assert (m["seeds"], m["problems"]) == ((1 if m["deterministic"] else 2), 12) and "bootstrap" in m["interval"]
     for m in ("trained", "bandit", "self_consistency", "grpo"):  # seeded modes: one accuracy per seed
         assert list(saved["modes"][m]["per_seed"]) == ["0", "1"]
     assert all(0 <= t["p_value"] <= 1 for t in saved["tests"].values())
@@ -290,3 +291,84 @@ def test_self_consistency_samples_even_when_the_budget_allows_one_answer(tmp_pat
     base, _ = st.base(ecfg, st.test)
     greedy = lambda agent: getattr(getattr(agent, "config", agent), "greedy", None)  # noqa: E731
     assert greedy(base) is True and greedy(sampler) is False
+
+
+def test_interval_counts_identical_seeds_once():
+    """Six seeds that play alike carry one seed's evidence: the interval is as wide as one seed's over the same
+    40 problems, not the Wilson interval of 240 (seed, problem) pairs (what the table showed before)."""
+    from algos.analysis import wilson
+    from benchmarks.seedstats import bootstrap_accuracy
+    from studies.efficacy_modes import outcome_table
+
+    one = [i % 4 == 0 for i in range(40)]  # 25 %
+    six = bootstrap_accuracy({s: one for s in range(6)})
+    single = bootstrap_accuracy({0: one})
+    width = lambda ci: ci[1] - ci[0]  # noqa: E731
+    lo, hi = wilson(60, 240)
+    assert six["accuracy"] == 0.25 and (six["seeds"], six["problems"]) == (6, 40)
+    assert width(six["ci95"]) > 1.5 * (hi - lo)
+    assert width(six["ci95"]) == pytest.approx(width(single["ci95"]), abs=0.04)
+    # seeds that differ widen it further
+    spread = bootstrap_accuracy({0: [True] * 40, 1: [False] * 40, 2: one})
+    assert width(spread["ci95"]) > width(six["ci95"])
+    rows = [{"mode": m, "seed": s, "problem_id": f"p{i}", "correct": c}
+            for m, seeds in (("fixed", (0,)), ("trained", range(6))) for s in seeds for i, c in enumerate(one)]
+    md = outcome_table(rows, "fixed", rounds=500)
+    assert "| `trained` | 25.0% |" in md and "| 6 × 40 |" in md and "Wilson" not in md
+    with pytest.raises(ValueError, match="same non-empty problems"):
+        bootstrap_accuracy({0: [True], 1: [True, False]})
+
+
+COMMITTED = "docs/efficacy_results/v3_planner_only"
+
+
+def test_committed_episodes_are_the_outcomes_they_explain():
+    """The committed episodes file holds no evaluation the outcome file does not score: the greedy
+    `self_consistency_k1_s*` rows from before self-consistency sampled at k = 1 are gone, and every kept
+    self-consistency episode is the outcome file's (seed, problem) outcome."""
+    import gzip
+    import re
+    from pathlib import Path
+
+    from benchmarks.seedstats import read_outcomes
+
+    root = Path(__file__).resolve().parent.parent
+    with gzip.open(root / f"{COMMITTED}_episodes.jsonl.gz", "rt", encoding="utf-8") as f:
+        episodes = [json.loads(line) for line in f]
+    evals = {e["evaluation"] for e in episodes}
+    assert not [e for e in evals if re.fullmatch(r"self_consistency_k\d+_s\d+", e)]
+    sc = {(r["seed"], r["problem_id"]): r["correct"] for r in read_outcomes(root / f"{COMMITTED}_outcomes.jsonl.gz")
+          if r["mode"] == "self_consistency"}
+    sampled = [e for e in episodes if e["evaluation"].startswith("self_consistency_")]
+    assert len(sampled) == len(sc) == 1200
+    for e in sampled:
+        seed = int(re.fullmatch(r"self_consistency_k1_T0\.7_s(\d+)", e["evaluation"]).group(1))
+        assert e["correct"] == sc[(seed, e["problem_id"])]
+
+
+def test_plans_table_marks_what_differs_from_the_usual_plan():
+    from studies.efficacy_report import plans_table
+
+    rows = [{"mode": "bandit", "seed": s, "problem_id": f"{t}/{i}", "task": t, "plan": plan, "correct": i == 0}
+            for s, odd in ((0, "mul"), (1, None)) for t in ("add", "mul") for i in range(2)
+            for plan in ([[4, 8] if t == odd else [3, 8]])]
+    md = plans_table(rows)
+    assert "| `bandit` | 0 | [3, 8] | **[4, 8]** | 50.0% |" in md and "| `bandit` | 1 | [3, 8] | [3, 8] | 50.0% |" in md
+    assert plans_table(rows, modes=("trained",)) == ""
+
+
+def test_efficacy_doc_tables_are_generated_from_the_committed_outcomes():
+    """docs/efficacy.md's accuracy and plans tables are `--table-from` of the committed outcome file."""
+    import re
+    from pathlib import Path
+
+    from studies.efficacy_report import table_from
+
+    root = Path(__file__).resolve().parent.parent
+    doc = (root / "docs" / "efficacy.md").read_text()
+    made = table_from(str(root / f"{COMMITTED}_outcomes.jsonl.gz"))
+    for name, key in (("efficacy table", "table_md"), ("plans table", "plans_md")):
+        block = re.search(rf"<!-- {name}: python -m studies\.efficacy --table-from (\S+) -->\n(.*?)\n"
+                          rf"<!-- /{name} -->", doc, re.S)
+        assert block, f"docs/efficacy.md lost its generated {name} block"
+        assert block.group(1) == f"{COMMITTED}_outcomes.jsonl.gz" and block.group(2) == made[key].rstrip("\n")

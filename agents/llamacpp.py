@@ -38,7 +38,7 @@ from .base import check_act_args
 from .llamacpp_engine import Engine
 from .reasoner import ReasonerConfig, ReasonerTurns, _Conversation
 
-__all__ = ["LlamaCppReasoner", "build", "load_tokenizer", "parse_spec"]
+__all__ = ["LlamaCppReasoner", "build", "build_trainable", "load_tokenizer", "parse_spec"]
 
 _OPTIONS = {"n_ctx": 1, "threads": 1, "unified": 0}  # option -> its smallest value
 
@@ -88,8 +88,6 @@ def build(rest: str, ctx: Any) -> Any:
         raise ValueError(f"--frozen {ctx.frozen}: the llamacpp: reasoner decodes the GGUF's own weights as they are; "
                          "drop --frozen (or use it with a torch reasoner spec).")
     if getattr(ctx.lora, "enabled", False):  # trained: rollouts here, updates in torch (agents.llamacpp_lora)
-        from .llamacpp_lora import build_trainable
-
         return build_trainable(rest, ctx)
     path, options = parse_spec(rest)
     engine = Engine(path, **options)
@@ -97,6 +95,26 @@ def build(rest: str, ctx: Any) -> Any:
     reasoner = LlamaCppReasoner(engine, load_tokenizer(path), config)
     return Built(reasoner, {"kind": "llamacpp", "gguf": path, "n_ctx": engine.n_ctx, "threads": engine.threads,
                             "unified": engine.unified})
+
+
+def build_trainable(rest: str, ctx: Any) -> Any:
+    """Registry builder for ``llamacpp:default`` with ``ctx.lora.enabled`` (:mod:`agents.llamacpp_lora`)."""
+    from .embedded import GGUF_FILE
+    from .llamacpp_lora import EngineLoraReasoner
+    from .loading import load_causal_lm
+    from .registry import Built, _torch_dtype, _with_lora
+
+    path, options = parse_spec(rest)
+    if Path(path).name != GGUF_FILE:
+        raise ValueError(f"a LoRA reasoner on the engine needs a torch twin of the GGUF to learn on; only "
+                         f"llamacpp:default (the embedded model) has one, not {path!r}. Use llamacpp:default or a "
+                         "torch reasoner spec.")
+    learner = _with_lora("default", ctx, lambda: load_causal_lm("default", dtype=_torch_dtype(ctx.dtype))).agent
+    roller = LlamaCppReasoner(Engine(path, **options), learner.tokenizer, learner.config)
+    engine = roller.engine
+    return Built(EngineLoraReasoner(learner, roller),
+                 {"kind": "llamacpp", "gguf": path, "n_ctx": engine.n_ctx, "threads": engine.threads,
+                  "unified": engine.unified, "lora": True, "learner": "default"})
 
 
 class LlamaCppReasoner(ReasonerTurns):

@@ -1,7 +1,7 @@
 """A LoRA-trained reasoner that rolls out on llama.cpp and learns in torch.
 
 ``model.reasoner=llamacpp:default`` with ``model.reasoner_lora.enabled=true`` builds
-:class:`EngineLoraReasoner`: two halves over the same tokenizer and the same turn building,
+:class:`EngineLoraReasoner` (:func:`agents.llamacpp.build_trainable`, beside the spec's parser): two halves over the same tokenizer and the same turn building,
 
 * the **learner**, the torch :class:`agents.reasoner.Reasoner` with its LoRA adapter on the frozen
   fp32 base (shared with a LoRA planner on ``default``), which scores records with gradients, is the
@@ -15,7 +15,7 @@ does); after an optimizer step, a checkpoint load or any other in-place change t
 GGUF adapter and loaded (:meth:`LlamaCppReasoner.sync_adapter`), so the rollouts of step t+1 use step
 t's weights and no trainer hook is needed. The records carry the engine's log-probs, which differ
 slightly from torch's (4-bit weights, other kernels): pair it with ``train.grpo.tis_cap`` (truncated
-importance sampling); ``benchmarks/engine_lora.py`` measures the mismatch.
+importance sampling); ``studies/engine_lora.py`` measures the mismatch.
 
 Only ``llamacpp:default`` trains (its torch twin is the dequantised embedded model, ``default``).
 """
@@ -23,31 +23,9 @@ Only ``llamacpp:default`` trains (its torch twin is the dequantised embedded mod
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 from typing import Any, Sequence
 
-__all__ = ["EngineLoraReasoner", "build_trainable"]
-
-
-def build_trainable(rest: str, ctx: Any) -> Any:
-    """Registry builder for ``llamacpp:default`` with ``ctx.lora.enabled`` (see module docstring)."""
-    from .embedded import GGUF_FILE
-    from .llamacpp import LlamaCppReasoner, parse_spec
-    from .llamacpp_engine import Engine
-    from .loading import load_causal_lm
-    from .registry import Built, _torch_dtype, _with_lora
-
-    path, options = parse_spec(rest)
-    if Path(path).name != GGUF_FILE:
-        raise ValueError(f"a LoRA reasoner on the engine needs a torch twin of the GGUF to learn on; only "
-                         f"llamacpp:default (the embedded model) has one, not {path!r}. Use llamacpp:default or a "
-                         "torch reasoner spec.")
-    learner = _with_lora("default", ctx, lambda: load_causal_lm("default", dtype=_torch_dtype(ctx.dtype))).agent
-    roller = LlamaCppReasoner(Engine(path, **options), learner.tokenizer, learner.config)
-    engine = roller.engine
-    return Built(EngineLoraReasoner(learner, roller),
-                 {"kind": "llamacpp", "gguf": path, "n_ctx": engine.n_ctx, "threads": engine.threads,
-                  "unified": engine.unified, "lora": True, "learner": "default"})
+__all__ = ["EngineLoraReasoner"]
 
 
 class EngineLoraReasoner:

@@ -57,7 +57,7 @@ from typing import Any, Sequence
 
 from rsim_env.render import CHAT_API_PROTOCOL, STEP_DELIMITER, reasoner_messages_from_observation, whole_answer_turn
 
-from .completions import TextTurns, load_tokenizer, tokenizer_candidate
+from .completions import APIError, TextTurns, load_tokenizer, tokenizer_candidate
 from .served_lora import ServedAdapters
 
 __all__ = ["OpenAIConfig", "OpenAIReasoner", "APIError", "parse_spec", "build"]
@@ -66,10 +66,6 @@ MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 """Larger responses are refused (a server reply is untrusted input)."""
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 ENDPOINTS = ("auto", "completions", "chat")
-
-
-class APIError(RuntimeError):
-    """The server refused a request (not retried) or retries ran out."""
 
 
 @dataclass(frozen=True)

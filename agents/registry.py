@@ -196,10 +196,10 @@ def _tiny(rest: str, ctx: AgentContext) -> Built:
 
 
 def _toy(rest: str, ctx: AgentContext) -> Built:
-    from .toy import TinyPlanner, TinyReasoner
+    from .toy import ToyPlanner, ToyReasoner
 
-    agent = (TinyPlanner(max_rounds=ctx.max_rounds, device=ctx.device) if ctx.role == "planner"
-             else TinyReasoner(device=ctx.device))
+    agent = (ToyPlanner(max_rounds=ctx.max_rounds, device=ctx.device) if ctx.role == "planner"
+             else ToyReasoner(device=ctx.device))
     agent.greedy = ctx.greedy
     return Built(agent, {"kind": "toy"})
 

@@ -1,6 +1,6 @@
 """Task families whose scripted reasoner succeeds only under a family-specific plan (no torch import).
 
-The contextual learning-sanity case (``benchmarks/contextual_sanity.py``, ``tests/test_contextual.py``):
+The contextual learning-sanity case (``studies/contextual_sanity.py``, ``tests/test_contextual.py``):
 every :class:`Family` has its own question template and its own *required plan*. The
 :class:`FamilyReasoner` writes the planned strategy's example step each round and, on termination,
 boxes the right answer only if the strategies planned before termination equal the family's
@@ -66,7 +66,7 @@ FAMILY_SETS: dict[str, tuple[Family, ...]] = {
                  Family("mul", "Multiply {a} by {b}.", "*", (1, TERMINATION))),
     "three": DEFAULT_FAMILIES + (Family("sub", "Subtract {b} from {a}.", "-", (6, TERMINATION)),),
 }
-"""Named family sets (``benchmarks.contextual_sanity --families NAME``)."""
+"""Named family sets (``studies.contextual_sanity --families NAME``)."""
 
 
 def families(name: str) -> tuple[Family, ...]:

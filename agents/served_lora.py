@@ -144,7 +144,7 @@ class ServedAdapters:
         return (inner if (inner / "adapter_config.json").is_file() else target).resolve(), target.resolve()
 
     def _admin(self, route: str, body: dict[str, Any]) -> str:
-        from .openai_reasoner import APIError
+        from .completions import APIError
 
         url = f"{self.client.cfg.base_url.rstrip('/')}/{route}"
         try:

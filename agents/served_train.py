@@ -157,7 +157,7 @@ class ServedRoller(ReasonerTurns):
         return body
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        from .openai_reasoner import APIError
+        from .completions import APIError
 
         try:
             return self.client.request(body, self.url)
@@ -171,7 +171,7 @@ class ServedRoller(ReasonerTurns):
     def _parse(self, reply: Any, body: dict[str, Any]) -> tuple[list[int], list[float], str]:
         """``(sampled ids, their log-probs, finish_reason)`` of a completions reply (checked)."""
         from .completions import TokenizerMismatch
-        from .openai_reasoner import APIError
+        from .completions import APIError
 
         try:
             choice = reply["choices"][0]
@@ -200,7 +200,7 @@ class ServedRoller(ReasonerTurns):
 
     def _append(self, conv: _Conversation, cap: int, body: dict[str, Any], reply: Any) -> list[int]:
         """Append the reply's tokens up to where the local reasoner stops; return the step's tokens."""
-        from .openai_reasoner import APIError
+        from .completions import APIError
 
         ids, logprobs, finish = self._parse(reply, body)
         step: list[int] = []

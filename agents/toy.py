@@ -2,11 +2,11 @@
 
 They implement the full agent interface (``reset``/``act``/``records``) plus what a learner needs
 (``module``, ``score``; :class:`agents.base.Trainable`), so the training loop, checkpoints and the
-multi-process path are tested end to end in seconds, and ``benchmarks/learning_sanity`` can show
+multi-process path are tested end to end in seconds, and ``studies/learning_sanity`` can show
 that Stackelberg GRPO learns. They are not language models.
 
-* :class:`TinyPlanner`: an MLP over (round one-hot, previous strategy one-hot) -> 9 logits.
-* :class:`TinyReasoner`: writes each step as ``step_tokens`` words from a fixed vocabulary (strategy
+* :class:`ToyPlanner`: an MLP over (round one-hot, previous strategy one-hot) -> 9 logits.
+* :class:`ToyReasoner`: writes each step as ``step_tokens`` words from a fixed vocabulary (strategy
   keywords and ``\\boxed{d}``), each word drawn from an MLP over (strategy, position).
 """
 
@@ -26,7 +26,7 @@ VOCAB = (
     "wait", "break", "sub-problems", "carefully", "check", "verify", "so", "far", "focus", "next", "plan",
     "then", "the", "answer", "is", *[f"\\boxed{{{d}}}" for d in range(10)],
 )
-"""TinyReasoner's words: a few strategy keywords (so R_follow is learnable) and boxed digits."""
+"""ToyReasoner's words: a few strategy keywords (so R_follow is learnable) and boxed digits."""
 
 
 @dataclass
@@ -59,7 +59,7 @@ class _Sampler:
         return flat.view(probs.shape[:-1])
 
 
-class TinyPlanner(_Sampler):
+class ToyPlanner(_Sampler):
     """MLP planner over (round, previous strategy); samples by default, argmax with ``greedy=True``."""
 
     role = "planner"
@@ -113,7 +113,7 @@ class TinyPlanner(_Sampler):
         return Scored(logp, mask, entropy)
 
 
-class TinyReasoner(_Sampler):
+class ToyReasoner(_Sampler):
     """Writes ``step_tokens`` words per step from :data:`VOCAB`, conditioned on the planned strategy."""
 
     role = "reasoner"

@@ -25,7 +25,7 @@ from rsim_env.data import check_spec
 from rsim_env.game import EnvConfig
 from rsim_env.validation import check_finite
 
-from .learners import LEARNERS
+from .learners import LEARNERS, build_learner
 from .stackelberg import StackelbergConfig
 from .trainer import TrainConfig
 
@@ -119,6 +119,12 @@ class RunConfig:
             raise ValueError(f"RunConfig.threads={self.threads!r} is invalid: use an int >= 1, or 0 to choose automatically.")
 
 
+def learners_training(role: str) -> tuple[str, ...]:
+    """Names of the registered learners (:data:`algos.learners.LEARNERS`) that optimise ``role``
+    (``"planner"`` or ``"reasoner"``), in registry order: read from the learners, never listed by hand."""
+    return tuple(name for name in LEARNERS if role in build_learner(RunConfig(learner=name)).trained)
+
+
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {  # seconds on a laptop: toy agents, for tests and smoke runs
         "model.planner": "toy", "model.reasoner": "toy", "data.source": "tiny", "data.size": 32,
@@ -140,9 +146,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "model.planner_lora.enabled": True, "model.reasoner_lora.enabled": True,
         "train.score_chunk": 2,  # 2 rows per forward/backward: a quarter of the activation memory, same gradient
     },
-    # Reasoner temperature 0.7 in demo/study: benchmarks/calibrate.py measured sampled pass@1 at T=0.7 above
+    # Reasoner temperature 0.7 in demo/study: studies/calibrate.py measured sampled pass@1 at T=0.7 above
     # T=1.0/top-p 0.9 on every curriculum task (docs/interaction.md).
-    "study": {  # benchmarks/efficacy.py: the embedded SmolLM2 on the calibrated curriculum. Target <= ~25 min on
+    "study": {  # studies/efficacy.py: the embedded SmolLM2 on the calibrated curriculum. Target <= ~25 min on
         # 2 quiet cores; not timed yet (the shared machine never was quiet in the session that added it).
         "model.planner": "default", "model.reasoner": "default", "reasoner.max_step_tokens": 48,
         "reasoner.max_answer_tokens": 144, "reasoner.temperature": 0.7, "data.source": "curriculum", "data.size": 1024, "train.steps": 24,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .step_plan import StepPlan
+from .update_schedule import UpdateSchedule
 
 
 @dataclass(frozen=True)
@@ -19,5 +19,5 @@ class GRPOBaseline:
     env_planner: bool = False
     trained: tuple[str, ...] = ("reasoner",)
 
-    def plan(self, step: int) -> StepPlan:
-        return StepPlan(stage=0, lam=0.0, update={"reasoner": True}, lr_scale={"reasoner": 1.0})
+    def plan(self, step: int) -> UpdateSchedule:
+        return UpdateSchedule(stage=0, lam=0.0, update={"reasoner": True}, lr_scale={"reasoner": 1.0})

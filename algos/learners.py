@@ -1,25 +1,29 @@
 """What a learner is: who updates, when, with what weight — and optionally how.
 
 A learner is a small frozen dataclass with ``name``, ``env_planner`` (does the environment run
-the planner), ``trained`` (roles it optimises) and ``plan(step) -> StepPlan``
-(:mod:`algos.step_plan`). It may also define ``advantages(rewards, group_size, cfg)`` and
+the planner), ``trained`` (roles it optimises) and ``plan(step) -> UpdateSchedule``
+(:mod:`algos.update_schedule`). It may also define ``advantages(rewards, group_size, cfg)`` and
 ``loss(logp, old_logp, advantages, mask, cfg, ref_logp, entropy)``;
 :meth:`algos.trainer.Trainer.update` calls them when present and the shared GRPO ones
 (:mod:`algos.grpo`) otherwise.
 
 :data:`LEARNERS` maps ``rsim train --learner NAME`` to a factory taking the run config; a new
-learner is one module plus one line there. Learners import :class:`StepPlan` from
-:mod:`algos.step_plan`, never from this registry (which imports them); it is re-exported here
-because plug-in learners outside the tree were written against ``algos.learners.StepPlan``.
+learner is one module plus one line there. Learners import :class:`UpdateSchedule` from
+:mod:`algos.update_schedule`, never from this registry (which imports them); it is re-exported here,
+and under its old name ``StepPlan`` (renamed: a "plan" is the planner's strategy sequence), because
+plug-in learners outside the tree were written against ``algos.learners.StepPlan``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Protocol, runtime_checkable
 
-from .step_plan import StepPlan
+from .update_schedule import UpdateSchedule
 
-__all__ = ["LEARNERS", "Learner", "StepPlan", "build_learner"]
+__all__ = ["LEARNERS", "Learner", "UpdateSchedule", "build_learner"]
+
+StepPlan = UpdateSchedule
+"""The old name of :class:`UpdateSchedule`, kept for plug-in learners outside the tree (see module docstring)."""
 
 
 @runtime_checkable
@@ -30,7 +34,7 @@ class Learner(Protocol):
     env_planner: bool
     trained: tuple[str, ...]
 
-    def plan(self, step: int) -> StepPlan: ...
+    def plan(self, step: int) -> UpdateSchedule: ...
 
 
 def _stackelberg(cfg: Any) -> Learner:

@@ -22,7 +22,7 @@ from rsim_env.answers import reason_counts
 from rsim_env.strategies import STRATEGIES
 
 from .grpo import zero_std_groups
-from .step_plan import StepPlan
+from .update_schedule import UpdateSchedule
 
 __all__ = ["TrainLog", "flat_hparams", "step_flag_counts", "STEP_FLAGS", "plan_stats", "task_of"]
 
@@ -57,7 +57,7 @@ class TrainLog:
     def _mean(self, values: list[float]) -> float:
         return self._gather(values).mean().item()
 
-    def step_metrics(self, plan: StepPlan, roles: list[str], results: list[dict], reasoner: Any,
+    def step_metrics(self, plan: UpdateSchedule, roles: list[str], results: list[dict], reasoner: Any,
                      reasoner_records: list, per_agent: dict[str, dict[str, float]]) -> dict[str, float]:
         """Scalars of one optimizer step (TRL names: ``reward``, ``reward_std``, ``frac_reward_zero_std``...)."""
         m: dict[str, float] = {"stage": float(plan.stage), "lambda": plan.lam}

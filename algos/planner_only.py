@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .step_plan import StepPlan
+from .update_schedule import UpdateSchedule
 
 
 @dataclass(frozen=True)
@@ -25,5 +25,5 @@ class PlannerOnly:
     env_planner: bool = True
     trained: tuple[str, ...] = ("planner",)
 
-    def plan(self, step: int) -> StepPlan:
-        return StepPlan(stage=1, lam=1.0, update={"planner": True}, lr_scale={"planner": 1.0})
+    def plan(self, step: int) -> UpdateSchedule:
+        return UpdateSchedule(stage=1, lam=1.0, update={"planner": True}, lr_scale={"planner": 1.0})

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 from rsim_env.validation import check_finite
 
-from .step_plan import StepPlan
+from .update_schedule import UpdateSchedule
 
-__all__ = ["SCHEDULES", "StackelbergConfig", "StepPlan", "plan", "StackelbergGRPO"]
+__all__ = ["SCHEDULES", "StackelbergConfig", "UpdateSchedule", "plan", "StackelbergGRPO"]
 
 SCHEDULES = ("two_stage", "alternating", "joint")
 
@@ -62,8 +62,8 @@ class StackelbergConfig:
             )
 
 
-def plan(cfg: StackelbergConfig, step: int) -> StepPlan:
-    """The :class:`StepPlan` for 0-based optimizer ``step`` (a pure function of the step)."""
+def plan(cfg: StackelbergConfig, step: int) -> UpdateSchedule:
+    """The :class:`UpdateSchedule` for 0-based optimizer ``step`` (a pure function of the step)."""
     stage = 1 if cfg.schedule == "joint" or step < cfg.stage1_steps else 2
     lam = float(cfg.lambda_stage1 if stage == 1 else cfg.lambda_stage2)
     if cfg.schedule == "alternating":
@@ -71,7 +71,7 @@ def plan(cfg: StackelbergConfig, step: int) -> StepPlan:
         update = {"planner": leader_turn, "reasoner": not leader_turn}
     else:
         update = {"planner": True, "reasoner": True}
-    return StepPlan(stage=stage, lam=lam, update=update, lr_scale={"planner": lam, "reasoner": 1.0 - lam})
+    return UpdateSchedule(stage=stage, lam=lam, update=update, lr_scale={"planner": lam, "reasoner": 1.0 - lam})
 
 
 @dataclass(frozen=True)
@@ -84,5 +84,5 @@ class StackelbergGRPO:
     env_planner: bool = True
     trained: tuple[str, ...] = ("planner", "reasoner")
 
-    def plan(self, step: int) -> StepPlan:
+    def plan(self, step: int) -> UpdateSchedule:
         return plan(self.schedule, step)

@@ -4,7 +4,7 @@ One optimizer step::
 
     problems for this step  ->  rollout G copies each (EnvGroup, no grad)
     -> per-agent rewards -> group advantages (algos/grpo.py)
-    -> for each agent the learner updates now (its StepPlan): recompute log-probs with current
+    -> for each agent the learner updates now (its UpdateSchedule): recompute log-probs with current
        weights (agent.score), GRPO loss, backward, all-reduce grads, clip, step with lr * scale
        (that update is :mod:`algos.update`, a mixin of :class:`Trainer`)
     -> log (TensorBoard via accelerate, TRL-style names), sample rollouts to JSONL, checkpoint
@@ -33,6 +33,7 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import gather_object
 
+from agents.base import check_trainable
 from agents.runs import check_base
 from rsim_env.game import EnvConfig
 from rsim_env.group import EnvGroup
@@ -42,7 +43,6 @@ from . import checkpoint as ckpt
 from . import threads
 from .distributed import check_replicas_agree, make_accelerator
 from .metrics import TrainLog
-from .policy import check_trainable
 from .rollout import rollout as play
 from .step_guard import StepGuard
 from .train_config import MIXED_PRECISION, OptimConfig, TrainConfig

@@ -23,7 +23,7 @@ from accelerate import Accelerator
 from .distributed import process_weight, sync_grads
 from .grpo import AGGREGATIONS, group_advantages, grpo_loss, zero_std_groups
 from .step_guard import StepGuard
-from .step_plan import StepPlan
+from .update_schedule import UpdateSchedule
 from .train_config import TrainConfig
 
 __all__ = ["PolicyUpdate", "truncated_is_weights"]
@@ -84,7 +84,7 @@ class PolicyUpdate:
         custom = getattr(self.learner, "advantages", None)
         return custom(R, self.G, g) if custom else group_advantages(R, self.G, scale=g.scale_rewards, eps=g.adv_eps)
 
-    def update(self, role: str, plan: StepPlan, results: list[dict], records: list[Any]) -> dict[str, float]:
+    def update(self, role: str, plan: UpdateSchedule, results: list[dict], records: list[Any]) -> dict[str, float]:
         """One optimizer step (``num_iterations`` passes) for ``role``; returns its metrics."""
         R = torch.tensor([res["rewards"][role] for res in results], dtype=torch.float32)
         g = self.cfg.grpo

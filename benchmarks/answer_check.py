@@ -1,12 +1,13 @@
 """Answer-checker benchmark: our checker vs Math-Verify on labelled tables, hostile inputs, bombs.
 
 Run: ``python -m benchmarks.answer_check --out /tmp/ac.json``. Prints, for both checkers,
-per-category accuracy and false positives on three labelled tables -- the project's own
-(``benchmarks/answer_cases.py``, written by the hands that tuned the checker, so self-graded),
-the held-out one (``benchmarks/answer_cases_heldout.py``, written without reading the checker)
-and the unseen-form families (``benchmarks/answer_cases_families.py``: durations and unit
+per-category accuracy and false positives on three labelled tables (data files in
+``benchmarks/answer_cases/``, read by :func:`load_cases`; their provenance is in its README) -- the project's own
+(``own.jsonl``, written by the hands that tuned the checker, so self-graded),
+the held-out one (``heldout.jsonl``, written without reading the checker)
+and the unseen-form families (``families.jsonl``: durations and unit
 conversions, Unicode math, scientific-notation spellings, stated-precision floats; committed before
-the checker was changed for them; a second batch, ``answer_cases_families2.py``, written after the
+the checker was changed for them; a second batch, ``families2.jsonl``, written after the
 fixes but committed before being run) -- then latency (median/p99/max), the hostile-input results (every one must be
 ``correct=False`` within the time bound), the "bombs + innocent" latency row (ordinary checks
 made while a dozen expression bombs run from other threads), and the reasoning-gym gold round
@@ -21,13 +22,30 @@ import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
-from benchmarks.answer_cases import CASES
-from benchmarks.answer_cases_families import CASES as FAMILIES
-from benchmarks.answer_cases_families2 import CASES as FAMILIES2
-from benchmarks.answer_cases_heldout import CASES as HELDOUT
 from rsim_env.answers import CheckConfig, check
 from rsim_env.answers.parser import MAX_DEPTH
+
+CASES_DIR = Path(__file__).resolve().parent / "answer_cases"
+"""The labelled tables, one JSONL file each (``own``, ``heldout``, ``families``, ``families2``)."""
+CASE_KEYS = ("category", "response", "gold", "expected", "answer_type")
+
+
+def load_cases(name: str) -> list[tuple[str, str, str, bool, str]]:
+    """The labelled table ``name`` as ``(category, response, gold, expected, answer_type)`` tuples, in file order."""
+    path = CASES_DIR / f"{name}.jsonl"
+    if not path.is_file():
+        have = sorted(p.stem for p in CASES_DIR.glob("*.jsonl"))
+        raise ValueError(f"no answer-case table {name!r} (no {path}); the tables are {have}.")
+    with path.open(encoding="utf-8") as f:  # iterating a file splits on "\n" only (never on U+2028 in a case)
+        return [tuple(json.loads(line)[k] for k in CASE_KEYS) for line in f if line.strip()]
+
+
+CASES = load_cases("own")
+HELDOUT = load_cases("heldout")
+FAMILIES = load_cases("families")
+FAMILIES2 = load_cases("families2")
 
 HOSTILE: list[tuple[str, str, str]] = [
     ("deep_parens", "\\boxed{" + "(" * 20000 + "1" + ")" * 20000 + "}", "1"),
@@ -239,16 +257,16 @@ def _print_table(title: str, ours: dict, mv: dict | None) -> None:
 
 
 def _print(r: dict) -> None:
-    _print_table("own cases (benchmarks/answer_cases.py; self-graded: written by the checker's authors)",
+    _print_table("own cases (benchmarks/answer_cases/own.jsonl; self-graded: written by the checker's authors)",
                  r["ours"], r["math_verify"])
     ho = r["heldout"]
-    _print_table("held-out cases (benchmarks/answer_cases_heldout.py; written without reading the checker)",
+    _print_table("held-out cases (benchmarks/answer_cases/heldout.jsonl; written without reading the checker)",
                  ho["ours"], ho["math_verify"])
     fam = r["families"]
-    _print_table("unseen-form families (benchmarks/answer_cases_families.py; written before the fixes, issue 22)",
+    _print_table("unseen-form families (benchmarks/answer_cases/families.jsonl; written before the fixes, issue 22)",
                  fam["ours"], fam["math_verify"])
     fam2 = r["families2"]
-    _print_table("unseen-form families, second batch (benchmarks/answer_cases_families2.py; written after the fixes, "
+    _print_table("unseen-form families, second batch (benchmarks/answer_cases/families2.jsonl; written after the fixes, "
                  "committed before being run)", fam2["ours"], fam2["math_verify"])
     print(f"\n{'hostile case':<22}{'ours':>6} {'reason':>12} {'ours s':>8}  {'MV':>6} {'MV s':>8}")
     for h in r["hostile"]:

@@ -56,7 +56,7 @@ def compare(a: dict[tuple[str, str], dict[str, Any]], b: dict[tuple[str, str], d
 
     Raises ``ValueError`` when the two share no (mode, problem) pair.
     """
-    from .efficacy_stats import mcnemar_exact
+    from .seedstats import mcnemar_exact
 
     shared = sorted(set(a) & set(b))
     if not shared:

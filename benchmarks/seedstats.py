@@ -4,11 +4,15 @@ A claim about a *training procedure* has the seed as its unit: three seeds that 
 give a sign-test p of 1/4 at best (two-sided), however many problems each was scored on. This module
 keeps both views side by side:
 
+* :func:`mcnemar_exact` -- exact McNemar test on paired per-problem outcomes (two arms, the same problems);
 * :func:`seed_sign_test` -- exact two-sided sign test over seeds (the per-seed accuracy of a trained arm
   against a baseline's on the same problems);
 * :func:`hierarchical_bootstrap` -- resample seeds, then problems (the same problems for both arms), and
   read a 95 % interval and a two-sided p for the accuracy difference. It widens with the spread between
   seeds, which a problem-clustered test that averages seeds cannot see;
+* :func:`bootstrap_accuracy` -- one arm's accuracy with the same seeds-then-problems resampling: the interval
+  of a mode scored over several seeds, whose (seed, problem) episodes are not independent (a Wilson interval
+  over all of them counts a problem played alike by five seeds as five observations);
 * :func:`write_outcomes` / :func:`read_outcomes` -- one row per (mode, seed, problem, sample) in a
   gzip-compressed JSONL file, the file to commit beside a study's JSON;
 * :func:`report` / ``main`` -- the per-seed and pooled table, regenerated from such a file, so README and
@@ -30,6 +34,20 @@ from typing import Any, Iterable, Mapping, Sequence
 
 OUTCOME_KEYS = ("mode", "seed", "problem_id", "correct")
 """Keys every outcome row must have (``task``, ``plan``, ``sample`` and anything else are optional)."""
+
+
+def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict[str, Any]:
+    """Two-sided exact McNemar test on paired outcomes (binomial test on the discordant pairs)."""
+    if len(a) != len(b):
+        raise ValueError(f"mcnemar_exact needs paired outcomes, got {len(a)} and {len(b)}.")
+    only_a = sum(x and not y for x, y in zip(a, b))
+    only_b = sum(y and not x for x, y in zip(a, b))
+    n = only_a + only_b
+    if n == 0:
+        return {"only_a": 0, "only_b": 0, "p_value": 1.0}
+    k = min(only_a, only_b)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    return {"only_a": only_a, "only_b": only_b, "p_value": min(1.0, 2 * tail)}
 
 
 def seed_sign_test(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
@@ -93,6 +111,44 @@ def hierarchical_bootstrap(a: Mapping[Any, Sequence[bool]], b: Mapping[Any, Sequ
     p = 1.0 if observed == 0 else min(1.0, max(2 * far / rounds, 1 / rounds))
     return {"difference": observed, "ci95": [lo, hi], "p_value": p, "seeds": [len(sa), len(sb)], "problems": n,
             "resampled": "seeds together, then problems" if paired else "each arm's seeds, then problems"}
+
+
+def bootstrap_accuracy(outcomes: Mapping[Any, Sequence[bool]], rounds: int = 4000, seed: int = 0) -> dict[str, Any]:
+    """Accuracy of one arm with a 95 % seeds-then-problems bootstrap interval.
+
+    Args:
+        outcomes: ``{seed: outcomes}``, every list over the same problems in the same order; a seed-independent
+            arm is one entry, and its interval is then a bootstrap over problems alone.
+        rounds: Bootstrap replicates.
+        seed: RNG seed (the result is a deterministic function of the inputs and this seed).
+
+    Each replicate draws the seeds with replacement, then the problems with replacement (the same problems for
+    every drawn seed), and takes the mean. Seeds that play alike add nothing to the interval's width, where a
+    Wilson interval over ``seeds x problems`` pairs would treat them as independent evidence. With few seeds the
+    percentile interval is, if anything, a little narrow (a bootstrap of ``m`` seeds sees ``(m-1)/m`` of their
+    variance).
+
+    Returns:
+        ``accuracy``, ``ci95`` (percentile interval), ``seeds``, ``problems``, ``interval`` (what was resampled).
+    """
+    import numpy as np
+
+    keys = sorted(outcomes, key=str)
+    if not keys:
+        raise ValueError("bootstrap_accuracy needs at least one seed of outcomes.")
+    n = {len(outcomes[s]) for s in keys}
+    if len(n) != 1 or 0 in n:
+        raise ValueError(f"bootstrap_accuracy needs every seed scored on the same non-empty problems, got lengths {sorted(n)}.")
+    m = np.array([[bool(x) for x in outcomes[s]] for s in keys], dtype=np.int32)  # (seeds, problems)
+    rng = np.random.default_rng(seed)
+    reps = np.empty(rounds)
+    for r in range(rounds):  # one replicate at a time: memory stays at one (seeds, problems) array
+        col = m[rng.integers(len(keys), size=len(keys))].sum(axis=0)
+        reps[r] = col[rng.integers(m.shape[1], size=m.shape[1])].sum() / m.size
+    reps.sort()
+    lo, hi = float(reps[int(0.025 * rounds)]), float(reps[min(rounds - 1, int(0.975 * rounds))])
+    return {"accuracy": float(m.mean()), "ci95": [lo, hi], "seeds": len(keys), "problems": int(m.shape[1]),
+            "interval": "bootstrap: seeds, then problems" if len(keys) > 1 else "bootstrap: problems"}
 
 
 # ------------------------------------------------------------------------------------- outcome files

@@ -8,7 +8,7 @@ from .install import check_top_level_packages
 
 check_top_level_packages()  # agents / algos / benchmarks must be ours (see rsim_env/install.py)
 
-from .problems import Problem, default_source, load_jsonl, reasoning_gym_problems  # noqa: E402
+from .problems import Problem, default_source, reasoning_gym_problems  # noqa: E402
 from .strategies import NUM_STRATEGIES, STRATEGIES, Strategy, detect  # noqa: E402
 
 __all__ = [
@@ -18,7 +18,7 @@ __all__ = [
 
 from .env import AnyText, env, raw_env  # noqa: E402
 from .game import EnvConfig, Episode  # noqa: E402
-from .data import load_problems  # noqa: E402
+from .data import load_jsonl, load_problems  # noqa: E402
 from .group import EnvGroup  # noqa: E402
 from .rewards import RewardWeights  # noqa: E402
 

@@ -5,7 +5,7 @@ Every task is a reasoning-gym generator with a fixed difficulty configuration (:
 question texts, and assigns each question to the ``"train"`` or ``"heldout"`` split by a hash of
 its text (:func:`split_of`), so the two splits never share a question whatever seeds or sizes are
 used. Which tasks form the default mix (:data:`DEFAULT_MIX`) was chosen by measurement with
-``python -m benchmarks.calibrate`` (see ``docs/interaction.md``).
+``python -m studies.calibrate`` (see ``docs/interaction.md``).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ TASKS: dict[str, Task] = {t.name: t for t in (
 """Candidate tasks, easiest first within each family (see module docstring)."""
 
 DEFAULT_MIX: tuple[str, ...] = ("add2_1d", "mul_1d", "mul_2d1d", "arith2_2d")
-"""Tasks of the default curriculum (chosen with ``benchmarks.calibrate``; see docs/interaction.md)."""
+"""Tasks of the default curriculum (chosen with ``studies.calibrate``; see docs/interaction.md)."""
 
 SPLITS = ("train", "heldout", "all")
 _HELDOUT_SHARE = 5  # one question in five (by text hash) is held out

@@ -41,9 +41,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
-from .problems import Problem, default_source, load_jsonl, reasoning_gym_problems
+from . import kinds
+from .problems import Problem, default_source, iter_jsonl, reasoning_gym_problems
 
-__all__ = ["DataArgs", "load_problems", "check_spec", "SOURCES", "PREFIXES", "spec_help"]
+__all__ = ["DataArgs", "load_problems", "load_jsonl", "check_spec", "SOURCES", "PREFIXES", "spec_help"]
 
 LOCAL_EXT = (".jsonl", ".json", ".parquet", ".arrow")
 PROCEDURAL_SIZE = 1000
@@ -204,11 +205,11 @@ def _rows_to_problems(rows: Iterable[dict[str, Any]], source: str, limit: int | 
         if isinstance(choices, str) or not isinstance(metadata, Mapping):
             raise ValueError(f"{source} row {i}: 'choices' must be a list of strings and 'metadata' an object "
                              f"(got {choices!r:.40} / {metadata!r:.40}).")
-        out.append(Problem(id=str(row.get("id", f"{source}/{i}")), question=str(row["question"]),
-                           answer=str(row["answer"]), answer_type=row.get("answer_type") or "auto",
-                           source=str(row.get("source") or source), choices=tuple(choices),
-                           metadata=dict(metadata), kind=row.get("kind") or "math",
-                           tests=str(row.get("tests") or ""), entry_point=str(row.get("entry_point") or "")))
+        out.append(kinds.validate(Problem(
+            id=str(row.get("id", f"{source}/{i}")), question=str(row["question"]), answer=str(row["answer"]),
+            answer_type=row.get("answer_type") or "auto", source=str(row.get("source") or source),
+            choices=tuple(choices), metadata=dict(metadata), kind=row.get("kind") or "math",
+            tests=str(row.get("tests") or ""), entry_point=str(row.get("entry_point") or ""))))
     return out
 
 
@@ -250,9 +251,18 @@ def load_problems(spec: Any = "default", limit: int | None = None, *, seed: int 
             named otherwise (fields: :data:`FIELDS`).
 
     Raises:
-        ValueError: Unknown spec (the valid forms are listed), bad ``limit`` or a malformed row.
+        ValueError: Unknown spec (the valid forms are listed), bad ``limit``, a malformed row or a problem its
+            kind refuses (:func:`rsim_env.kinds.validate`).
         FileNotFoundError: A local file that does not exist.
     """
+    problems = _load(spec, limit, seed, split, kind, columns)
+    for p in problems:  # a Problem is plain data: the kind check runs where problems enter
+        kinds.validate(p)
+    return problems
+
+
+def _load(spec: Any, limit: int | None, seed: int, split: str | None, kind: str | None,
+          columns: dict[str, str] | None) -> list[Problem]:
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit={limit!r}; pass a positive count or None for all problems.")
     a = DataArgs(limit, seed, split, kind)
@@ -275,3 +285,64 @@ def load_problems(spec: Any = "default", limit: int | None = None, *, seed: int 
             return PREFIXES[head](rest, a)
     check_spec(spec)
     return _local(spec, a, columns)
+
+
+def load_jsonl(path: str | Path, source: str | None = None) -> list[Problem]:
+    """Load problems from a JSONL file, one object per line.
+
+    Each line needs ``question`` and ``answer`` (strings); ``id`` (string or int),
+    ``answer_type``, ``source``, ``choices`` (list of strings), ``metadata`` (object) and (code
+    problems) ``kind``, ``tests``, ``entry_point`` (strings) are optional (ids default to
+    ``"<file stem>/<line number>"``). Blank lines are skipped. ``Problem.to_dict()`` writes exactly
+    this form.
+
+    Raises:
+        FileNotFoundError: The file does not exist.
+        ValueError: A line is not UTF-8, not JSON, not an object, lacks a required key or holds a
+            value of the wrong type (``path:line`` is named).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"No JSONL problem file at {path}; pass an existing file path.")
+    problems = [_problem_from_row(row, f"{path}:{lineno}", f"{path.stem}/{lineno}", source or path.stem)
+                for lineno, row in iter_jsonl(path)]
+    if not problems:
+        raise ValueError(f"{path} holds no problems; add at least one JSON line.")
+    return problems
+
+
+def _problem_from_row(row: Any, where: str, default_id: str, default_source: str) -> Problem:
+    """One JSONL object as a :class:`Problem`; ``where`` (``path:line``) prefixes every error."""
+    if not isinstance(row, dict):
+        raise ValueError(f"{where} is a JSON {_json_type(row)}, not an object; "
+                         'each line must look like {"question": "...", "answer": "..."}.')
+    missing = [k for k in ("question", "answer") if k not in row]
+    if missing:
+        raise ValueError(f"{where} lacks {missing}; each line needs 'question' and 'answer'.")
+    for key in ("question", "answer", "answer_type", "source", "kind", "tests", "entry_point"):
+        if key in row and not isinstance(row[key], str):
+            raise ValueError(f"{where}: {key!r} must be a string, got {_json_type(row[key])} ({row[key]!r:.60}); "
+                             f'write it in quotes, e.g. "{key}": "42".')
+    pid = row.get("id", default_id)
+    if isinstance(pid, bool) or not isinstance(pid, (str, int)):
+        raise ValueError(f"{where}: 'id' must be a string or an integer, got {_json_type(pid)} ({pid!r:.60}).")
+    choices = row.get("choices", [])
+    if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+        raise ValueError(f"{where}: 'choices' must be a list of strings, got {choices!r:.80}.")
+    metadata = row.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise ValueError(f"{where}: 'metadata' must be an object, got {_json_type(metadata)} ({metadata!r:.60}).")
+    try:
+        return kinds.validate(Problem(
+            id=str(pid), question=row["question"], answer=row["answer"], answer_type=row.get("answer_type", "auto"),
+            source=row.get("source", default_source), choices=tuple(choices), metadata=metadata,
+            kind=row.get("kind", "math"), tests=row.get("tests", ""), entry_point=row.get("entry_point", "")))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from exc
+
+
+def _json_type(v: Any) -> str:
+    """The JSON name of a parsed value's type (``null``, ``number``, ...)."""
+    if v is None:
+        return "null"
+    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}[type(v)]

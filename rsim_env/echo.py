@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from .answers.extract import boxed_spans
 from .strategies import STRATEGIES, TERMINATION, detect
@@ -122,10 +122,22 @@ def _reference_index(references: tuple[str, ...]) -> tuple[frozenset, tuple[str,
     return frozenset(grams), tuple(joined)
 
 
-def _default_references() -> tuple[str, ...]:
-    from .render import injected_texts  # render imports strategies only; no cycle at call time
+_REFERENCES: list[Callable[[], Iterable[str]]] = []  # the provider of the default references, set once
 
-    return tuple(injected_texts())
+
+def set_default_references(provider: Callable[[], Iterable[str]]) -> None:
+    """Name the function that lists the default references (every text any protocol injects).
+
+    :mod:`rsim_env.render` sets it to :func:`~rsim_env.render.injected_texts` when it loads (``import rsim_env``
+    always loads it). Echo detection sits below the kinds and protocols that own those texts, so it asks for
+    them through this hook instead of importing them: no import circle.
+    """
+    _REFERENCES[:] = [provider]
+
+
+def _default_references() -> tuple[str, ...]:
+    assert _REFERENCES, "rsim_env.render sets the default references when it loads"
+    return tuple(_REFERENCES[0]())
 
 
 def is_header(clause: str) -> bool:

@@ -70,7 +70,7 @@ class Episode:
     """State and rules of one episode (see module docstring)."""
 
     def __init__(self, problem: Problem, cfg: EnvConfig) -> None:
-        self.problem = problem
+        self.problem = kinds.validate(problem)  # a Problem is plain data: its kind is checked here
         self.cfg = cfg
         self.question = problem.question[: cfg.max_question_chars]
         self.question_truncated = len(problem.question) > cfg.max_question_chars

@@ -205,10 +205,6 @@ _ALIASES = {"openai/gsm8k": "gsm8k", "hendrycks_math": "math", "math-500": "math
             "tiger-lab/mmlu-pro": "mmlu_pro", "mmlu-pro": "mmlu_pro", "tiger-lab/theoremqa": "theoremqa"}
 
 
-from .data import load_problems  # noqa: E402,F401  - re-exported: the one data factory
-
-
-
 def _code_loader(name: str) -> Callable[..., list[Problem]]:
     """Code datasets (kind="code") live one file each in rsim_env/code/; imported on first use
     because they build on the row helpers of this module."""

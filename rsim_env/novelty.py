@@ -11,7 +11,7 @@ Here is what :func:`rsim_env.rewards.r_follow` uses to refuse them (documented c
 * The **context** of step *i* is the question, the earlier steps as the transcript shows them, every
   text any protocol injects (:func:`rsim_env.render.injected_texts`) and the lead-ins or headers
   injected up to step *i*.
-* **Content units** of a math text: its numbers (thousands commas dropped, ``3.50`` = ``3.5``) and its
+* **Content units** of a math text (:func:`rsim_env.kinds.math.math_units`, re-exported here): its numbers (thousands commas dropped, ``3.50`` = ``3.5``) and its
   expressions/equations (two or more numbers or one-letter variables joined by ``+ - * / ^ = < >``,
   ``×``, ``÷``, ``\\times``, ``\\cdot``; parentheses and braces ignored; spaces removed). Labels are not
   content: a number after ``step``/``part``/``case`` and a list marker (``1.``, ``2)``) at a line start. Of a code text:
@@ -31,40 +31,16 @@ Pure Python on bounded input, like :mod:`rsim_env.echo`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from . import echo
+from . import echo, kinds
+from .kinds.math import math_units
+from .render import injected_texts
 from .strategies import TERMINATION
 
 __all__ = ["StepNovelty", "units", "math_units", "word_units", "is_vacuous", "is_self_repeat", "assess"]
-
-_SYMBOLS = ((r"\times", "*"), (r"\cdot", "*"), ("×", "*"), ("·", "*"), (r"\div", "/"), ("÷", "/"), ("−", "-"),
-            ("–", "-"))
-_BRACKETS = re.compile(r"[(){}\[\]]")
-_LABELS = re.compile(r"\b(?:step|part|case)\s+\d+\b|^\s*\d+[.)](?=\s)", re.MULTILINE)
-_NUMBER = r"\d+(?:,\d{3})*(?:\.\d+)?"
-_OPERAND = rf"(?:{_NUMBER}|(?<![a-z\\])[a-z](?![a-z]))"
-_EXPR = re.compile(rf"{_OPERAND}(?:\s*[-+*/^=<>]\s*{_OPERAND})+")
-_NUMBERS = re.compile(rf"(?<![\d.]){_NUMBER}")
-
-
-def _number(text: str) -> str:
-    text = text.replace(",", "")
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def math_units(text: str) -> frozenset[str]:
-    """Numbers and expressions of ``text`` (see module docstring)."""
-    text = text[: echo.MAX_SCAN].lower()
-    for a, b in _SYMBOLS:
-        text = text.replace(a, b)
-    text = _BRACKETS.sub(" ", _LABELS.sub(" ", text))
-    found = {_number(m.group()) for m in _NUMBERS.finditer(text)}
-    found |= {re.sub(r"\s+", "", re.sub(_NUMBER, lambda m: _number(m.group()), m.group())) for m in _EXPR.finditer(text)}
-    return frozenset(found)
 
 
 def word_units(text: str) -> frozenset[str]:
@@ -75,16 +51,12 @@ def word_units(text: str) -> frozenset[str]:
 def units(text: str, kind: str = "math") -> frozenset[str]:
     """Content units of ``text`` for problems of ``kind`` (the kind's :meth:`~rsim_env.kinds.Kind.content_units`:
     :func:`math_units` for math, :func:`word_units` for code and, by default, any other kind)."""
-    from . import kinds
-
     return kinds.get(kind).content_units(text)
 
 
 def _injected_units(kind: str) -> frozenset[str]:
     """Content units of every injected text, for the strategy rows and kinds registered *now* (a row added by
     ``strategies.register`` / ``extra_strategy`` counts as soon as it is there)."""
-    from .render import injected_texts  # render imports strategies only; no cycle at call time
-
     return _units_of(kind, tuple(injected_texts()))
 
 

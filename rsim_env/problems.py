@@ -17,16 +17,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from .rg_tasks import REFUSED, is_number, spec
+
 ANSWER_TYPES = ("auto", "number", "expression", "choice", "bool", "list", "text")
 """Answer types understood by :func:`rsim_env.answers.check` (``auto`` guesses from the gold)."""
-
-
-def __getattr__(name: str) -> Any:
-    if name == "KINDS":  # live: the registered problem kinds (rsim_env.kinds), e.g. ("math", "code")
-        from . import kinds  # kinds -> echo -> answers -> problems: import at use
-
-        return kinds.names()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 DEFAULT_TASKS = ("gsm_symbolic", "basic_arithmetic")
@@ -46,7 +40,8 @@ class Problem:
         choices: Multiple-choice options in letter order, empty when not multiple choice.
         metadata: Free-form JSON-serialisable extras (difficulty, reference solution, ...).
         kind: A registered kind (:data:`rsim_env.kinds.KINDS`: math, code); decides the answer-asking
-            texts and how the episode is graded.
+            texts and how the episode is graded. A Problem is plain data: the kind is checked by
+            :func:`rsim_env.kinds.validate`, which the loaders and :class:`~rsim_env.game.Episode` run.
         tests: Code problems: HumanEval-style source defining ``check(candidate)`` (see
             :func:`rsim_env.code.execute`); ``answer`` then holds a reference solution (or "").
         entry_point: Code problems: the function the program must define.
@@ -76,11 +71,6 @@ class Problem:
                 "use 'auto' if unsure."
             )
         object.__setattr__(self, "choices", tuple(self.choices))
-        from . import kinds  # kinds -> echo -> answers -> problems: import at use
-
-        if self.kind not in kinds.KINDS:
-            raise ValueError(f"Problem.kind={self.kind!r} is not one of {kinds.names()} (rsim_env.kinds.register adds one).")
-        kinds.KINDS[self.kind].validate(self)  # e.g. code problems need tests and an entry point
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (inverse of ``Problem(**d)``)."""
@@ -117,13 +107,15 @@ def reasoning_gym_problems(
         raise ValueError(f"size={size} is smaller than the number of tasks ({len(tasks)}); raise size.")
     if grading not in GRADINGS:
         raise ValueError(f"grading={grading!r}; choose one of {GRADINGS} (auto: by the golds).")
+    refused = [t for t in tasks if grading == "rg" and t in REFUSED]
+    if refused:
+        raise ValueError(f"grading='rg' for {refused}: their scorers run sympy.parse_expr on the answer, which is "
+                         "unsafe on model text; use grading='auto' or 'math' for them.")
     per_task = [size // len(tasks) + (1 if i < size % len(tasks) else 0) for i in range(len(tasks))]
     columns = []
     for task, n in zip(tasks, per_task):
         items = list(reasoning_gym.create_dataset(task, size=n, seed=seed, **options))
         if _rg_kind(task, [str(item["answer"]) for item in items], grading):
-            from .kinds.rgym import spec  # kinds -> echo -> answers -> problems: import at use
-
             columns.append([Problem(id=f"{task}/{i}", question=str(item["question"]), answer=str(item["answer"]),
                                     answer_type="text", source=f"reasoning_gym:{task}", kind="rg",
                                     metadata={"rg": spec(task, options, seed, n, i)})
@@ -155,38 +147,12 @@ def _rg_kind(task: str, golds: Sequence[str], grading: str) -> bool:
     """True when ``task``'s problems are graded by the generator's own scorer (kind ``rg``)."""
     if grading != "auto":
         return grading == "rg"
-    from .kinds.rgym import REFUSED, is_number
-
     return task not in DEFAULT_TASKS and task not in REFUSED and not all(map(is_number, golds))
 
 
 def default_source(size: int = 1000, seed: int = 0) -> list[Problem]:
     """The embedded default problem source: ``gsm_symbolic`` + ``basic_arithmetic``."""
     return reasoning_gym_problems(DEFAULT_TASKS, size=size, seed=seed)
-
-
-def load_jsonl(path: str | Path, source: str | None = None) -> list[Problem]:
-    """Load problems from a JSONL file, one object per line.
-
-    Each line needs ``question`` and ``answer`` (strings); ``id`` (string or int),
-    ``answer_type``, ``source``, ``choices`` (list of strings), ``metadata`` (object) and (code
-    problems) ``kind``, ``tests``, ``entry_point`` (strings) are optional (ids default to
-    ``"<file stem>/<line number>"``). Blank lines are skipped. ``Problem.to_dict()`` writes exactly
-    this form.
-
-    Raises:
-        FileNotFoundError: The file does not exist.
-        ValueError: A line is not UTF-8, not JSON, not an object, lacks a required key or holds a
-            value of the wrong type (``path:line`` is named).
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"No JSONL problem file at {path}; pass an existing file path.")
-    problems = [_problem_from_row(row, f"{path}:{lineno}", f"{path.stem}/{lineno}", source or path.stem)
-                for lineno, row in iter_jsonl(path)]
-    if not problems:
-        raise ValueError(f"{path} holds no problems; add at least one JSON line.")
-    return problems
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
@@ -209,40 +175,3 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
                 yield lineno, json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{lineno} is not valid JSON ({exc.msg}).") from exc
-
-
-def _problem_from_row(row: Any, where: str, default_id: str, default_source: str) -> Problem:
-    """One JSONL object as a :class:`Problem`; ``where`` (``path:line``) prefixes every error."""
-    if not isinstance(row, dict):
-        raise ValueError(f"{where} is a JSON {_json_type(row)}, not an object; "
-                         'each line must look like {"question": "...", "answer": "..."}.')
-    missing = [k for k in ("question", "answer") if k not in row]
-    if missing:
-        raise ValueError(f"{where} lacks {missing}; each line needs 'question' and 'answer'.")
-    for key in ("question", "answer", "answer_type", "source", "kind", "tests", "entry_point"):
-        if key in row and not isinstance(row[key], str):
-            raise ValueError(f"{where}: {key!r} must be a string, got {_json_type(row[key])} ({row[key]!r:.60}); "
-                             f'write it in quotes, e.g. "{key}": "42".')
-    pid = row.get("id", default_id)
-    if isinstance(pid, bool) or not isinstance(pid, (str, int)):
-        raise ValueError(f"{where}: 'id' must be a string or an integer, got {_json_type(pid)} ({pid!r:.60}).")
-    choices = row.get("choices", [])
-    if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
-        raise ValueError(f"{where}: 'choices' must be a list of strings, got {choices!r:.80}.")
-    metadata = row.get("metadata", {})
-    if not isinstance(metadata, dict):
-        raise ValueError(f"{where}: 'metadata' must be an object, got {_json_type(metadata)} ({metadata!r:.60}).")
-    try:
-        return Problem(id=str(pid), question=row["question"], answer=row["answer"],
-                       answer_type=row.get("answer_type", "auto"), source=row.get("source", default_source),
-                       choices=tuple(choices), metadata=metadata, kind=row.get("kind", "math"),
-                       tests=row.get("tests", ""), entry_point=row.get("entry_point", ""))
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: {exc}") from exc
-
-
-def _json_type(v: Any) -> str:
-    """The JSON name of a parsed value's type (``null``, ``number``, ...)."""
-    if v is None:
-        return "null"
-    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}[type(v)]

@@ -10,7 +10,7 @@ from the strategy rows (:class:`~rsim_env.strategies.Strategy`) and the problem'
 (:class:`~rsim_env.kinds.KindTexts`). :class:`~rsim_env.game.Episode` asks once per step (``lead`` at
 ``plan()``, ``show`` at ``write()``) and stores the answers.
 
-The protocols (measured with ``python -m benchmarks.interaction``; figures in docs/interaction.md):
+The protocols (measured with ``python -m studies.interaction``; figures in docs/interaction.md):
 
 * ``"inline"`` (the original design, :class:`InlineProtocol`): one growing assistant message where each
   step follows an injected header ``Step 2 (validation: Check the last result ...)``. SmolLM2-135M copies

@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Iterator, Mapping, Sequence
 
-from . import kinds
+from . import echo, kinds
 from .kinds import KindTexts
 from .kinds.code import CODE_FENCE, CODE_NO_PLANNER_SYSTEM, CODE_REASONER_SYSTEM, CODE_STEPWISE_SYSTEM  # noqa: F401
 from .kinds.math import NO_PLANNER_SYSTEM, REASONER_SYSTEM, STEPWISE_SYSTEM  # noqa: F401
@@ -210,6 +210,8 @@ def injected_texts() -> list[str]:
         out.append(injection(0, TERMINATION, kind))
     return list(dict.fromkeys(out))
 
+
+echo.set_default_references(injected_texts)  # echo's default references: it cannot import render (render -> kinds -> echo)
 
 CODE_INSTRUCTION = (
     "Write a Python function `{entry_point}` that solves the task below, using only the standard library. "

@@ -41,8 +41,9 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
+from . import kinds
 from .game import EnvConfig, Episode
-from .problems import ANSWER_TYPES, KINDS, Problem
+from .problems import ANSWER_TYPES, Problem
 from .render import PROTOCOLS, STEP_DELIMITER
 from .strategies import by_name, num_strategies
 
@@ -131,8 +132,8 @@ def components(prompt: Any, completion: Any, row: dict[str, Any], cfg: EnvConfig
                strategies_column: str = "strategies", answer_column: str = "answer") -> dict[str, float]:
     """Every env reward component of one completion, ``row`` holding its dataset columns (see module docstring)."""
     kind = str(row.get("kind") or "math")
-    if kind not in KINDS:
-        raise ValueError(f"kind {kind!r} is not one of {KINDS}; set the dataset's 'kind' column.")
+    if kind not in kinds.KINDS:
+        raise ValueError(f"kind {kind!r} is not one of {kinds.names()}; set the dataset's 'kind' column.")
     answer_type = str(row.get("answer_type") or "auto")
     if answer_type not in ANSWER_TYPES:
         raise ValueError(f"answer_type {answer_type!r} is not one of {ANSWER_TYPES}.")

@@ -8,9 +8,8 @@ outcome that must never happen, so every row labelled wrong must be refused.
 
 import pytest
 
-from benchmarks.answer_cases_families import CASES as FAMILIES
-from benchmarks.answer_cases_families2 import CASES as FAMILIES2
-from benchmarks.answer_cases_heldout import CASES
+from benchmarks.answer_check import FAMILIES, FAMILIES2
+from benchmarks.answer_check import HELDOUT as CASES
 from rsim_env.answers import check
 
 WRONG = [c for c in CASES if not c[3]]
@@ -33,6 +32,6 @@ FAMILY_WRONG = [c for c in FAMILIES + FAMILIES2 if not c[3]]
 @pytest.mark.parametrize("category,response,gold,expected,answer_type", FAMILY_WRONG,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(FAMILY_WRONG)])
 def test_no_false_positive_on_unseen_families(category, response, gold, expected, answer_type):
-    """benchmarks/answer_cases_families*.py (issue 22; batch 1 written before the fixes): near misses stay wrong."""
+    """benchmarks/answer_cases/families*.jsonl (issue 22; batch 1 written before the fixes): near misses stay wrong."""
     result = check(response, gold, answer_type)
     assert result.correct is False, result

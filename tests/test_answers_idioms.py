@@ -97,10 +97,11 @@ def test_a_float_gold_accepts_what_its_set_tolerates(response, gold, rel_tol, ex
 def test_theoremqa_floats_carry_their_tolerance_into_the_math_kind():
     from pathlib import Path
 
-    from rsim_env import kinds, loaders
+    from rsim_env import kinds
+    from rsim_env.data import load_problems
 
     fixture = Path(__file__).parent / "fixtures" / "datasets" / "theoremqa.jsonl"
-    problems = loaders.load_problems(str(fixture), kind="theoremqa")
+    problems = load_problems(str(fixture), kind="theoremqa")
     assert [p.metadata.get("rel_tol") for p in problems] == [None, None, None, None, 0.04]
     float_problem = problems[-1]
     assert kinds.get("math").grade(float_problem, ["So the probability is \\boxed{0.0068}."]).correct

@@ -1,6 +1,6 @@
-"""Every benchmark's command line is generated from its config dataclass (algos/dataclass_cli.py).
+"""Every benchmark's and study's command line is generated from its config dataclass (algos/dataclass_cli.py).
 
-No hand-written argparse parser in ``benchmarks/``: each ``__main__`` calls ``cli_main``, so flags,
+No hand-written argparse parser in ``benchmarks/`` or ``studies/``: each ``__main__`` calls ``cli_main``, so flags,
 help and errors (one line, exit status 1) are the same as ``rsim``'s. The flag spellings the docs
 use keep working (one case per benchmark below).
 """
@@ -15,8 +15,8 @@ import pytest
 from algos.dataclass_cli import parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCHMARKS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if p.name != "__init__.py")
-RUNNABLE = [p.stem for p in BENCHMARKS if 'if __name__ == "__main__":' in p.read_text()]
+BENCHMARKS = sorted(p for pkg in ("benchmarks", "studies") for p in (ROOT / pkg).glob("*.py") if p.name != "__init__.py")
+RUNNABLE = [f"{p.parent.name}.{p.stem}" for p in BENCHMARKS if 'if __name__ == "__main__":' in p.read_text()]
 
 
 def _main_block(tree: ast.Module) -> ast.If | None:
@@ -26,7 +26,7 @@ def _main_block(tree: ast.Module) -> ast.If | None:
     return None
 
 
-@pytest.mark.parametrize("path", BENCHMARKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", BENCHMARKS, ids=lambda p: f"{p.parent.name}.{p.stem}")
 def test_no_hand_written_parser(path):
     tree = ast.parse(path.read_text(), str(path))
     for node in ast.walk(tree):
@@ -50,11 +50,11 @@ def test_bad_flag_is_one_line_and_exit_1(name, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", [name, "--no-such-flag"])
     monkeypatch.delenv("RSIM_DEBUG", raising=False)
     with pytest.raises(SystemExit) as e:
-        runpy.run_module(f"benchmarks.{name}", run_name="__main__", alter_sys=True)
+        runpy.run_module(name, run_name="__main__", alter_sys=True)
     err = capsys.readouterr().err
     assert e.value.code == 1, err
-    assert err == (f"python -m benchmarks.{name}: error: unrecognized arguments: --no-such-flag "
-                   f"(see python -m benchmarks.{name} --help)\n")
+    assert err == (f"python -m {name}: error: unrecognized arguments: --no-such-flag "
+                   f"(see python -m {name} --help)\n")
 
 
 @RERUN
@@ -62,27 +62,27 @@ def test_bad_flag_is_one_line_and_exit_1(name, monkeypatch, capsys):
 def test_help_exits_0(name, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", [name, "--help"])
     with pytest.raises(SystemExit) as e:
-        runpy.run_module(f"benchmarks.{name}", run_name="__main__", alter_sys=True)
+        runpy.run_module(name, run_name="__main__", alter_sys=True)
     out = capsys.readouterr().out
-    assert e.value.code == 0 and out.startswith(f"usage: python -m benchmarks.{name}")
+    assert e.value.code == 0 and out.startswith(f"usage: python -m {name}")
     assert "--out" in out
 
 
 def _cfg(module, cls, argv):
-    mod = __import__(f"benchmarks.{module}", fromlist=[cls])
+    mod = __import__(module if "." in module else f"benchmarks.{module}", fromlist=[cls])
     return parse_config(getattr(mod, cls), argv, prog=module)
 
 
 @pytest.mark.parametrize("module,cls,argv,expect", [
-    ("calibrate", "Config", ["--settings", "0.7,1.0 1.0,0.9", "--modes", "none;fixed:2,8", "--tasks", "add2_1d,mul_1d",
+    ("studies.calibrate", "Config", ["--settings", "0.7,1.0 1.0,0.9", "--modes", "none;fixed:2,8", "--tasks", "add2_1d,mul_1d",
                              "--group-size", "8"],
      dict(settings=((0.7, 1.0), (1.0, 0.9)), modes=("none", "fixed:2,8"), tasks=("add2_1d", "mul_1d"), group_size=8)),
-    ("interaction", "Config", ["--modes", "fixed:8;fixed:3;fixed:1,3,8;random", "--last-number-fallback",
+    ("studies.interaction", "Config", ["--modes", "fixed:8;fixed:3;fixed:1,3,8;random", "--last-number-fallback",
                                "--decodings", "greedy", "--top-p", "0.9"],
      dict(modes=("fixed:8", "fixed:3", "fixed:1,3,8", "random"), last_number_fallback=True, decodings=("greedy",),
           top_p=0.9)),
-    ("interaction", "Config", ["--modes", "none,fixed:1,3,8,random"], dict(modes=("none", "fixed:1,3,8", "random"))),
-    ("efficacy", "Config", ["--steps", "12", "--batch", "64", "--random-seeds", "1", "--output-dir", "runs/e",
+    ("studies.interaction", "Config", ["--modes", "none,fixed:1,3,8,random"], dict(modes=("none", "fixed:1,3,8", "random"))),
+    ("studies.efficacy", "Config", ["--steps", "12", "--batch", "64", "--random-seeds", "1", "--output-dir", "runs/e",
                             "--set", "reasoner.sample_dtype=bfloat16", "--set", "train.grpo.tis_cap=2",
                             "--baselines-from", "runs/v2", "--seeds", "0,1", "--fixed", "1,3,8"],
      dict(steps=12, batch=64, random_seeds=1, output_dir="runs/e", baselines_from="runs/v2", seeds=(0, 1),
@@ -97,10 +97,10 @@ def _cfg(module, cls, argv):
      dict(anchor=False, timeout_s=1.5, hostile_every=4)),
     ("answer_check", "BenchConfig", ["--no-math-verify", "--timeout-s", "1", "--rgym-size", "10"],
      dict(math_verify=False, timeout_s=1.0, rgym_size=10)),
-    ("continual", "Config", ["--steps-math", "2", "--math-run", "runs/m"], dict(steps_math=2, math_run="runs/m")),
+    ("studies.continual", "Config", ["--steps-math", "2", "--math-run", "runs/m"], dict(steps_math=2, math_run="runs/m")),
     ("env_throughput", "Config", ["--episodes", "5", "--out", "x.json"], dict(episodes=5, out="x.json")),
-    ("learning_sanity", "Config", ["--steps", "3", "--target", "2,8"], dict(steps=3, target=(2, 8))),
-    ("paper", "PaperConfig", ["--rsim", "runs/demo", "--limit", "5"], dict(rsim="runs/demo", limit=5)),
+    ("studies.learning_sanity", "Config", ["--steps", "3", "--target", "2,8"], dict(steps=3, target=(2, 8))),
+    ("studies.paper", "PaperConfig", ["--rsim", "runs/demo", "--limit", "5"], dict(rsim="runs/demo", limit=5)),
     ("atlas", "Config", ["--reasoner", "llamacpp:default", "--pilot-only", "--tasks", "chain_sum,curriculum:mul_1d",
                          "--pilot-plans", "8;3,8;4,8", "--no-extend", "--table-from", "x.outcomes.jsonl.gz"],
      dict(reasoner="llamacpp:default", pilot_only=True, tasks=("chain_sum", "curriculum:mul_1d"),
@@ -114,10 +114,10 @@ def test_documented_flags_still_parse(module, cls, argv, expect):
 
 
 @pytest.mark.parametrize("module,cls,argv,says", [
-    ("calibrate", "Config", ["--settings", "0.7"], "temperature,top_p pairs separated by spaces"),
-    ("interaction", "Config", ["--modes", "fixed:1-3-8"], "fixed:1,3,8"),
-    ("efficacy", "Config", ["--set", "train.steps"], "not KEY=VALUE"),
-    ("efficacy", "Config", ["--seeds", "0,x"], "comma-separated list of int"),
+    ("studies.calibrate", "Config", ["--settings", "0.7"], "temperature,top_p pairs separated by spaces"),
+    ("studies.interaction", "Config", ["--modes", "fixed:1-3-8"], "fixed:1,3,8"),
+    ("studies.efficacy", "Config", ["--set", "train.steps"], "not KEY=VALUE"),
+    ("studies.efficacy", "Config", ["--seeds", "0,x"], "comma-separated list of int"),
     ("atlas", "Config", ["--pilot-plans", "8;3-8"], "comma lists separated by ';'"),
 ], ids=["settings", "plan-spelling", "set", "seeds", "atlas-plans"])
 def test_bad_values_name_the_fix(module, cls, argv, says):

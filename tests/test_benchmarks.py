@@ -1,6 +1,6 @@
 """Benchmarks as tests of behaviour (no timing assertions)."""
 
-from benchmarks.learning_sanity import Config, main
+from studies.learning_sanity import Config, main
 
 
 def test_stackelberg_planner_learns_target_sequence(tmp_path):

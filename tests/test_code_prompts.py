@@ -212,31 +212,35 @@ def test_template_reasoner_writes_the_reference_program_with_probability_p(proto
 
 # -- the LLM reasoner's stop rule on code (fake byte-level LM, no weights) --------------------------
 
-def _scripted_reasoner(script: str, **cfg):
+@pytest.fixture
+def scripted_reasoner(scripted_lm):
+    """``scripted_reasoner(script, **cfg)``: the LLM reasoner on a fake LM that writes ``script``."""
     from agents.reasoner import Reasoner, ReasonerConfig
-    from tests.test_reasoner import ScriptedLM
 
-    model = ScriptedLM([script])
-    return Reasoner(model, model.tok, ReasonerConfig(greedy=True, share_prefill=False, cache="dynamic", **cfg))
+    def make(script: str, **cfg):
+        model = scripted_lm([script])
+        return Reasoner(model, model.tok, ReasonerConfig(greedy=True, share_prefill=False, cache="dynamic", **cfg))
+
+    return make
 
 
-def test_no_planner_code_answer_stops_at_the_closing_fence():
+def test_no_planner_code_answer_stops_at_the_closing_fence(scripted_reasoner):
     program = "def double(x):\n    return 2 * x"
-    reasoner = _scripted_reasoner(f"Easy.\n```python\n{program}\n```\nAnd more rambling 99 99 99", max_answer_tokens=120)
+    reasoner = scripted_reasoner(f"Easy.\n```python\n{program}\n```\nAnd more rambling 99 99 99", max_answer_tokens=120)
     info = rollout(EnvGroup([DOUBLE], 1, planner=False), reasoner, None, seed=0).trajectories[0]["info"]
     assert info["steps"] == [f"Easy.\n```python\n{program}\n```"] and info["correct"]
 
 
-def test_code_termination_step_continues_the_opened_block_and_stops_at_its_fence():
+def test_code_termination_step_continues_the_opened_block_and_stops_at_its_fence(scripted_reasoner):
     program = "def double(x):\n\n    y = x\n\n    return 2 * y"  # blank lines: no delimiter stop inside a program
     # max_step_tokens=10 would cut the program; code's termination step has the answer cap
-    reasoner = _scripted_reasoner(f"{program}\n```\nThat is all.\n\nMore 99", max_step_tokens=10, max_answer_tokens=120)
+    reasoner = scripted_reasoner(f"{program}\n```\nThat is all.\n\nMore 99", max_step_tokens=10, max_answer_tokens=120)
     info = rollout(EnvGroup([DOUBLE], 1), reasoner, FixedPlanner([]), seed=0).trajectories[0]["info"]
     assert info["steps"] == [program + "\n```"] and info["shown_steps"] == [CODE_LEAD + program + "\n```"]
     assert info["correct"] and info["extracted"] == program
 
 
-def test_a_math_answer_is_not_stopped_by_a_code_block():
-    reasoner = _scripted_reasoner("```python\nx = 5\n```\nso \\boxed{5} and 99 99", max_answer_tokens=120)
+def test_a_math_answer_is_not_stopped_by_a_code_block(scripted_reasoner):
+    reasoner = scripted_reasoner("```python\nx = 5\n```\nso \\boxed{5} and 99 99", max_answer_tokens=120)
     info = rollout(EnvGroup([SUM], 1, planner=False), reasoner, None, seed=0).trajectories[0]["info"]
     assert info["steps"] == ["```python\nx = 5\n```\nso \\boxed{5}"] and info["correct"]

@@ -18,12 +18,7 @@ from rsim_env.render import PROTOCOLS
 from rsim_env.strategies import NUM_STRATEGIES, TERMINATION
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("single_thread")  # tests/conftest.py
 
 
 # ------------------------------------------------------------------------------ plan diversity and MI
@@ -159,7 +154,7 @@ def test_entropy_coef_must_be_non_negative():
 # ------------------------------------------------------------------------------ the benchmark, end to end
 
 def test_benchmark_reports_diversity_and_mutual_information(tmp_path):
-    from benchmarks.contextual_sanity import Config, main
+    from studies.contextual_sanity import Config, main
 
     out = tmp_path / "r.json"
     r = main(Config(model="tiny", steps=2, eval_every=1, eval_problems=8, train_problems=8, groups_per_step=2,
@@ -181,7 +176,7 @@ def test_benchmark_reports_diversity_and_mutual_information(tmp_path):
 
 
 def test_benchmark_config_rejects_bad_values():
-    from benchmarks.contextual_sanity import Config
+    from studies.contextual_sanity import Config
 
     with pytest.raises(ValueError, match="eval_problems"):
         Config(eval_problems=1)
@@ -192,7 +187,7 @@ def test_benchmark_config_rejects_bad_values():
 # ------------------------------------------------------------------------------ the fix: the planner conditions
 
 def _tiny_run(tmp_path, **kw):
-    from benchmarks.contextual_sanity import Config, main
+    from studies.contextual_sanity import Config, main
 
     return main(Config(**{"model": "tiny", "output_dir": str(tmp_path), "eval_every": 20, **kw}))
 

@@ -66,8 +66,8 @@ def test_init_planner_conflicts_with_planner(math_run, tmp_path):
 
 
 def test_continual_benchmark_produces_the_table(tmp_path):
-    from benchmarks.continual import Config
-    from benchmarks.continual import main as continual
+    from studies.continual import Config
+    from studies.continual import main as continual
 
     extra = ("train.groups_per_step=1 train.grpo.group_size=2 train.skip_zero_std_groups=false "
              "train.progress=false")
@@ -80,7 +80,7 @@ def test_continual_benchmark_produces_the_table(tmp_path):
 
 
 def test_continual_examples_are_the_reported_planners_episodes_with_their_plans():
-    from benchmarks.continual import examples
+    from studies.continual import examples
 
     rows = [{"mode": "none", "problem_id": "p/0", "correct": True, "strategies": []},
             {"mode": "trained", "problem_id": "p/1", "correct": False, "strategies": [3, 8], "shown_steps": ["a", "b"]},

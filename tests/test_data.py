@@ -41,7 +41,7 @@ def test_every_hub_set_is_a_valid_spec(name):
 
 @pytest.mark.parametrize("kind,fname", [("gsm8k", "gsm8k.jsonl"), ("mmlu_pro", "mmlu_pro.parquet")])
 def test_local_file_in_a_hub_layout(kind, fname):
-    assert load_problems(str(FIX / fname), kind=kind) == loaders.load_problems(str(FIX / fname), kind=kind)
+    assert load_problems(str(FIX / fname), kind=kind) == loaders.LOADERS[kind](source=str(FIX / fname))
 
 
 def test_generic_local_files(tmp_path):

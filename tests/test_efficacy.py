@@ -1,11 +1,11 @@
-"""benchmarks.efficacy at toy scale (seconds) and its paired test."""
+"""studies.efficacy at toy scale (seconds) and its paired test."""
 
 import json
 import math
 
 import pytest
 
-from benchmarks.efficacy import Config, main, mcnemar_exact
+from studies.efficacy import Config, main, mcnemar_exact
 
 
 def test_mcnemar_exact_known_values():
@@ -37,6 +37,7 @@ def test_toy_scale_end_to_end(tmp_path):
     assert set(saved["modes"]) == {"none", "random", "best_fixed", "grpo"} | NEW_MODES
     for m in saved["modes"].values():
         assert m["n"] == 12 * (1 if m["deterministic"] else 2) and 0 <= m["ci_low"] <= m["accuracy"] <= m["ci_high"] <= 1
+        assert (m["seeds"], m["problems"]) == ((1 if m["deterministic"] else 2), 12) and "bootstrap" in m["interval"]
     for m in ("trained", "bandit", "self_consistency", "grpo"):  # seeded modes: one accuracy per seed
         assert list(saved["modes"][m]["per_seed"]) == ["0", "1"]
     assert all(0 <= t["p_value"] <= 1 for t in saved["tests"].values())
@@ -70,7 +71,7 @@ def test_exhaustive_per_task_and_bandit_modes_choose_on_the_validation_table(tmp
 
 
 def test_self_consistency_matches_the_planner_modes_tokens(tmp_path):
-    from benchmarks.efficacy_modes import sc_samples
+    from studies.efficacy_modes import sc_samples
 
     r = main(Config(preset="tiny", seeds=(0,), eval_limit=8, validation_limit=4, output_dir=str(tmp_path / "runs"),
                     plan_rounds=2, bandit_episodes=50, bootstrap_rounds=200, fixed=((8,),)))
@@ -103,7 +104,7 @@ def test_outcome_file_regenerates_the_table(tmp_path):
                      "bandit": 12, "trained": 12, "grpo": 12, "self_consistency": 12, "self_consistency_samples": 24}
     assert all(row["plan"] == [8] for row in rows if row["mode"] == "best_fixed")
     # the validation plan table is committed beside it: the exhaustive choice can be recomputed from it
-    from benchmarks.efficacy_modes import choose_fixed, plan_name
+    from studies.efficacy_modes import choose_fixed, plan_name
     from benchmarks.plan_table import all_plans
 
     val = read_outcomes(tmp_path / "e_validation_table.jsonl.gz")
@@ -115,7 +116,7 @@ def test_outcome_file_regenerates_the_table(tmp_path):
     again = main(Config(table_from=str(path), out=str(tmp_path / "t.md"), bootstrap_rounds=300))
     assert again["table_md"] == r["outcomes_table_md"] == (tmp_path / "t.md").read_text()
     assert "| `trained` | 2 |" in again["table_md"] and "sign test over seeds" in again["table_md"]
-    cli = subprocess.run([sys.executable, "-m", "benchmarks.efficacy", "--table-from", str(path),
+    cli = subprocess.run([sys.executable, "-m", "studies.efficacy", "--table-from", str(path),
                           "--bootstrap-rounds", "300"], capture_output=True, text=True, check=True)
     assert r["outcomes_table_md"] in cli.stdout
     t = r["tests"]["trained_vs_best_fixed_exhaustive"]
@@ -127,7 +128,7 @@ def test_outcome_file_regenerates_the_table(tmp_path):
 
 def test_choices_find_the_plan_each_task_needs():
     """Task x is solved only by 0,8 and task y only by 1,8: per task and the bandit find both, one fixed plan half."""
-    from benchmarks.efficacy_modes import choose_fixed, choose_per_task, train_bandit
+    from studies.efficacy_modes import choose_fixed, choose_per_task, train_bandit
 
     plans = ["8", "0,8", "1,8", "2,8"]
     ids = [f"{t}/{i}" for t in "xy" for i in range(10)]
@@ -146,7 +147,7 @@ def test_choices_find_the_plan_each_task_needs():
 
 
 def test_majority_vote_and_sample_count():
-    from benchmarks.efficacy_modes import majority_vote, sc_samples
+    from studies.efficacy_modes import majority_vote, sc_samples
 
     rows = [{"extracted": "7", "correct": False}, {"extracted": "5", "correct": True}, {"extracted": None, "correct": False},
             {"extracted": " 5", "correct": True}, {"extracted": "7", "correct": False}, {"extracted": "9", "correct": False}]
@@ -158,7 +159,7 @@ def test_majority_vote_and_sample_count():
 
 
 def test_paired_permutation_clusters_on_problems():
-    from benchmarks.efficacy import paired_permutation
+    from studies.efficacy import paired_permutation
 
     # identical modes: no difference, p = 1
     same = [[True, False]] * 10
@@ -176,7 +177,7 @@ def test_paired_permutation_clusters_on_problems():
 
 
 def test_study_resumes_from_its_cache(tmp_path, monkeypatch):
-    import benchmarks.efficacy as eff
+    import studies.efficacy as eff
 
     cfg = Config(preset="tiny", plan_rounds=2, bandit_episodes=50, seeds=(0,), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "runs"),
                  fixed=((8,), (2, 8)))
@@ -184,7 +185,7 @@ def test_study_resumes_from_its_cache(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(eff, "_train", lambda *a: calls.append(a))
     monkeypatch.setattr(eff, "_outcomes", lambda *a, **k: calls.append(a))
-    monkeypatch.setattr("benchmarks.efficacy_modes.validation_table", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr("studies.efficacy_modes.validation_table", lambda *a, **k: calls.append(a))
     again = main(cfg)  # everything comes from the cache: nothing is trained or evaluated again
     assert calls == [] and again["modes"] == first["modes"]
     with pytest.raises(ValueError, match="different settings"):
@@ -203,7 +204,7 @@ def test_random_planner_on_fewer_seeds(tmp_path):
 
 
 def test_training_variant_reuses_the_base_reasoner_evaluations(tmp_path, monkeypatch):
-    import benchmarks.efficacy as eff
+    import studies.efficacy as eff
 
     base = Config(preset="tiny", plan_rounds=2, bandit_episodes=50, seeds=(0,), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "a"),
                   fixed=((8,), (2, 8)))
@@ -229,7 +230,7 @@ def test_training_variant_reuses_the_base_reasoner_evaluations(tmp_path, monkeyp
 
 def test_old_cache_without_training_overrides_still_resumes(tmp_path):
     cfg = Config(preset="tiny", plan_rounds=2, bandit_episodes=50, seeds=(0,), eval_limit=4, validation_limit=4, output_dir=str(tmp_path), fixed=((8,),))
-    cache = __import__("benchmarks.efficacy", fromlist=["Cache"]).Cache(tmp_path / "efficacy_cache.json", cfg)
+    cache = __import__("studies.efficacy", fromlist=["Cache"]).Cache(tmp_path / "efficacy_cache.json", cfg)
     assert "train_set" not in cache.data["config"]
 
 
@@ -265,10 +266,10 @@ def test_readme_efficacy_table_is_generated_from_the_committed_outcomes():
     import re
     from pathlib import Path
 
-    from benchmarks.efficacy_report import table_from
+    from studies.efficacy_report import table_from
 
     root = Path(__file__).resolve().parent.parent
-    block = re.search(r"<!-- efficacy table: python -m benchmarks\.efficacy --table-from (\S+) -->\n(.*?)\n"
+    block = re.search(r"<!-- efficacy table: python -m studies\.efficacy --table-from (\S+) -->\n(.*?)\n"
                       r"<!-- /efficacy table -->", (root / "README.md").read_text(), re.S)
     assert block, "README.md lost its generated efficacy table block"
     path = root / block.group(1)
@@ -280,7 +281,7 @@ def test_self_consistency_samples_even_when_the_budget_allows_one_answer(tmp_pat
     or the mode silently equals `none` (the planner-only study's token budget gave k = 1)."""
     import dataclasses
 
-    from benchmarks.efficacy import Cache, _Study
+    from studies.efficacy import Cache, _Study
 
     cfg = Config(preset="tiny", seeds=(0,), eval_limit=4, validation_limit=4, output_dir=str(tmp_path), fixed=((8,),),
                  sc_k=1)
@@ -290,3 +291,84 @@ def test_self_consistency_samples_even_when_the_budget_allows_one_answer(tmp_pat
     base, _ = st.base(ecfg, st.test)
     greedy = lambda agent: getattr(getattr(agent, "config", agent), "greedy", None)  # noqa: E731
     assert greedy(base) is True and greedy(sampler) is False
+
+
+def test_interval_counts_identical_seeds_once():
+    """Six seeds that play alike carry one seed's evidence: the interval is as wide as one seed's over the same
+    40 problems, not the Wilson interval of 240 (seed, problem) pairs (what the table showed before)."""
+    from algos.analysis import wilson
+    from benchmarks.seedstats import bootstrap_accuracy
+    from studies.efficacy_modes import outcome_table
+
+    one = [i % 4 == 0 for i in range(40)]  # 25 %
+    six = bootstrap_accuracy({s: one for s in range(6)})
+    single = bootstrap_accuracy({0: one})
+    width = lambda ci: ci[1] - ci[0]  # noqa: E731
+    lo, hi = wilson(60, 240)
+    assert six["accuracy"] == 0.25 and (six["seeds"], six["problems"]) == (6, 40)
+    assert width(six["ci95"]) > 1.5 * (hi - lo)
+    assert width(six["ci95"]) == pytest.approx(width(single["ci95"]), abs=0.04)
+    # seeds that differ widen it further
+    spread = bootstrap_accuracy({0: [True] * 40, 1: [False] * 40, 2: one})
+    assert width(spread["ci95"]) > width(six["ci95"])
+    rows = [{"mode": m, "seed": s, "problem_id": f"p{i}", "correct": c}
+            for m, seeds in (("fixed", (0,)), ("trained", range(6))) for s in seeds for i, c in enumerate(one)]
+    md = outcome_table(rows, "fixed", rounds=500)
+    assert "| `trained` | 25.0% |" in md and "| 6 × 40 |" in md and "Wilson" not in md
+    with pytest.raises(ValueError, match="same non-empty problems"):
+        bootstrap_accuracy({0: [True], 1: [True, False]})
+
+
+COMMITTED = "docs/efficacy_results/v3_planner_only"
+
+
+def test_committed_episodes_are_the_outcomes_they_explain():
+    """The committed episodes file holds no evaluation the outcome file does not score: the greedy
+    `self_consistency_k1_s*` rows from before self-consistency sampled at k = 1 are gone, and every kept
+    self-consistency episode is the outcome file's (seed, problem) outcome."""
+    import gzip
+    import re
+    from pathlib import Path
+
+    from benchmarks.seedstats import read_outcomes
+
+    root = Path(__file__).resolve().parent.parent
+    with gzip.open(root / f"{COMMITTED}_episodes.jsonl.gz", "rt", encoding="utf-8") as f:
+        episodes = [json.loads(line) for line in f]
+    evals = {e["evaluation"] for e in episodes}
+    assert not [e for e in evals if re.fullmatch(r"self_consistency_k\d+_s\d+", e)]
+    sc = {(r["seed"], r["problem_id"]): r["correct"] for r in read_outcomes(root / f"{COMMITTED}_outcomes.jsonl.gz")
+          if r["mode"] == "self_consistency"}
+    sampled = [e for e in episodes if e["evaluation"].startswith("self_consistency_")]
+    assert len(sampled) == len(sc) == 1200
+    for e in sampled:
+        seed = int(re.fullmatch(r"self_consistency_k1_T0\.7_s(\d+)", e["evaluation"]).group(1))
+        assert e["correct"] == sc[(seed, e["problem_id"])]
+
+
+def test_plans_table_marks_what_differs_from_the_usual_plan():
+    from studies.efficacy_report import plans_table
+
+    rows = [{"mode": "bandit", "seed": s, "problem_id": f"{t}/{i}", "task": t, "plan": plan, "correct": i == 0}
+            for s, odd in ((0, "mul"), (1, None)) for t in ("add", "mul") for i in range(2)
+            for plan in ([[4, 8] if t == odd else [3, 8]])]
+    md = plans_table(rows)
+    assert "| `bandit` | 0 | [3, 8] | **[4, 8]** | 50.0% |" in md and "| `bandit` | 1 | [3, 8] | [3, 8] | 50.0% |" in md
+    assert plans_table(rows, modes=("trained",)) == ""
+
+
+def test_efficacy_doc_tables_are_generated_from_the_committed_outcomes():
+    """docs/efficacy.md's accuracy and plans tables are `--table-from` of the committed outcome file."""
+    import re
+    from pathlib import Path
+
+    from studies.efficacy_report import table_from
+
+    root = Path(__file__).resolve().parent.parent
+    doc = (root / "docs" / "efficacy.md").read_text()
+    made = table_from(str(root / f"{COMMITTED}_outcomes.jsonl.gz"))
+    for name, key in (("efficacy table", "table_md"), ("plans table", "plans_md")):
+        block = re.search(rf"<!-- {name}: python -m studies\.efficacy --table-from (\S+) -->\n(.*?)\n"
+                          rf"<!-- /{name} -->", doc, re.S)
+        assert block, f"docs/efficacy.md lost its generated {name} block"
+        assert block.group(1) == f"{COMMITTED}_outcomes.jsonl.gz" and block.group(2) == made[key].rstrip("\n")

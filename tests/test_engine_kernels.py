@@ -1,11 +1,10 @@
-"""benchmarks/engine_kernels.py: its settings are checked, and one tiny cell of each kind runs on the embedded GGUF."""
+"""studies/engine_kernels.py: its settings are checked, and one tiny cell of each kind runs on the embedded GGUF."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks.engine_kernels import Config, child
-from tests.test_llamacpp import gguf  # noqa: F401 - the embedded GGUF fixture (skips without llama-cpp or the file)
+from studies.engine_kernels import Config, child
 
 
 @pytest.mark.parametrize("kw,match", [({"quants": "q3_k"}, "unknown"), ({"policies": "active"}, "unknown"),

@@ -15,7 +15,6 @@ import pytest
 import torch
 
 from agents.lora import LoraSpec
-from tests.test_llamacpp import gguf  # noqa: F401 - the embedded GGUF fixture (skips without llama-cpp or the file)
 
 PROMPT = "The capital of France is"
 

@@ -226,12 +226,12 @@ def test_eval_rejects_a_path_that_is_no_planner(tmp_path):
               "--no-progress"])
 
 
-# --------------------------------------------------------------------------- benchmarks/paper.py
+# --------------------------------------------------------------------------- studies/paper.py
 
 def test_paper_benchmark_rows_and_missing(tmp_path, capsys):
     """With only an rSIM run, the table has base, +rSIM and plug-in rows and says +GRPO is missing."""
     from algos.cli import main as rsim
-    from benchmarks.paper import PaperConfig, main as paper
+    from studies.paper import PaperConfig, main as paper
 
     run = tmp_path / "rsim"
     rsim(["train", "--preset", "tiny", "--steps", "2", "--out", str(run), "--set", "train.save_every=1"])

@@ -1,8 +1,8 @@
-"""benchmarks.interaction and benchmarks.calibrate, model-free (scripted reasoners)."""
+"""studies.interaction and studies.calibrate, model-free (scripted reasoners)."""
 
 import json
 
-from benchmarks import calibrate, interaction
+from studies import calibrate, interaction
 from rsim_env import render
 
 

@@ -1,7 +1,9 @@
-"""Imports point down: rsim_env <- agents <- algos <- benchmarks (a static check over the source).
+"""Imports point down: rsim_env <- agents <- algos <- benchmarks <- studies, and no package imports in a circle.
 
-Every ``import`` / ``from ... import`` in a module counts, including those inside functions (lazy
-imports are still dependencies). Relative imports are resolved against the module's package.
+A static check over the source. Every ``import`` / ``from ... import`` in a module counts, including
+those inside functions and under ``TYPE_CHECKING`` (lazy imports are still dependencies: an import
+circle held together by imports at use is still a circle). Relative imports are resolved against the
+module's package.
 """
 
 import ast
@@ -11,11 +13,18 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = {
-    "rsim_env": ("agents", "algos", "benchmarks"),
-    "agents": ("algos", "benchmarks"),
-    "algos": ("benchmarks",),
+    "rsim_env": ("agents", "algos", "benchmarks", "studies"),
+    "agents": ("algos", "benchmarks", "studies"),
+    "algos": ("benchmarks", "studies"),
+    "benchmarks": ("studies",),  # the shipped instruments never need a study, which the wheel leaves out
 }
-LEARNERS = ("algos/stackelberg.py", "algos/grpo_baseline.py", "algos/planner_only.py")
+CYCLE_PACKAGES = ("rsim_env", "agents", "algos", "benchmarks", "studies")
+KNOWN_CYCLES = {
+    # openai_reasoner.build hands a LoRA-enabled spec to served_train.build_trainable, which builds an
+    # OpenAIReasoner. Breaking it = moving build_trainable into openai_reasoner (the spec's owner), left for
+    # after the concurrent served_* work of issue 28 lands. Any other circle fails the test.
+    frozenset({"agents.openai_reasoner", "agents.served_train"}),
+}
 
 
 def imported_modules(path: Path, root: Path = ROOT) -> set[str]:
@@ -33,6 +42,88 @@ def imported_modules(path: Path, root: Path = ROOT) -> set[str]:
     return names
 
 
+def _module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_graph(package: str, root: Path = ROOT) -> dict[str, set[str]]:
+    """``module -> modules of the same package it imports``, from every import statement.
+
+    ``from pkg import name`` is an edge to the module ``pkg.name`` when there is one, else to ``pkg`` (its
+    ``__init__``); ``import a.b`` is an edge to ``a.b``. The implicit import of parent packages is not an edge
+    (Python always runs them first; a package ``__init__`` that imports its submodules is no circle).
+    """
+    files = {_module_name(p, root): p for p in (root / package).rglob("*.py") if "__pycache__" not in p.parts}
+    graph: dict[str, set[str]] = {}
+    for mod, path in files.items():
+        here = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = here[: len(here) - node.level + 1] if node.level else []
+                frm = ".".join([*base, node.module] if node.module else base)
+                names = [f"{frm}.{a.name}" if f"{frm}.{a.name}" in files else frm for a in node.names]
+            else:
+                continue
+            for name in names:
+                while name and name not in files:  # `import pkg.mod.attr` style: the longest module prefix
+                    name = name.rpartition(".")[0]
+                if name and name != mod:
+                    targets.add(name)
+        graph[mod] = targets
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One circle per strongly connected group of modules, as ``[a, b, ..., a]`` (Tarjan, then a path back)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:  # v roots a group: everything above it on the stack
+            group = {stack.pop()}
+            while v not in group:
+                group.add(stack.pop())
+            if len(group) > 1:
+                groups.append(group)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [_circle(graph, g) for g in groups]
+
+
+def _circle(graph: dict[str, set[str]], group: set[str]) -> list[str]:
+    """A shortest circle through the group's first module, staying inside the group."""
+    start = min(group)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph[v] & group):
+                if w == start:
+                    return paths[v] + [start]
+                if w not in paths:
+                    paths[w] = paths[v] + [w]
+                    nxt.append(w)
+        frontier = nxt
+    raise AssertionError(f"no circle in the strongly connected group {sorted(group)}")
+
+
 def _violations(package: str, banned: tuple[str, ...]) -> list[str]:
     out = []
     for path in sorted((ROOT / package).rglob("*.py")):
@@ -47,9 +138,29 @@ def test_imports_point_down(package):
     assert _violations(package, FORBIDDEN[package]) == []
 
 
+@pytest.mark.parametrize("package", CYCLE_PACKAGES)
+def test_no_import_cycles(package):
+    cycles = import_cycles(module_graph(package))
+    new = [" -> ".join(c) for c in cycles if frozenset(c) not in KNOWN_CYCLES]
+    assert new == [], f"import circles in {package}/ (break each by moving what is shared down): {new}"
+    found = {frozenset(c) for c in cycles}
+    stale = [sorted(k) for k in KNOWN_CYCLES if k <= {m for m in module_graph(package)} and k not in found]
+    assert stale == [], f"known circles no longer there: remove them from KNOWN_CYCLES: {stale}"
+
+
+def learner_files() -> list[str]:
+    """The learner modules: those the registry (algos/learners.py) imports, less algos.update_schedule."""
+    mods = {n for n in imported_modules(ROOT / "algos" / "learners.py") if n.startswith("algos.")} - {"algos.update_schedule"}
+    return sorted(f for f in (n.replace(".", "/") + ".py" for n in mods) if (ROOT / f).is_file())
+
+
 def test_learners_do_not_import_the_registry():
-    """The registry (algos.learners) imports the learners; they take StepPlan from algos.step_plan."""
-    bad = [f"{p} imports {n}" for p in LEARNERS for n in imported_modules(ROOT / p)
+    """The registry (algos.learners) imports the learners; they take UpdateSchedule from algos.update_schedule."""
+    from algos.learners import LEARNERS
+
+    learners = learner_files()
+    assert len(learners) == len(LEARNERS), learners  # one module per registered learner
+    bad = [f"{p} imports {n}" for p in learners for n in imported_modules(ROOT / p)
            if n == "algos.learners" or n.startswith("algos.learners.")]
     assert bad == []
 
@@ -58,6 +169,25 @@ def test_the_check_sees_lazy_and_relative_imports(tmp_path):
     """The checker itself: upward imports inside a function, written relatively, are found."""
     probe = tmp_path / "agents" / "sub" / "probe.py"
     probe.parent.mkdir(parents=True)
-    probe.write_text("def f():\n    from ...algos import trainer\n    from .. import loading\n    import benchmarks.paper\n")
+    probe.write_text("def f():\n    from ...algos import trainer\n    from .. import loading\n    import studies.paper\n")
     names = imported_modules(probe, root=tmp_path)
-    assert {"algos", "algos.trainer", "agents.loading", "benchmarks.paper"} <= names
+    assert {"algos", "algos.trainer", "agents.loading", "studies.paper"} <= names
+
+
+def test_the_cycle_check_sees_lazy_relative_and_package_imports(tmp_path):
+    """The checker itself: a circle closed by a lazy relative import is found and named; a package that
+    imports its submodules is no circle, a submodule that imports its own package is."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from . import a\n")
+    (pkg / "a.py").write_text("from .sub import b\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from .. import c\n")
+    (pkg / "c.py").write_text("import pkg.a\n")
+    graph = module_graph("pkg", root=tmp_path)
+    assert graph["pkg"] == {"pkg.a"} and graph["pkg.sub.b"] == {"pkg.c"}
+    assert import_cycles(graph) == [["pkg.a", "pkg.sub.b", "pkg.c", "pkg.a"]]
+    (pkg / "c.py").write_text("from pkg import sub\n")
+    (pkg / "sub" / "__init__.py").write_text("from .b import f\n")
+    (pkg / "sub" / "b.py").write_text("from . import f\n")  # a submodule importing its own package's __init__
+    assert import_cycles(module_graph("pkg", root=tmp_path)) == [["pkg.sub", "pkg.sub.b", "pkg.sub"]]

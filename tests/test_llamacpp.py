@@ -56,17 +56,6 @@ def test_planner_role_lora_and_frozen_are_refused(tmp_path):
 # ----------------------------------------------------------------------------------- real model
 
 @pytest.fixture(scope="module")
-def gguf():
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (pip install 'rsim[llamacpp]')")
-    from agents.loading import embedded_gguf_path
-
-    try:
-        return embedded_gguf_path()
-    except ModuleNotFoundError as e:
-        pytest.skip(f"embedded GGUF not fetched: {e}")
-
-
-@pytest.fixture(scope="module")
 def engine(gguf):
     from agents.llamacpp_engine import Engine
 

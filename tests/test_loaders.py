@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from rsim_env import loaders
+from rsim_env.data import load_problems
 from rsim_env.answers import check
 
 FIX = Path(__file__).parent / "fixtures" / "datasets"
@@ -25,7 +25,7 @@ CASES = [
 
 @pytest.mark.parametrize("kind,fname,expected,choices", CASES, ids=[c[0] for c in CASES])
 def test_loader_reads_hub_layout(kind, fname, expected, choices):
-    problems = loaders.load_problems(str(FIX / fname), kind=kind)
+    problems = load_problems(str(FIX / fname), kind=kind)
     assert [(p.answer, p.answer_type) for p in problems] == expected
     assert len({p.id for p in problems}) == len(problems)
     assert problems[0].choices == choices
@@ -34,13 +34,13 @@ def test_loader_reads_hub_layout(kind, fname, expected, choices):
 
 @pytest.mark.parametrize("kind,fname,expected,choices", CASES, ids=[c[0] for c in CASES])
 def test_loaded_gold_checks_as_its_own_boxed_answer(kind, fname, expected, choices):
-    for p in loaders.load_problems(str(FIX / fname), kind=kind):
+    for p in load_problems(str(FIX / fname), kind=kind):
         result = check(f"So the final answer is \\boxed{{{p.answer}}}.", p.answer, p.answer_type)
         assert result.correct, (p.id, result)
 
 
 def test_limit_and_mmlu_pro_question_lists_options():
-    (p,) = loaders.load_problems(str(FIX / "mmlu_pro.parquet"), kind="mmlu_pro", limit=1)
+    (p,) = load_problems(str(FIX / "mmlu_pro.parquet"), kind="mmlu_pro", limit=1)
     assert "(B) Unsafe practices" in p.question
 
 
@@ -52,16 +52,16 @@ def test_limit_and_mmlu_pro_question_lists_options():
 ], ids=["unknown-name", "layout-needs-kind", "bad-limit", "bad-kind"])
 def test_load_problems_errors(name, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        loaders.load_problems(name, **kwargs)
+        load_problems(name, **kwargs)
 
 
 def test_missing_column_is_named(tmp_path):
     bad = tmp_path / "x.jsonl"
     bad.write_text('{"question": "q", "solution": "s"}\n')
     with pytest.raises(ValueError, match="answer"):
-        loaders.load_problems(str(bad), kind="gsm8k")
+        load_problems(str(bad), kind="gsm8k")
 
 
 def test_missing_file_is_reported(tmp_path):
     with pytest.raises(FileNotFoundError):
-        loaders.load_problems(str(tmp_path / "absent.jsonl"), kind="gsm8k")
+        load_problems(str(tmp_path / "absent.jsonl"), kind="gsm8k")

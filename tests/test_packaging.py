@@ -65,6 +65,19 @@ def test_name_clash_is_detected_and_names_the_distribution(tmp_path):
     assert "'openai-agents'" in msg and "python -m venv" in msg and "pip uninstall openai-agents" in msg
 
 
+def test_wheel_ships_the_instruments_not_the_studies():
+    """The wheel's packages (pyproject's find rule) hold benchmarks/ but not studies/; answer cases are data."""
+    from setuptools import find_namespace_packages
+
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    shipped = find_namespace_packages(where=str(ROOT), include=tool["packages"]["find"]["include"])
+    assert "benchmarks" in shipped and "agents" in shipped
+    assert not [p for p in shipped if p.split(".")[0] in ("studies", "tests", "tools")], shipped
+    assert not list((ROOT / "benchmarks").rglob("answer_case*.py"))  # labelled cases live in JSONL files
+    tables = {p for pattern in tool["package-data"]["benchmarks"] for p in (ROOT / "benchmarks").glob(pattern)}
+    assert {p.name for p in tables} >= {"own.jsonl", "heldout.jsonl", "families.jsonl", "families2.jsonl"}
+
+
 def test_no_clash_in_this_checkout():
     out = _run("import rsim_env, agents, algos, benchmarks; print(agents.RSIM_PACKAGE)", [str(ROOT)])
     assert out.returncode == 0, out.stderr

@@ -12,12 +12,7 @@ from agents.planner import Planner, PlannerConfig
 from tests.test_planner import make_planner, play
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("single_thread")  # tests/conftest.py
 
 
 def _pair(**cfg) -> tuple[Planner, Planner]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agents.loading import tiny_model, tiny_tokenizer, tiny_config
+from agents.loading import tiny_model
 from agents.reasoner import Reasoner, ReasonerConfig
 from agents.sampling import token_logprobs
 from rsim_env.render import STEP_DELIMITER, injection
@@ -27,35 +27,9 @@ def obs(question: str, round_index: int, strategy: int) -> dict:
 QUESTIONS = ["What is 2+3?", "Compute 12 * 7 and explain.", "x"]
 
 
-class ScriptedLM(torch.nn.Module):
-    """Fake causal LM: row r 'writes' script[r] one byte-token at a time, whatever it is fed.
-
-    It keeps no real KV cache; it only advances a row's script when the row was fed a real token
-    in the last column (so rows that finished their step, fed holes, do not advance).
-    """
-
-    def __init__(self, scripts: list[str]):
-        super().__init__()
-        self.tok = tiny_tokenizer()
-        self.config = tiny_config(vocab_size=len(self.tok))
-        self.scripts = [self.tok(s, add_special_tokens=False)["input_ids"] for s in scripts]
-        self.cursor = [0] * len(scripts)
-        self.weight = torch.nn.Parameter(torch.zeros(1))
-
-    def forward(self, input_ids, attention_mask, position_ids, cache, use_cache, logits_to_keep):
-        n, vocab = input_ids.shape[0], self.config.vocab_size
-        logits = torch.zeros(n, 1, vocab)
-        for r in range(n):
-            if attention_mask[r, -1]:
-                script = self.scripts[r]
-                logits[r, 0, script[min(self.cursor[r], len(script) - 1)]] = 100.0
-                self.cursor[r] += 1
-        return type("Out", (), {"logits": logits})()
-
-
-def test_stop_at_delimiter_cap_and_leading_whitespace():
+def test_stop_at_delimiter_cap_and_leading_whitespace(scripted_lm):
     scripts = ["First part.\n\nignored", "abcdefghijklmnopqrstuvwxyz", "\n\nLead.\n\n"]
-    model = ScriptedLM(scripts)
+    model = scripted_lm(scripts)
     # the fake advances its script on every forward, so it needs round 0 in one forward (no prompt prefill)
     # (and maps batch rows to scripts, so no row compaction either: the dynamic cache never compacts)
     r = Reasoner(model, model.tok, ReasonerConfig(max_step_tokens=16, greedy=True, share_prefill=False,
@@ -209,7 +183,7 @@ def test_misuse_raises():
 
 
 @pytest.mark.parametrize("proto", ["chat+lead", "chat", "lead", "inline"])
-def test_protocol_conversation_is_exactly_the_chat_template_of_the_episode(proto):
+def test_protocol_conversation_is_exactly_the_chat_template_of_the_episode(proto, scripted_lm):
     """Fed + generated ids == the chat template of the finished episode's chat (KV cache reused)."""
     from agents.scripted import FixedPlanner
     from algos.rollout import rollout
@@ -220,7 +194,7 @@ def test_protocol_conversation_is_exactly_the_chat_template_of_the_episode(proto
     space = " " if "lead" in proto else ""  # a lead-in is continued after a space; a new turn starts bare
     first = space + ("6 * 7 = 42.<|im_end|>" if proto.startswith("chat") else "6 * 7 = 42.\n\n")
     last = "42}" if "lead" in proto else "So \\boxed{42}"
-    model = ScriptedLM([first + last + "<|im_end|>"])
+    model = scripted_lm([first + last + "<|im_end|>"])
     # the fake advances its script on every forward: round 0 in one forward (no prompt prefill sharing)
     reasoner = Reasoner(model, model.tok, ReasonerConfig(max_step_tokens=40, greedy=True, share_prefill=False,
                                                          cache="dynamic"))
@@ -237,12 +211,12 @@ def test_protocol_conversation_is_exactly_the_chat_template_of_the_episode(proto
     assert generated == first.replace("<|im_end|>", "<|im_end|>" if proto.startswith("chat") else "") + last
 
 
-def test_no_planner_turn_stops_at_the_closed_boxed_answer():
+def test_no_planner_turn_stops_at_the_closed_boxed_answer(scripted_lm):
     from algos.rollout import rollout
     from rsim_env import EnvGroup, Problem
 
     prob = Problem(id="p", question="What is 6 * 7?", answer="42", source="t")
-    model = ScriptedLM(["6 * 7 = 42, so \\boxed{42}. Also 17 and more rambling 99 99 99"])
+    model = scripted_lm(["6 * 7 = 42, so \\boxed{42}. Also 17 and more rambling 99 99 99"])
     reasoner = Reasoner(model, model.tok, ReasonerConfig(max_answer_tokens=80, greedy=True, share_prefill=False,
                                                          cache="dynamic"))
     out = rollout(EnvGroup([prob], 1, planner=False), reasoner, None, seed=0)

@@ -23,7 +23,7 @@ def not_an_agent(ctx):
 
 @pytest.mark.parametrize("spec,role,cls,kind", [
     ("tiny", "reasoner", "Reasoner", "tiny"), ("tiny", "planner", "Planner", "tiny"),
-    ("toy", "reasoner", "TinyReasoner", "toy"), ("toy", "planner", "TinyPlanner", "toy"),
+    ("toy", "reasoner", "ToyReasoner", "toy"), ("toy", "planner", "ToyPlanner", "toy"),
     ("template", "reasoner", "TemplateReasoner", "template"), ("template:0.25", "reasoner", "TemplateReasoner", "template"),
     ("untrained:tiny", "planner", "Planner", "untrained"),
     ("tests.test_registry:make_reasoner", "reasoner", "TemplateReasoner", "plugin"),

@@ -22,12 +22,7 @@ PROBLEMS = [Problem(id="a", question="What is 2+3?", answer="5"),
             Problem(id="c", question="What is 9-4?", answer="5")]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("single_thread")  # tests/conftest.py
 
 
 def greedy_reasoner(**cfg) -> Reasoner:

@@ -299,7 +299,7 @@ def test_the_reward_audit_reproduces_its_committed_figures():
     import json
     from pathlib import Path
 
-    from benchmarks import reward_audit
+    from studies import reward_audit
 
     f = "docs/interaction_results/proto_lead.json"
     out = reward_audit.main(reward_audit.Config(files=(f,), out="", curriculum_size=0))

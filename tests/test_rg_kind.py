@@ -68,7 +68,7 @@ def test_a_problem_is_plain_json_and_grades_the_same_after_a_round_trip():
 
 def test_problems_that_cannot_be_graded_are_refused_with_the_fix():
     with pytest.raises(ValueError, match=r"needs metadata\['rg'\]"):
-        Problem("x", "Sort these words: b, a", "a, b", kind="rg")
+        kinds.validate(Problem("x", "Sort these words: b, a", "a, b", kind="rg"))  # plain data: checked here
     with pytest.raises(ValueError, match="sympy.parse_expr"):
         problem("countdown")
     with pytest.raises(ValueError, match="not JSON data"):
@@ -227,7 +227,7 @@ def test_no_answer_is_no_answer():
 
 
 def test_the_audit_agrees_with_every_scorer():
-    from benchmarks import rg_audit
+    from studies import rg_audit
 
     out = rg_audit.main(rg_audit.Config(generators=("word_sorting", "syllogism", "spiral_matrix"), n=2, out=""))
     assert out["agree"] == 1.0 and out["math_false_credit"] > 0

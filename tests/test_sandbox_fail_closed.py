@@ -148,7 +148,7 @@ def test_rsim_train_on_code_refuses_before_any_model_loads(no_bwrap, tmp_path):
 
 
 def test_continual_benchmark_refuses_before_training(no_bwrap, tmp_path):
-    from benchmarks import continual
+    from studies import continual
 
     def no_training(*a, **k):
         raise AssertionError("run A was trained before the sandbox check")

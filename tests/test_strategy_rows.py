@@ -75,14 +75,14 @@ def test_a_tenth_strategy_is_one_row_and_plays_in_every_protocol(protocol):
 
 def test_planner_heads_are_sized_by_the_table():
     torch = pytest.importorskip("torch")
-    from agents.toy import TinyPlanner
+    from agents.toy import ToyPlanner
 
     with extra_strategy(ANALOGY):
-        planner = TinyPlanner(max_rounds=4)
+        planner = ToyPlanner(max_rounds=4)
         planner.reset(1)
         logits = planner.module(torch.zeros(1, 4 + 10 + 1))
         assert logits.shape == (1, 10)
-    assert TinyPlanner(max_rounds=4).module[-1].out_features == 9
+    assert ToyPlanner(max_rounds=4).module[-1].out_features == 9
 
 
 def test_rows_are_appended_and_validated():

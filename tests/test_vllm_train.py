@@ -223,11 +223,11 @@ class _ShiftedTokenizer:
 
 
 def test_gpu_script_dry_run_prints_commands_that_parse(capsys):
-    """benchmarks/vllm_paper.py (untested on a GPU): its commands are what the route needs and parse here."""
+    """studies/vllm_paper.py (untested on a GPU): its commands are what the route needs and parse here."""
     from algos.cli import parse
     from agents.openai_reasoner import parse_spec
     from agents.served_train import check_logprobs_mode
-    from benchmarks.vllm_paper import Config, main
+    from studies.vllm_paper import Config, main
 
     out = main(Config(dry_run=True, steps=3, port=8123))
     printed = capsys.readouterr().out

@@ -226,7 +226,9 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
         "config": dataclasses.asdict(cfg) | {"modes_resolved": modes},
         "settings": used,
         "isolation": sandbox["isolation"] if sandbox else None, "sandbox": sandbox,
-        "reasoner": reasoner_info, "planner": planner_info,
+        # a served reasoner's requests, retries and tokens as counted by its client (this process's share of a resumed run)
+        "reasoner": reasoner_info | ({"usage": reasoner.usage()} if callable(getattr(reasoner, "usage", None)) else {}),
+        "planner": planner_info,
         "data": {"source": cfg.source, "problems": len(problems), "first_ids": [p.id for p in problems[:5]],
                  "data_seed": cfg.data_seed},
         "modes": figures,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any, Sequence
 
-from . import Grade, Kind, KindTexts
+from .base import Grade, Kind, KindTexts
 
 if TYPE_CHECKING:
     from ..answers import CheckConfig

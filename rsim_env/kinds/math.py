@@ -13,12 +13,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Sequence
 
-from .. import answers
+from .. import answers, echo
 from ..answers.extract import boxed_spans
 from ..strategies import STRATEGIES, TERMINATION, example
-from . import Grade, Kind, KindTexts
+from .base import Grade, Kind, KindTexts
 
 if TYPE_CHECKING:
     from ..problems import Problem
@@ -44,6 +45,31 @@ NO_PLANNER_SYSTEM = (
 
 _END = STRATEGIES[TERMINATION]
 
+_SYMBOLS = ((r"\times", "*"), (r"\cdot", "*"), ("×", "*"), ("·", "*"), (r"\div", "/"), ("÷", "/"), ("−", "-"),
+            ("–", "-"))
+_BRACKETS = re.compile(r"[(){}\[\]]")
+_LABELS = re.compile(r"\b(?:step|part|case)\s+\d+\b|^\s*\d+[.)](?=\s)", re.MULTILINE)
+_NUMBER = r"\d+(?:,\d{3})*(?:\.\d+)?"
+_OPERAND = rf"(?:{_NUMBER}|(?<![a-z\\])[a-z](?![a-z]))"
+_EXPR = re.compile(rf"{_OPERAND}(?:\s*[-+*/^=<>]\s*{_OPERAND})+")
+_NUMBERS = re.compile(rf"(?<![\d.]){_NUMBER}")
+
+
+def _number(text: str) -> str:
+    text = text.replace(",", "")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def math_units(text: str) -> frozenset[str]:
+    """Numbers and expressions of ``text``: the math kind's content units (rules: :mod:`rsim_env.novelty`)."""
+    text = text[: echo.MAX_SCAN].lower()
+    for a, b in _SYMBOLS:
+        text = text.replace(a, b)
+    text = _BRACKETS.sub(" ", _LABELS.sub(" ", text))
+    found = {_number(m.group()) for m in _NUMBERS.finditer(text)}
+    found |= {re.sub(r"\s+", "", re.sub(_NUMBER, lambda m: _number(m.group()), m.group())) for m in _EXPR.finditer(text)}
+    return frozenset(found)
+
 
 class MathKind(Kind):
     """See module docstring."""
@@ -59,9 +85,7 @@ class MathKind(Kind):
         return Grade(correct, None, result.extracted, result.reason)
 
     def content_units(self, text: str) -> frozenset[str]:
-        """Numbers and expressions (:func:`rsim_env.novelty.math_units`): prose that adds none is vacuous."""
-        from ..novelty import math_units
-
+        """Numbers and expressions (:func:`math_units`): prose that adds none is vacuous (:mod:`rsim_env.novelty`)."""
         return math_units(text)
 
     def stops(self, injected: str, text: str) -> bool:

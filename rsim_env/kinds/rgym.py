@@ -47,33 +47,29 @@ generators                                                  how the scorer reads
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import re
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from .. import answers
 from ..answers.extract import _from_answer_is, _last_tag, boxed_spans
 from ..answers.sandbox import ProtocolError, WorkerFailure, WorkerPool
-from . import Grade, Kind, KindTexts
+from .base import Grade, Kind, KindTexts
 from .math import MathKind
+from ..rg_tasks import REFUSED, is_number, spec  # noqa: F401  (re-exported: the kind's vocabulary)
 
 if TYPE_CHECKING:
     from ..problems import Problem
 
 __all__ = ["RG", "REFUSED", "MAX_ANSWER_CHARS", "answer_cap", "extract", "is_number", "score", "spec"]
 
-REFUSED = frozenset({"countdown", "puzzle24", "polynomial_multiplication", "simple_integration",
-                     "intermediate_integration"})
-"""Generators whose scorer runs ``sympy.parse_expr`` on the answer (see module docstring): refused."""
 MAX_ANSWER_CHARS = 4096
 """Answers longer than ``max(MAX_ANSWER_CHARS, 2 * len(gold))`` are not scored (``"too_long"``)."""
 WORKER_ARGV = (sys.executable, "-m", "rsim_env.kinds.rg_worker")
 POOL_SIZE_ENV = "RSIM_RG_WORKERS"
 _REPLY_REASONS = ("ok", "refused", "scorer_error", "worker_error")
-_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 _TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm)\{([^{}]*)\}")
 
 SYSTEM = (
@@ -89,26 +85,6 @@ NO_PLANNER_SYSTEM = (
     "You are a careful problem solver. Solve the task step by step, then put the final answer inside "
     "\\boxed{}, exactly in the form the task asks for."
 )
-
-
-def is_number(gold: str) -> bool:
-    """True for a plain integer or decimal gold (``"42"``, ``"-3.5"``): the math checker's home ground."""
-    return bool(_NUMBER.fullmatch(gold.strip()))
-
-
-def spec(dataset: str, config: dict[str, Any], seed: int, size: int, index: int) -> dict[str, Any]:
-    """``metadata["rg"]`` of a problem: what re-creates its entry, as plain JSON data.
-
-    Raises:
-        ValueError: ``config`` is not JSON data (the message names the option).
-    """
-    for key, value in config.items():
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"reasoning-gym option {key}={value!r} is not JSON data; a graded problem must "
-                             "re-create its entry from a checkpoint (use numbers, strings, lists).") from None
-    return {"dataset": dataset, "config": json.loads(json.dumps(config)), "seed": seed, "size": size, "index": index}
 
 
 def answer_cap(gold: str) -> int:

@@ -12,7 +12,7 @@ and gain on code are visible; JSON, markdown and a PNG plot go to ``out``. Held-
 from ``math_eval`` / ``code_eval`` (default: the curriculum's held-out split; the code source at
 ``eval_seed``, while training uses seed 0).
 
-    flock /tmp/rsim-heavy.lock python -m benchmarks.continual --out results/continual
+    flock /tmp/rsim-heavy.lock python -m studies.continual --out results/continual
 """
 
 from __future__ import annotations
@@ -166,4 +166,4 @@ def main(cfg: Config) -> dict:
 if __name__ == "__main__":
     from algos.dataclass_cli import cli_main
 
-    cli_main(main, Config, "python -m benchmarks.continual", __doc__)
+    cli_main(main, Config, "python -m studies.continual", __doc__)

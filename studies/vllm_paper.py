@@ -18,8 +18,8 @@ The workloads differ as the methods do: ours plays the planner game (up to ``env
 ``max_answer_tokens`` (reasoner only); ``tokens_per_step`` is printed beside the step time. The first
 ``warmup`` steps are not counted. ``ratio`` = ours s/step ÷ TRL's.
 
-    python -m benchmarks.vllm_paper --steps 4 --out results/vllm_paper.json
-    python -m benchmarks.vllm_paper --dry-run
+    python -m studies.vllm_paper --steps 4 --out results/vllm_paper.json
+    python -m studies.vllm_paper --dry-run
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def trl_kwargs(cfg: Config) -> dict[str, Any]:
 
 def _child_argv(cfg: Config, row: str, out: str) -> list[str]:
     flags = [f"--{k}={v}" for k, v in asdict(cfg).items() if k not in ("out", "rows", "dry_run") and v is not None]
-    return [sys.executable, "-c", "import sys; from benchmarks.vllm_paper import _child; _child(sys.argv[1:])",
+    return [sys.executable, "-c", "import sys; from studies.vllm_paper import _child; _child(sys.argv[1:])",
             row, out, *flags]
 
 
@@ -266,11 +266,11 @@ def _child(argv: list[str]) -> None:
     from algos.dataclass_cli import parse_config
 
     row, out, *flags = argv
-    cfg = parse_config(Config, flags, prog="benchmarks.vllm_paper row")
+    cfg = parse_config(Config, flags, prog="studies.vllm_paper row")
     Path(out).write_text(json.dumps(run_ours(cfg) if row == "ours" else run_trl(cfg)))
 
 
 if __name__ == "__main__":
     from algos.dataclass_cli import cli_main
 
-    cli_main(main, Config, "python -m benchmarks.vllm_paper", __doc__)
+    cli_main(main, Config, "python -m studies.vllm_paper", __doc__)

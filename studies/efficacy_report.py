@@ -1,18 +1,19 @@
-"""Tables and plots of :mod:`benchmarks.efficacy`, and the table regenerated from a study's outcome file.
+"""Tables and plots of :mod:`studies.efficacy`, and the table regenerated from a study's outcome file.
 
-    python -m benchmarks.efficacy --table-from docs/efficacy_results/v3_outcomes.jsonl.gz
+    python -m studies.efficacy --table-from docs/efficacy_results/v3_outcomes.jsonl.gz
 
 prints (and ``--out F.md`` writes) the per-mode accuracy and the seed-level tests from the committed
-per-problem outcomes alone (:func:`benchmarks.efficacy_modes.outcome_table`); it is the same text as the
+per-problem outcomes alone (:func:`studies.efficacy_modes.outcome_table`); it is the same text as the
 ``outcomes_table_md`` of the study that wrote the file.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
-__all__ = ["table", "plot_curves", "table_from"]
+__all__ = ["table", "plot_curves", "table_from", "plans_table"]
 
 OUTCOME_BASELINE = "best_fixed_exhaustive"
 """The mode every other is tested against, with the seed as the unit, in the outcome table."""
@@ -27,7 +28,7 @@ def _name(mode: str, f: dict[str, Any]) -> str:
 
 def table(result: dict[str, Any]) -> str:
     """Markdown: accuracy per mode, then the paired tests (problem-clustered and seed-level)."""
-    lines = ["| mode | accuracy | 95% CI | n | per seed |", "|---|---|---|---|---|"]
+    lines = ["| mode | accuracy | 95% CI (bootstrap: seeds, then problems) | n | per seed |", "|---|---|---|---|---|"]
     for m, f in result["modes"].items():
         seeds = "–" if f["deterministic"] else " / ".join(f"{100 * v['accuracy']:.1f}" for v in f["per_seed"].values())
         lines.append(f"| {_name(m, f)} | {100 * f['accuracy']:.1f}% | {100 * f['ci_low']:.1f}–{100 * f['ci_high']:.1f}% | "
@@ -47,16 +48,55 @@ def table(result: dict[str, Any]) -> str:
 def table_from(path: str, out: str = "", rounds: int = 4000) -> dict[str, Any]:
     """Regenerate the outcome table from a study's ``*_outcomes.jsonl.gz``; print it, write it to ``out``."""
     from .efficacy_modes import outcome_table
-    from .seedstats import read_outcomes
+    from benchmarks.seedstats import read_outcomes
 
     if not Path(path).is_file():
         raise ValueError(f"--table-from {path}: no such file; give a study's *_outcomes.jsonl.gz.")
-    md = outcome_table(read_outcomes(path), OUTCOME_BASELINE, rounds=rounds)
+    rows = read_outcomes(path)
+    md = outcome_table(rows, OUTCOME_BASELINE, rounds=rounds)
+    plans = plans_table(rows)
     print(md)
+    print(plans)
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(md, encoding="utf-8")
-    return {"outcomes": path, "table_md": md}
+    return {"outcomes": path, "table_md": md, "plans_md": plans}
+
+
+POLICY_MODES = ("per_task", "bandit", "trained")
+"""Modes whose plan is a policy's choice: :func:`plans_table` lists what they played."""
+
+
+def plans_table(rows: Sequence[Mapping[str, Any]], modes: Sequence[str] = POLICY_MODES) -> str:
+    """Markdown: per mode and seed, the plan played on each task's test problems (the outcome file's ``plan``
+    column; ``[3, 8] x40, [4, 8] x1`` when a task got more than one) and the seed's accuracy.
+
+    Cells that differ from the most frequent plan of the table are in bold, so a deviation is read, not
+    counted by hand. Modes absent from ``rows`` are left out.
+    """
+    cells: dict[tuple[str, Any], dict[str, Counter]] = {}
+    acc: dict[tuple[str, Any], list[bool]] = {}
+    for r in rows:
+        if r["mode"] in modes and r.get("sample", 0) == 0:
+            key = (r["mode"], r["seed"])
+            cells.setdefault(key, {}).setdefault(r.get("task") or "?", Counter())[str(r.get("plan"))] += 1
+            acc.setdefault(key, []).append(bool(r["correct"]))
+    if not cells:
+        return ""
+    tasks = sorted({t for c in cells.values() for t in c})
+    usual = Counter(p for c in cells.values() for t in c.values() for p in t.elements()).most_common(1)[0][0]
+    lines = ["| mode | seed | " + " | ".join(f"`{t}`" for t in tasks) + " | accuracy |",
+             "|---|---|" + "---|" * len(tasks) + "---|"]
+    for mode in modes:
+        for (m, seed), by_task in sorted(((k, v) for k, v in cells.items() if k[0] == mode), key=lambda kv: str(kv[0][1])):
+            row = []
+            for t in tasks:
+                got = by_task.get(t, Counter())
+                text = ", ".join(p if len(got) == 1 else f"{p} x{c}" for p, c in got.most_common()) or "–"
+                row.append(text if list(got) == [usual] or not got else f"**{text}**")
+            a = acc[(m, seed)]
+            lines.append(f"| `{m}` | {seed} | " + " | ".join(row) + f" | {100 * sum(a) / len(a):.1f}% |")
+    return "\n".join(lines) + "\n"
 
 
 def plot_curves(runs: dict[str, Any], path: Path) -> Path:

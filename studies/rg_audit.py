@@ -15,7 +15,7 @@ the answer inside a sentence) are graded three ways:
 the math checker calls correct although the generator's scorer does not give full credit (an unsorted list
 for a sorting task, ...).
 
-Run: ``python -m benchmarks.rg_audit`` (writes ``docs/rg_audit.json``, prints a table).
+Run: ``python -m studies.rg_audit`` (writes ``docs/rg_audit.json``, prints a table).
 """
 
 from __future__ import annotations
@@ -122,4 +122,4 @@ def main(cfg: Config = Config()) -> dict[str, Any]:
 if __name__ == "__main__":
     from algos.dataclass_cli import cli_main
 
-    cli_main(main, Config, "python -m benchmarks.rg_audit", __doc__)
+    cli_main(main, Config, "python -m studies.rg_audit", __doc__)

@@ -22,7 +22,8 @@ made on *validation* problems drawn from the training split, never on the test p
 * ``grpo``                  the GRPO-trained reasoner, no planner (per seed).
 
 Greedy ``none`` and the plan modes do not depend on the seed: they run once and are reused for every seed.
-Every mode gets accuracy with a 95 % Wilson interval over its (seed, problem) episodes; ``tests``
+Every mode gets accuracy with a 95 % seeds-then-problems bootstrap interval (a Wilson interval over the
+(seed, problem) episodes would count seeds that play alike as independent evidence); ``tests``
 compares pairs of modes on the same problems with a paired sign-flip permutation test clustered on problems
 (``p_value``), the pooled exact McNemar test for reference, and the seed-level tests of
 :mod:`benchmarks.seedstats` (``sign_test_seeds``: exact sign test over seeds; ``bootstrap_seeds_problems``).
@@ -32,9 +33,9 @@ Finished pieces are cached in ``<output_dir>/efficacy_cache.json``: rerun the sa
 Every evaluation's episodes go to ``<output_dir>/episodes/`` -- read them before believing a number.
 Learning curves (reward and accuracy per step, per seed and learner) go to ``F_curves.png``.
 
-    python -m benchmarks.efficacy --out results/efficacy.json                     # many hours on a CPU
-    python -m benchmarks.efficacy --preset tiny --eval-limit 40 --out /tmp/e.json  # toy agents, ~40 s
-    python -m benchmarks.efficacy --table-from results/efficacy_outcomes.jsonl.gz  # the table, from the file
+    python -m studies.efficacy --out results/efficacy.json                     # many hours on a CPU
+    python -m studies.efficacy --preset tiny --eval-limit 40 --out /tmp/e.json  # toy agents, ~40 s
+    python -m studies.efficacy --table-from results/efficacy_outcomes.jsonl.gz  # the table, from the file
 
 This is not a unit test; never run the full version in CI (``tests/test_efficacy.py`` runs the
 toy scale).
@@ -151,8 +152,12 @@ class Config:
             raise ValueError(f"Config.sc_k={self.sc_k!r}: use 0 (match the planner modes' tokens) or a count >= 1.")
         if not self.sc_temperature > 0:
             raise ValueError(f"Config.sc_temperature={self.sc_temperature!r}: use a positive temperature, e.g. 0.7.")
-        if self.trained_learner not in ("stackelberg", "planner_only"):
-            raise ValueError(f"Config.trained_learner={self.trained_learner!r}: use 'stackelberg' or 'planner_only'.")
+        from algos.config import learners_training
+
+        planner_learners = learners_training("planner")  # the study compares trained planners
+        if self.trained_learner not in planner_learners:
+            raise ValueError(f"Config.trained_learner={self.trained_learner!r}: use "
+                             f"{' or '.join(map(repr, planner_learners))}.")
         bad = [x for x in self.train_set if "=" not in x]
         if bad:
             raise ValueError(f"Config.train_set: {bad} are not KEY=VALUE (e.g. train.grpo.tis_cap=2).")
@@ -302,7 +307,7 @@ class _Study:
 
     def policy(self, choice: dict[str, str], default: str) -> tuple[dict[str, bool], dict[str, Any]]:
         """Outcomes on the test problems of the planner that plays ``choice[task]`` (``default`` for unseen tasks)."""
-        from .plan_table import task_of
+        from benchmarks.plan_table import task_of
 
         by_task: dict[str, list[Any]] = {}
         for p in self.test:
@@ -319,7 +324,7 @@ class _Study:
     def plan_table(self) -> dict[str, Any]:
         """The validation plan table (every plan of <= L rounds), through the replay cache; cached."""
         from .efficacy_modes import plan_name, validation_table
-        from .plan_table import all_plans, task_of
+        from benchmarks.plan_table import all_plans, task_of
 
         steps = self.run_cfg.env.max_steps
         L = self.cfg.plan_rounds or SCALES[self.cfg.preset]["plan_rounds"] or steps
@@ -414,7 +419,7 @@ def main(cfg: Config) -> dict[str, Any]:
     _seeded_modes(st, runs, per_seed, details, choices)
     sc = self_consistency(st, per_seed, details)
     rows = outcome_rows(per_seed, details, st.test, DETERMINISTIC)
-    summary = summaries(per_seed, st.test, modes)
+    summary = summaries(per_seed, st.test, modes, cfg.bootstrap_rounds)
     summary["best_fixed"]["sequence"] = choices["best_fixed"]
     summary["best_fixed_exhaustive"] |= {"plan": ex, "val_accuracy": ex_acc[ex], "plans_searched": len(tab["plans"])}
     summary["per_task"]["plans"] = choices["per_task"]
@@ -443,7 +448,7 @@ def _write(cfg: Config, result: dict[str, Any], rows: list[dict[str, Any]], tabl
     """Outcome file, the table regenerated from it, the validation plan table (from which ``best_fixed_exhaustive``,
     ``per_task`` and the bandits' pulls can be recomputed), curves and JSON, beside ``cfg.out``."""
     from .efficacy_modes import outcome_table
-    from .seedstats import read_outcomes, write_outcomes
+    from benchmarks.seedstats import read_outcomes, write_outcomes
 
     if not cfg.out:
         result["outcomes_table_md"] = outcome_table(rows, efficacy_report.OUTCOME_BASELINE, cfg.bootstrap_rounds)
@@ -490,4 +495,4 @@ def _validate_candidates(st: _Study) -> dict[str, float]:
 if __name__ == "__main__":
     from algos.dataclass_cli import cli_main
 
-    cli_main(main, Config, "python -m benchmarks.efficacy", __doc__)
+    cli_main(main, Config, "python -m studies.efficacy", __doc__)

@@ -16,8 +16,8 @@ Every (arm, seed, problem) outcome goes to ``F_outcomes.jsonl.gz`` beside ``--ou
 regenerated from it (``--table-from``), and every evaluated episode to ``<output_dir>/episodes/``.
 Finished runs and evaluations are cached in ``<output_dir>/engine_study_cache.json``: rerun to resume.
 
-    python -m benchmarks.engine_study --out docs/lean_results/engine_study.json     # ~1 h on 2 CPU cores
-    python -m benchmarks.engine_study --preset tiny --arms a=toy,b=toy --eval-base toy --eval-limit 16 --out /tmp/e.json
+    python -m studies.engine_study --out docs/lean_results/engine_study.json     # ~1 h on 2 CPU cores
+    python -m studies.engine_study --preset tiny --arms a=toy,b=toy --eval-base toy --eval-limit 16 --out /tmp/e.json
 
 Not a unit test; ``tests/test_engine_study.py`` runs the toy scale.
 """
@@ -25,13 +25,14 @@ Not a unit test; ``tests/test_engine_study.py`` runs the toy scale.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from . import seedstats
+from benchmarks import seedstats
 from .efficacy import SCALES, _agents, _eval_config, _outcomes
 from .efficacy_stats import mcnemar_exact
 
@@ -80,8 +81,11 @@ class Config:
         parse_arms(self.arms)
         if not self.seeds:
             raise ValueError("Config.seeds is empty; give at least one seed, e.g. 0,1,2.")
-        if self.learner not in ("stackelberg", "grpo"):
-            raise ValueError(f"Config.learner={self.learner!r}: use 'stackelberg' or 'grpo'.")
+        from algos.config import learners_training
+
+        reasoner_learners = learners_training("reasoner")  # the arms differ in how the reasoner's rollouts are decoded
+        if self.learner not in reasoner_learners:
+            raise ValueError(f"Config.learner={self.learner!r}: use {' or '.join(map(repr, reasoner_learners))}.")
         if self.steps < 0 or self.eval_limit < 1 or self.batch < 1:
             raise ValueError("Config: steps >= 0, eval_limit >= 1 and batch >= 1, please.")
 
@@ -103,8 +107,22 @@ def _train(cfg: Config, spec: str, run_dir: Path, seed: int) -> dict[str, Any]:
     hist = res["history"]
     mean = lambda k: sum(float(m.get(k, 0.0)) for m in hist) / max(1, len(hist))  # noqa: E731
     return {"run_dir": str(run_dir), "seconds": time.perf_counter() - t0, "steps": len(hist),
-            "mean_step_s": mean("step_time"), "mean_rollout_s": mean("rollout_time"),
-            "reward": [float(m.get("reward", float("nan"))) for m in hist]}
+            "mean_step_s": mean("step_time"), "mean_rollout_s": mean("rollout_time"), "curve": curves(hist)}
+
+
+CURVES = ("planner/reward", "reasoner/reward", "accuracy")
+"""Training metrics kept per step. The trainer logs each agent's reward under its own name (there is no plain
+``reward`` key: reading one gave a NaN curve), and a GRPO run has no planner."""
+
+
+def curves(history: list[dict[str, Any]]) -> dict[str, list[float | None]]:
+    """Per metric of :data:`CURVES` that the run logged, its value per step (``None`` where a step lacks it or it
+    is not finite: JSON has no NaN)."""
+    def value(m: dict[str, Any], k: str) -> float | None:
+        v = m.get(k)
+        return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else None
+
+    return {k: [value(m, k) for m in history] for k in CURVES if any(k in m for m in history)}
 
 
 class _Cache:
@@ -142,11 +160,21 @@ def _evaluate(cfg: Config, run: dict[str, Any], seed: int, name: str) -> tuple[d
 
 
 def _rows(cfg: Config, cache: _Cache) -> list[dict[str, Any]]:
+    """One outcome row per (arm, seed, problem), with the ``plan`` the trained planner played (``[]`` for a GRPO
+    run; left out for an evaluation cached before plans were kept, rather than guessed)."""
+    from benchmarks.plan_table import task_of
+    from rsim_env.data import load_problems
+
+    tasks = {p.id: task_of(p) for p in load_problems(SCALES[cfg.preset]["source"], limit=cfg.eval_limit, seed=1000)}
     rows = []
     for arm, _ in parse_arms(cfg.arms):
         for s in cfg.seeds:
+            plans = cache.data.get("plans", {}).get(f"{arm}_s{s}")
             for pid, ok in sorted(cache.data["outcomes"][f"{arm}_s{s}"].items()):
-                rows.append({"mode": arm, "seed": s, "problem_id": pid, "correct": bool(ok)})
+                row = {"mode": arm, "seed": s, "problem_id": pid, "task": tasks.get(pid), "correct": bool(ok)}
+                if plans is not None:
+                    row["plan"] = plans.get(pid)
+                rows.append(row)
     return rows
 
 
@@ -170,8 +198,9 @@ def main(cfg: Config) -> dict[str, Any]:
                 _log(f"trained {name} in {cache.data['runs'][name]['seconds']:.0f} s")
             if name not in cache.data["outcomes"]:
                 t = time.perf_counter()
-                out, _ = _evaluate(cfg, cache.data["runs"][name], s, name)
+                out, det = _evaluate(cfg, cache.data["runs"][name], s, name)
                 cache.data["outcomes"][name], cache.data["eval_s"][name] = out, time.perf_counter() - t
+                cache.data.setdefault("plans", {})[name] = {pid: d.get("plan") for pid, d in det.items()}
                 cache.save()
                 _log(f"{name}: {sum(out.values())}/{len(out)} right")
     return _report(cfg, arms, cache)
@@ -213,4 +242,4 @@ def _report(cfg: Config, arms: tuple[tuple[str, str], ...], cache: _Cache) -> di
 if __name__ == "__main__":
     from algos.dataclass_cli import cli_main
 
-    cli_main(main, Config, "python -m benchmarks.engine_study", __doc__)
+    cli_main(main, Config, "python -m studies.engine_study", __doc__)

@@ -1,4 +1,4 @@
-"""The baselines a reviewer asks for (issue 19), for :mod:`benchmarks.efficacy`.
+"""The baselines a reviewer asks for (issue 19), for :mod:`studies.efficacy`.
 
 Every choice is made on validation problems (the training split) and scored on the held-out test
 problems the trained planner is scored on:
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable, Mapping, Sequence
 
-from .plan_stats import best_plan
+from benchmarks.plan_stats import best_plan
 
 __all__ = ["plan_name", "validation_table", "choose_fixed", "choose_per_task", "train_bandit", "majority_vote",
            "sc_samples", "reasoner_tokens", "outcome_rows", "outcome_table", "seed_level",
@@ -43,7 +43,7 @@ def validation_table(problems: Sequence[Any], reasoner: Any, plans: Sequence[tup
     """
     from agents.replay import ReplayReasoner, StepStore, default_store_path
 
-    from .plan_table import Config as TableConfig, play_table
+    from benchmarks.plan_table import Config as TableConfig, play_table
 
     replay = reasoner if isinstance(reasoner, ReplayReasoner) else ReplayReasoner(reasoner, StepStore(store or default_store_path()))
     tcfg = TableConfig(max_rounds=max_steps, batch=batch, protocol=protocol)
@@ -147,7 +147,7 @@ def outcome_rows(per_seed: Mapping[str, Mapping[int, Mapping[str, bool]]], detai
     ``details[mode][seed][problem_id]`` may give ``plan`` (the plan played); a deterministic mode is written
     once, under its first seed (:func:`benchmarks.seedstats.hierarchical_bootstrap` reads it as one arm).
     """
-    from .plan_table import task_of
+    from benchmarks.plan_table import task_of
 
     rows = []
     for mode, seeds in per_seed.items():
@@ -163,26 +163,25 @@ def outcome_rows(per_seed: Mapping[str, Mapping[int, Mapping[str, bool]]], detai
 
 
 def outcome_table(rows: Sequence[Mapping[str, Any]], baseline: str, rounds: int = 4000) -> str:
-    """The study's table from its outcome rows: accuracy (Wilson 95 %) per mode, then :mod:`benchmarks.seedstats`'
-    per-seed table and seed-level tests against ``baseline``. Deterministic in ``rows``."""
-    from algos.analysis import wilson
-
-    from . import seedstats
+    """The study's table from its outcome rows: accuracy per mode with a 95 % seeds-then-problems bootstrap
+    interval (:func:`benchmarks.seedstats.bootstrap_accuracy`: the seeds of one problem are not independent
+    evidence), then :mod:`benchmarks.seedstats`' per-seed table and seed-level tests against ``baseline``.
+    Deterministic in ``rows``."""
+    from benchmarks import seedstats
 
     table = seedstats.by_mode_seed(rows)
-    lines = ["| mode | accuracy | 95% CI (Wilson, seed x problem pairs) | n |", "|---|---|---|---|"]
+    lines = ["| mode | accuracy | 95% CI (bootstrap over seeds, then problems) | seeds × problems |", "|---|---|---|---|"]
     for mode, seeds in table.items():
-        n = sum(len(o) for o in seeds.values())
-        right = sum(sum(o) for o in seeds.values())
-        lo, hi = wilson(right, n)
-        lines.append(f"| `{mode}` | {100 * right / n:.1f}% | {100 * lo:.1f}–{100 * hi:.1f}% | {n} |")
+        b = seedstats.bootstrap_accuracy(seeds, rounds=rounds)
+        lines.append(f"| `{mode}` | {100 * b['accuracy']:.1f}% | {100 * b['ci95'][0]:.1f}–{100 * b['ci95'][1]:.1f}% | "
+                     f"{b['seeds']} × {b['problems']} |")
     rep = seedstats.report(rows, baseline, rounds=rounds)
     return "\n".join(lines) + "\n\n" + seedstats.markdown(rep)
 
 
 def seed_level(rows: Sequence[Mapping[str, Any]], a: str, b: str, rounds: int = 4000) -> dict[str, Any]:
     """Seed-level tests of mode ``a`` against ``b`` (:func:`benchmarks.seedstats.report` on their rows)."""
-    from . import seedstats
+    from benchmarks import seedstats
 
     return seedstats.report([r for r in rows if r["mode"] in (a, b)], b, rounds=rounds)["tests"][f"{a}_vs_{b}"]
 
@@ -190,7 +189,7 @@ def seed_level(rows: Sequence[Mapping[str, Any]], a: str, b: str, rounds: int = 
 def self_consistency(st: Any, per_seed: dict, details: dict) -> dict[str, Any]:
     """Majority vote of k sampled no-planner answers per seed, k matching the planner modes' reasoner tokens.
 
-    ``st`` is :mod:`benchmarks.efficacy`'s study (its cached ``evaluated``, ``sampler``, ``ecfg``); fills
+    ``st`` is :mod:`studies.efficacy`'s study (its cached ``evaluated``, ``sampler``, ``ecfg``); fills
     ``per_seed["self_consistency"]`` and ``details["self_consistency"]``; returns k, the budget and the tokens.
     """
     import dataclasses

@@ -8,11 +8,11 @@ held-out problems ``G`` times each and reports
 * ``pass1`` — mean correctness over all samples (sampled pass@1), with a 95 % Wilson interval;
 * ``frac_groups_with_variance`` — share of the G-groups whose correctness is not constant (the
   groups that carry a GRPO signal); ``frac_all_right`` / ``frac_all_wrong`` for the rest;
-* ``empty_answer_rate`` and ``echo_rate`` (as in :mod:`benchmarks.interaction`).
+* ``empty_answer_rate`` and ``echo_rate`` (as in :mod:`studies.interaction`).
 
 A task is *in band* when ``0.2 <= pass1 <= 0.6`` and at least half of its groups have variance.
 
-    flock /tmp/rsim-heavy.lock python -m benchmarks.calibrate --reasoner default --out results/calibrate.json
+    flock /tmp/rsim-heavy.lock python -m studies.calibrate --reasoner default --out results/calibrate.json
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from benchmarks.interaction import parse_modes
+from studies.interaction import parse_modes
 from rsim_env.curriculum import TASKS, curriculum_problems
 
 BAND = (0.2, 0.6)
@@ -174,4 +174,4 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
 if __name__ == "__main__":
     from algos.dataclass_cli import cli_main
 
-    cli_main(main, Config, "python -m benchmarks.calibrate", __doc__)
+    cli_main(main, Config, "python -m studies.calibrate", __doc__)

@@ -17,7 +17,7 @@ listed under ``missing`` with the command that makes it; ``--train-missing`` run
 with the demo preset (minutes on a CPU; a demo-scale model shows the pipeline, not the paper's
 numbers)::
 
-    python -m benchmarks.paper --rsim runs/demo --grpo runs/demo-grpo --limit 50 --out results/paper
+    python -m studies.paper --rsim runs/demo --grpo runs/demo-grpo --limit 50 --out results/paper
 """
 
 from __future__ import annotations
@@ -177,4 +177,4 @@ def markdown(results: Sequence[dict[str, Any]]) -> str:
 if __name__ == "__main__":
     from algos.dataclass_cli import cli_main
 
-    cli_main(main, PaperConfig, "python -m benchmarks.paper", __doc__)
+    cli_main(main, PaperConfig, "python -m studies.paper", __doc__)

@@ -1,6 +1,6 @@
 """Reward audit of committed episode files: announcements, self-repeats, and answers boxed from the question.
 
-Replays every recorded episode of the given ``benchmarks.interaction`` JSON files (curriculum problems,
+Replays every recorded episode of the given ``studies.interaction`` JSON files (curriculum problems,
 whose question texts are regenerated from their ids) through :class:`rsim_env.game.Episode` under the
 protocol it was recorded with, and reports per file:
 
@@ -13,7 +13,7 @@ protocol it was recorded with, and reports per file:
 * ``reasoner_from_question`` / ``reasoner_other_wrong`` — mean reasoner reward today of wrong answers taken
   from the question vs other wrong answers (a separate signal is needed only if the first pays more).
 
-Run: ``python -m benchmarks.reward_audit`` (writes ``docs/rewards_results/audit.json``, prints a table).
+Run: ``python -m studies.reward_audit`` (writes ``docs/rewards_results/audit.json``, prints a table).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class Config:
     """What to audit."""
 
     files: tuple[str, ...] = FILES
-    """``benchmarks.interaction`` JSON files with an ``episodes`` list (curriculum problem ids)."""
+    """``studies.interaction`` JSON files with an ``episodes`` list (curriculum problem ids)."""
     out: str = "docs/rewards_results/audit.json"
     """Where the JSON goes ("" = nowhere)."""
     curriculum_size: int = 400
@@ -142,4 +142,4 @@ def main(cfg: Config = Config()) -> dict[str, Any]:
 if __name__ == "__main__":
     from algos.dataclass_cli import cli_main
 
-    cli_main(main, Config, "python -m benchmarks.reward_audit", __doc__)
+    cli_main(main, Config, "python -m studies.reward_audit", __doc__)

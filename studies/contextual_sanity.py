@@ -14,8 +14,8 @@ plans, entropy) and the mutual information between plan and family (bits; its ma
 (``heldout/*``), with the training diagnostics (``planner/entropy``, ``planner/frac_reward_zero_std``,
 batch ``plans/*``).
 
-    python -m benchmarks.contextual_sanity --out docs/contextual_results/embedded_two_step_lr3e-4.json
-    python -m benchmarks.contextual_sanity --model tiny --lr 3e-3 --steps 160   # seconds: random-init tiny LM
+    python -m studies.contextual_sanity --out docs/contextual_results/embedded_two_step_lr3e-4.json
+    python -m studies.contextual_sanity --model tiny --lr 3e-3 --steps 160   # seconds: random-init tiny LM
 """
 
 from __future__ import annotations
@@ -213,4 +213,4 @@ def _print(r: dict[str, Any]) -> None:
 if __name__ == "__main__":
     from algos.dataclass_cli import cli_main
 
-    cli_main(main, Config, "python -m benchmarks.contextual_sanity", __doc__)
+    cli_main(main, Config, "python -m studies.contextual_sanity", __doc__)

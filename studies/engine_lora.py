@@ -17,7 +17,7 @@ down-weighted). Step 0's adapter is PEFT's zero init, so it measures the bare 4-
 is the step's mean dense reward and ``lora_b_norm`` the adapter's ``||B||`` after the step's update
 (it starts at 0), to show the adapter moved.
 
-    python -m benchmarks.engine_lora --out results/engine_lora.json
+    python -m studies.engine_lora --out results/engine_lora.json
 """
 
 from __future__ import annotations
@@ -176,4 +176,4 @@ def _print(result: dict) -> None:
 if __name__ == "__main__":
     from algos.dataclass_cli import cli_main
 
-    cli_main(main, Config, "python -m benchmarks.engine_lora", __doc__)
+    cli_main(main, Config, "python -m studies.engine_lora", __doc__)

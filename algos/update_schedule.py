@@ -1,4 +1,4 @@
-"""What happens at one optimizer step: the :class:`StepPlan` a learner's ``plan(step)`` returns.
+"""What happens at one optimizer step: the :class:`UpdateSchedule` a learner's ``plan(step)`` returns.
 
 It lives apart from the learner registry (:mod:`algos.learners`) so that learners, the trainer and
 the metrics import it without importing the registry, which imports the learners.
@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["StepPlan"]
+__all__ = ["UpdateSchedule"]
 
 
 @dataclass(frozen=True)
-class StepPlan:
-    """What happens at one optimizer step."""
+class UpdateSchedule:
+    """What happens at one optimizer step: which agents update, at which stage, with what learning-rate weight
+    (not to be confused with a *plan*, the planner's strategy sequence)."""
 
     stage: int
     """1 or 2 (0 for single-agent learners)."""

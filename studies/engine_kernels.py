@@ -14,7 +14,7 @@ Two findings of issue 21 rest on this script:
 Each cell: ``batch`` sequences read a ``prompt``-token prompt in one call (prompt tok/s), then decode
 ``decode`` tokens each, one ``llama_decode`` per token over all of them (decode tok/s), greedy.
 
-    python -m benchmarks.engine_kernels --out docs/lean_results/engine_kernels.json    # ~3 min on 2 cores
+    python -m studies.engine_kernels --out docs/lean_results/engine_kernels.json    # ~3 min on 2 cores
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def main(cfg: Config) -> dict[str, Any]:
     for policy in cfg.policies.split(","):
         env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")}
         env.update(POLICIES[policy], OMP_NUM_THREADS=str(cfg.threads))
-        p = subprocess.run([sys.executable, "-m", "benchmarks.engine_kernels", "--child", json.dumps(asdict(cfg))],
+        p = subprocess.run([sys.executable, "-m", "studies.engine_kernels", "--child", json.dumps(asdict(cfg))],
                            env=env, capture_output=True, text=True, timeout=3600)
         if p.returncode != 0:
             raise RuntimeError(f"policy {policy}: the child failed: {p.stderr[-1500:]}")
@@ -186,4 +186,4 @@ if __name__ == "__main__":
     else:
         from algos.dataclass_cli import cli_main
 
-        cli_main(main, Config, "python -m benchmarks.engine_kernels", __doc__)
+        cli_main(main, Config, "python -m studies.engine_kernels", __doc__)

@@ -2,12 +2,12 @@
 
 Setup: a scripted reasoner (templated steps, so strategy detection works) whose final answer is
 right only when the planner chose exactly ``target`` (default decomposition -> validation ->
-termination). The planner is a tiny random-init MLP (``agents.toy.TinyPlanner``) trained with the
+termination). The planner is a tiny random-init MLP (``agents.toy.ToyPlanner``) trained with the
 Stackelberg learner and its lambda schedule; the scripted follower cannot learn, so only the
 leader updates (at lr * lambda). Reported: greedy success before and after training, the success
 of a uniformly random planner (measured, and the exact ``NUM_STRATEGIES**-len(target)``), and updates used.
 
-    python -m benchmarks.learning_sanity --out results/learning_sanity.json
+    python -m studies.learning_sanity --out results/learning_sanity.json
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from agents.scripted import RandomPlanner, TemplateReasoner
-from agents.toy import TinyPlanner
+from agents.toy import ToyPlanner
 from algos.stackelberg import StackelbergConfig, StackelbergGRPO
 from algos.trainer import OptimConfig, TrainConfig, Trainer, make_accelerator
 from algos.grpo import GRPOConfig
@@ -114,7 +114,7 @@ def main(cfg: Config) -> dict:
     eval_set = _problems(cfg.eval_problems, cfg.seed + 1, offset=10_000)
     answers = {p.question: p.answer for p in train_set + eval_set}
     reasoner = SequenceReasoner(answers, cfg.target)
-    planner = TinyPlanner(max_rounds=max_steps)
+    planner = ToyPlanner(max_rounds=max_steps)
     tcfg = TrainConfig(
         steps=cfg.steps, groups_per_step=cfg.groups_per_step, seed=cfg.seed,
         output_dir=cfg.output_dir, progress=False, sample_rollouts=1,
@@ -157,7 +157,7 @@ def main(cfg: Config) -> dict:
     return result
 
 
-def _greedy_plan(planner: TinyPlanner, max_steps: int) -> list[str]:
+def _greedy_plan(planner: ToyPlanner, max_steps: int) -> list[str]:
     names, prev = [], len(STRATEGIES)  # "no previous plan"
     with torch.no_grad():
         for r in range(max_steps):
@@ -179,4 +179,4 @@ def _print(r: dict) -> None:
 if __name__ == "__main__":
     from algos.dataclass_cli import cli_main
 
-    cli_main(main, Config, "python -m benchmarks.learning_sanity", __doc__)
+    cli_main(main, Config, "python -m studies.learning_sanity", __doc__)

@@ -1,28 +1,16 @@
-"""Statistics and the resumable cache of :mod:`benchmarks.efficacy` (problem-clustered tests; the seed-level
+"""Statistics and the resumable cache of :mod:`studies.efficacy` (problem-clustered tests; the seed-level
 ones come from :mod:`benchmarks.seedstats`)."""
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
-# ------------------------------------------------------------------------------------- statistics
+from benchmarks.seedstats import mcnemar_exact  # the paired test is an instrument; the studies reuse it
 
-def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict[str, Any]:
-    """Two-sided exact McNemar test on paired outcomes (binomial test on the discordant pairs)."""
-    if len(a) != len(b):
-        raise ValueError(f"mcnemar_exact needs paired outcomes, got {len(a)} and {len(b)}.")
-    only_a = sum(x and not y for x, y in zip(a, b))
-    only_b = sum(y and not x for x, y in zip(a, b))
-    n = only_a + only_b
-    if n == 0:
-        return {"only_a": 0, "only_b": 0, "p_value": 1.0}
-    k = min(only_a, only_b)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
-    return {"only_a": only_a, "only_b": only_b, "p_value": min(1.0, 2 * tail)}
+# ------------------------------------------------------------------------------------- statistics
 
 
 def mode_summary(outcomes: Sequence[bool]) -> dict[str, Any]:
@@ -133,14 +121,21 @@ COMPARISONS = (("trained", "best_fixed_exhaustive"), ("trained", "self_consisten
 """Pairs (a, b) tested, each both clustered on problems and with the seed as the unit."""
 
 
-def summaries(per_seed: dict, problems: Sequence[Any], modes: Sequence[str]) -> dict[str, Any]:
-    """:func:`mode_summary` of every mode over its (seed, problem) episodes, with one per seed."""
+def summaries(per_seed: dict, problems: Sequence[Any], modes: Sequence[str], rounds: int = 4000) -> dict[str, Any]:
+    """Every mode's accuracy over its (seed, problem) episodes with a seeds-then-problems bootstrap interval
+    (:func:`benchmarks.seedstats.bootstrap_accuracy`; ``n`` counts the episodes, ``seeds`` and ``problems`` the
+    units resampled), and :func:`mode_summary` (Wilson over problems) per seed."""
+    from benchmarks.seedstats import bootstrap_accuracy
+
     out = {}
     for m in modes:
         seeds = list(per_seed[m])[:1] if m in DETERMINISTIC else list(per_seed[m])
-        out[m] = mode_summary([per_seed[m][s][p.id] for s in seeds for p in problems]) | {
-            "per_seed": {str(s): mode_summary(list(per_seed[m][s].values())) for s in per_seed[m]},
-            "deterministic": m in DETERMINISTIC}
+        b = bootstrap_accuracy({s: [per_seed[m][s][p.id] for p in problems] for s in seeds}, rounds=rounds)
+        out[m] = {"accuracy": b["accuracy"], "ci_low": b["ci95"][0], "ci_high": b["ci95"][1],
+                  "n": len(seeds) * len(problems), "seeds": b["seeds"], "problems": b["problems"],
+                  "interval": b["interval"],
+                  "per_seed": {str(s): mode_summary(list(per_seed[m][s].values())) for s in per_seed[m]},
+                  "deterministic": m in DETERMINISTIC}
     return out
 
 

@@ -17,7 +17,7 @@ Per mode it reports ``n``, ``accuracy``, ``echo_rate``, ``follow_rate``, ``follo
 ``empty_answer_rate``, ``boxed_rate``, ``terminated_rate``, mean step length (tokens and chars),
 and the same figures per injected strategy; a few episodes are kept verbatim under ``examples``.
 
-    flock /tmp/rsim-heavy.lock python -m benchmarks.interaction --out results/interaction.json --limit 48
+    flock /tmp/rsim-heavy.lock python -m studies.interaction --out results/interaction.json --limit 48
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def _plans(row: dict[str, Any]) -> list[int]:
 
 
 def episode_facts(row: dict[str, Any]) -> dict[str, Any]:
-    """Per-episode facts from an :mod:`algos.evaluate` row (an episode record; older saved rows too)."""
+    """Per-episode facts from an :mod:`algos.evaluation` row (an episode record; older saved rows too)."""
     plans = _plans(row) or [TERMINATION] * len(row["steps"])
     shown = row.get("shown_steps") or (row["steps"][:-1] + [_final_text(row)] if row["steps"] else [])
     steps = [step_facts(s, p, v) for s, p, v in zip(row["steps"], plans, shown)]
@@ -252,4 +252,4 @@ def table(result: dict[str, Any]) -> str:
 if __name__ == "__main__":
     from algos.dataclass_cli import cli_main
 
-    cli_main(main, Config, "python -m benchmarks.interaction", __doc__)
+    cli_main(main, Config, "python -m studies.interaction", __doc__)

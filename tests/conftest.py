@@ -1,0 +1,68 @@
+"""Fakes and fixtures shared by several test files (one copy here instead of one per file).
+
+Importable without torch: the env-only install check (``make check-env-only``) collects test files with
+this conftest and no torch, so torch-based fakes are built inside their fixtures, never at import.
+
+* ``scripted_lm``: the class of a fake causal LM that writes fixed scripts (byte-level tiny tokenizer);
+* ``gguf``: the embedded GGUF's path (skips without llama-cpp-python or the fetched file);
+* ``single_thread``: torch on one thread for a module whose timings or results need it
+  (``pytestmark = pytest.mark.usefixtures("single_thread")``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def scripted_lm() -> type:
+    """``ScriptedLM(scripts)``: row r 'writes' ``scripts[r]`` one byte-token at a time, whatever it is fed.
+
+    It keeps no real KV cache; it only advances a row's script when the row was fed a real token in the
+    last column (so rows that finished their step, fed holes, do not advance). ``.tok`` is its tokenizer.
+    """
+    torch = pytest.importorskip("torch")
+    from agents.loading import tiny_config, tiny_tokenizer
+
+    class ScriptedLM(torch.nn.Module):
+        def __init__(self, scripts: list[str]):
+            super().__init__()
+            self.tok = tiny_tokenizer()
+            self.config = tiny_config(vocab_size=len(self.tok))
+            self.scripts = [self.tok(s, add_special_tokens=False)["input_ids"] for s in scripts]
+            self.cursor = [0] * len(scripts)
+            self.weight = torch.nn.Parameter(torch.zeros(1))
+
+        def forward(self, input_ids, attention_mask, position_ids, cache, use_cache, logits_to_keep):
+            n, vocab = input_ids.shape[0], self.config.vocab_size
+            logits = torch.zeros(n, 1, vocab)
+            for r in range(n):
+                if attention_mask[r, -1]:
+                    script = self.scripts[r]
+                    logits[r, 0, script[min(self.cursor[r], len(script) - 1)]] = 100.0
+                    self.cursor[r] += 1
+            return type("Out", (), {"logits": logits})()
+
+    return ScriptedLM
+
+
+@pytest.fixture(scope="module")
+def gguf() -> str:
+    """Path of the embedded GGUF (skips without llama-cpp-python or the fetched model file)."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (pip install 'rsim[llamacpp]')")
+    from agents.loading import embedded_gguf_path
+
+    try:
+        return embedded_gguf_path()
+    except ModuleNotFoundError as e:
+        pytest.skip(f"embedded GGUF not fetched: {e}")
+
+
+@pytest.fixture(scope="module")
+def single_thread():
+    """torch on one thread for the module, restored after."""
+    torch = pytest.importorskip("torch")
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

@@ -60,7 +60,7 @@ from rsim_env.render import CHAT_API_PROTOCOL, STEP_DELIMITER, reasoner_messages
 from .completions import APIError, TextTurns, load_tokenizer, tokenizer_candidate
 from .served_lora import ServedAdapters
 
-__all__ = ["OpenAIConfig", "OpenAIReasoner", "APIError", "parse_spec", "build"]
+__all__ = ["OpenAIConfig", "OpenAIReasoner", "APIError", "parse_spec", "build", "build_trainable"]
 
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 """Larger responses are refused (a server reply is untrusted input)."""
@@ -190,8 +190,6 @@ def build(rest: str, ctx: Any) -> Any:
     if ctx.role != "reasoner":
         raise ValueError("spec 'openai:MODEL@URL' is a reasoner; a planner needs another spec.")
     if getattr(ctx.lora, "enabled", False):  # trained: rollouts on the server, updates in torch (agents.served_train)
-        from .served_train import build_trainable
-
         return build_trainable(rest, ctx)
     c = ctx.config
     derived: dict[str, Any] = {"seed": ctx.seed}
@@ -207,6 +205,33 @@ def build(rest: str, ctx: Any) -> Any:
     return Built(reasoner, {"kind": "openai", "model": cfg.model, "base_url": cfg.base_url, "endpoint": cfg.endpoint,
                             "tokenizer": cfg.tokenizer, "max_concurrency": cfg.max_concurrency,
                             "temperature": cfg.temperature, "max_step_tokens": cfg.max_step_tokens})
+
+
+def build_trainable(rest: str, ctx: Any) -> Any:
+    """Registry builder for ``openai:MODEL@URL[#hf=..&logprobs_mode=..]`` with ``ctx.lora`` enabled.
+
+    Lives beside :func:`parse_spec` (as :func:`agents.llamacpp.build_trainable` does) so that
+    :mod:`agents.served_train` never imports this module; torch is imported only here, on demand.
+    """
+    from .loading import load_causal_lm, tiny_model
+    from .reasoner import ReasonerConfig
+    from .registry import Built, _torch_dtype, _with_lora
+    from .served_train import NEEDS_IDS, ServedLoraReasoner, ServedRoller, base_spec, check_logprobs_mode
+
+    cfg = parse_spec("openai:" + rest)
+    if cfg.endpoint == "chat":
+        raise ValueError(f"{NEEDS_IDS}; #endpoint=chat cannot train: drop it and serve the model with vLLM, or set "
+                         "model.reasoner_lora.enabled=false for a frozen served reasoner.")
+    config = ctx.config if isinstance(ctx.config, ReasonerConfig) else ReasonerConfig(seed=ctx.seed)
+    check_logprobs_mode(config, cfg.logprobs_mode)
+    base = base_spec(cfg.model, cfg.hf, cfg.tokenizer)
+    load = ((lambda: tiny_model("causal", seed=ctx.seed)) if base == "tiny"
+            else (lambda: load_causal_lm(base, dtype=_torch_dtype(ctx.dtype))))
+    learner = _with_lora(base, ctx, load).agent
+    roller = ServedRoller(OpenAIReasoner(cfg), learner.tokenizer, learner.config)
+    return Built(ServedLoraReasoner(learner, roller),
+                 {"kind": "openai", "model": cfg.model, "base_url": cfg.base_url, "lora": True, "learner": base,
+                  "logprobs_mode": cfg.logprobs_mode, "max_concurrency": cfg.max_concurrency})
 
 
 class OpenAIReasoner:

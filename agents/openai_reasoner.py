@@ -17,7 +17,9 @@ Endpoints (``OpenAIConfig.endpoint``):
 The batch of live copies is sent concurrently (at most
 ``max_concurrency`` requests in flight); 429 / 5xx / connection errors and timeouts are retried
 with exponential backoff (honouring ``Retry-After``); other errors raise at once with the server's
-message. Tokens (as the server reports them) and an optional price are counted per run
+message, and so does a 5xx whose body names a validation error (llama_cpp.server answers a request that fails
+its schema with HTTP 500): the line says the server refused the request's form and what to change. Tokens (as
+the server reports them) and an optional price are counted per run
 (:meth:`OpenAIReasoner.usage`). The key is read from the environment variable named by
 ``api_key_env``, never from a config file. HTTP is the standard library's (no SDK); the completions route
 renders the chat template with a ``transformers`` tokenizer (no torch model is loaded)::
@@ -57,7 +59,7 @@ from typing import Any, Sequence
 
 from rsim_env.render import CHAT_API_PROTOCOL, STEP_DELIMITER, reasoner_messages_from_observation, whole_answer_turn
 
-from .completions import APIError, TextTurns, load_tokenizer, tokenizer_candidate
+from .completions import APIError, TextTurns, load_tokenizer, refused_form, tokenizer_candidate
 from .served_lora import ServedAdapters
 
 __all__ = ["OpenAIConfig", "OpenAIReasoner", "APIError", "parse_spec", "build", "build_trainable"]
@@ -90,7 +92,7 @@ class OpenAIConfig:
     max_concurrency: int = 8
     """Requests in flight at once."""
     max_retries: int = 4
-    """Retries of a request after a 429 / 5xx / connection error / timeout."""
+    """Retries of a request after a 429 / 5xx / connection error / timeout (not a 5xx naming a validation error)."""
     backoff_s: float = 0.5
     """First retry delay; doubles each retry (with jitter), capped at 30 s; Retry-After wins if longer."""
     timeout_s: float = 60.0
@@ -431,6 +433,10 @@ class OpenAIReasoner:
                 raw = resp.read(MAX_RESPONSE_BYTES + 1)
         except urllib.error.HTTPError as e:
             detail = e.read(2000).decode("utf-8", "replace")
+            refused = refused_form(e.code, detail, data, self.cfg.token_ids)
+            if refused is not None:  # the same request would fail the same way: no retry, and say what to change
+                raise APIError(f"{url} refused this request's form (HTTP {e.code}, not retried: it would fail the same "
+                               f"way again): {refused}") from e
             if e.code in RETRY_STATUS:
                 raise _Retryable(f"HTTP {e.code}: {detail[:200]}", _retry_after(e.headers.get("Retry-After"))) from e
             hint = {401: f"check the key in ${self.cfg.api_key_env}", 403: f"check the key in ${self.cfg.api_key_env}",

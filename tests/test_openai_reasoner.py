@@ -119,6 +119,25 @@ def test_a_refused_request_form_stops_at_once_in_one_line(server, status, body):
     assert len(server.requests) == 1 and r.usage()["retries"] == 0
 
 
+IDS, TEXT, LOAD = {"prompt": [1, 2, 3]}, {"prompt": "Q"}, {"lora_name": "a", "lora_path": "/x"}
+CLASSIFIED = {  # (status, body, request, token_ids) -> a fragment of the line, or None: the usual handling
+    "ids_spec": (500, llama_cpp_validation_500([1, 2, 3]), IDS, 1, "drop #token_ids=1"),
+    "ids_training": (500, llama_cpp_validation_500([1, 2, 3]), IDS, 0, "training a served reasoner needs"),
+    "text_422": (422, {"detail": [{"loc": ["body", "n"], "msg": "bad n"}]}, TEXT, 0, "body.n: bad n; its message"),
+    "oom_500": (*OOM_500, IDS, 1, None),
+    "busy_503": (*BUSY_503, TEXT, 0, None),
+    "lora_load_400": (400, {"message": "already loaded"}, LOAD, 0, None),  # agents.served_lora reads the 4xx itself
+}
+
+
+@pytest.mark.parametrize("status, body, request_, token_ids, fragment", list(CLASSIFIED.values()), ids=list(CLASSIFIED))
+def test_which_errors_refuse_the_request_form(status, body, request_, token_ids, fragment):
+    from agents.completions import refused_form
+
+    line = refused_form(status, json.dumps(body), json.dumps(request_).encode(), token_ids)
+    assert line is None if fragment is None else fragment in line, line
+
+
 def test_no_key_no_auth_header(server, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     make(server).act([0], [_obs()])

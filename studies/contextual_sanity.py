@@ -52,6 +52,9 @@ class Config:
     """Planner backbone spec (agents.registry): "default" = the embedded SmolLM2-135M, "tiny" = random-init tiny LM."""
     lora: bool = True
     """Planner as a LoRA adapter (the study preset's: rank 16, alpha 32) + its head; False trains every weight."""
+    head_only: bool = False
+    """Train only the head on the frozen backbone's features (PlannerConfig.head_only; the efficacy study's
+    planner form); needs lora=False."""
     steps: int = 60
     """Maximum optimizer steps."""
     groups_per_step: int = 2
@@ -92,6 +95,9 @@ class Config:
         for f in ("steps", "groups_per_step", "train_problems", "eval_problems", "eval_every"):
             if not isinstance(getattr(self, f), int) or getattr(self, f) < 1:
                 raise ValueError(f"Config.{f}={getattr(self, f)!r} is invalid: use an int >= 1.")
+        if self.head_only and self.lora:
+            raise ValueError("Config.head_only=True trains the head on a frozen backbone: set lora=False too "
+                             "(--no-lora).")
         n = len(families(self.families))  # raises for an unknown set
         if self.eval_problems < n:
             raise ValueError(f"Config.eval_problems={self.eval_problems} is invalid: use >= {n} (one per family).")
@@ -137,7 +143,7 @@ def _build(cfg: Config) -> tuple[Any, FamilyReasoner, Trainer, list, EnvConfig, 
     eval_set = [p for p in eval_set if p.question in heldout]  # disjoint from training by question text
     reasoner = FamilyReasoner(train_set + eval_set, fams)
     lora = LoraSpec(enabled=cfg.lora)
-    pcfg = PlannerConfig(seed=cfg.seed, head_init_std=cfg.head_init_std)
+    pcfg = PlannerConfig(seed=cfg.seed, head_init_std=cfg.head_init_std, head_only=cfg.head_only)
     planner = build_agent(cfg.model, AgentContext(role="planner", config=pcfg, seed=cfg.seed, lora=lora)).agent
     env = EnvConfig(max_steps=max(len(f.plan) for f in fams),
                     weights=RewardWeights(terminal=cfg.w_terminal, penalty=cfg.w_penalty))

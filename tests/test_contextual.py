@@ -183,6 +183,8 @@ def test_benchmark_config_rejects_bad_values():
         Config(eval_problems=1)
     with pytest.raises(ValueError, match="family set"):
         Config(families="nope")
+    with pytest.raises(ValueError, match="head_only=True .* lora=False"):
+        Config(head_only=True)  # a head-only planner has no adapter
 
 
 # ------------------------------------------------------------------------------ the fix: the planner conditions

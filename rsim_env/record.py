@@ -22,6 +22,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
+from . import kinds
 from .problems import Problem
 
 __all__ = ["RECORD_VERSION", "EpisodeRecord", "from_outcome", "from_legacy", "read_row"]
@@ -95,8 +96,10 @@ class EpisodeRecord:
 
     def problem(self) -> Problem:
         """The problem rebuilt from the record (enough to grade math; code needs its tests: pass the problem)."""
-        return Problem(id=self.problem_id, question=self.question or "(no question recorded)", answer=self.answer,
-                       answer_type=self.answer_type, kind=self.kind)
+        problem = Problem(id=self.problem_id, question=self.question or "(no question recorded)", answer=self.answer,
+                          answer_type=self.answer_type, kind=self.kind)
+        kinds.validate(problem)  # Problem is plain data: a code record (no tests) is refused here, by name
+        return problem
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (lists for tuples)."""

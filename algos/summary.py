@@ -54,7 +54,10 @@ def summary_text(cfg: Any, shown: dict[str, Any]) -> str:
     ]
     trained = "planner" if cfg.learner in ("stackelberg", "planner_only") else "reasoner"
     if trained == "planner":
-        lines.append(f"  rsim eval --planner {q} --modes none,fixed:3,8,trained --limit 100 --out {q}/eval"
+        # a planner trained against a frozen reasoner is evaluated with that reasoner (e.g. replay:default)
+        frozen = cfg.learner == "planner_only" and cfg.model.reasoner != "default"
+        reasoner = f" --reasoner {shlex.quote(cfg.model.reasoner)}" if frozen else ""
+        lines.append(f"  rsim eval --planner {q}{reasoner} --modes none,fixed:3,8,trained --limit 100 --out {q}/eval"
                      "   # does the trained planner help? (held-out problems)")
     else:
         lines.append(f"  rsim eval --reasoner {q} --modes none --limit 100 --out {q}/eval"

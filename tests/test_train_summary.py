@@ -20,7 +20,8 @@ def parses(command: str) -> None:
     parser(argv[2:])
 
 
-@pytest.mark.parametrize("learner,trained", [("stackelberg", "--planner"), ("grpo", "--reasoner")])
+@pytest.mark.parametrize("learner,trained", [("stackelberg", "--planner"), ("grpo", "--reasoner"),
+                                             ("planner_only", "--planner")])
 def test_train_ends_with_where_and_what_next(tmp_path, capsys, monkeypatch, learner, trained):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     run = tmp_path / "run"
@@ -34,6 +35,8 @@ def test_train_ends_with_where_and_what_next(tmp_path, capsys, monkeypatch, lear
     assert f"tensorboard --logdir {run}" in text
     rsim = [line.strip() for line in nxt if line.strip().startswith("rsim ")]
     assert [c.split()[1] for c in rsim] == ["view", "eval", "train"] and f"rsim eval {trained} {run}" in text
+    # the frozen reasoner a planner-only run trained against is the one it is evaluated with
+    assert (f"rsim eval --planner {run} --reasoner toy " in text) == (learner == "planner_only")
     for command in rsim:
         parses(command)
     saved = json.loads((run / SUMMARY_FILE).read_text())

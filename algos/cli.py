@@ -179,7 +179,7 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
     t.add_argument("--reasoner", help="= --set model.reasoner=SPEC (agent specs below)")
     t.add_argument("--data", help="= --set data.source=SPEC (data specs below)")
     t.add_argument("--threads", type=int, help="= --set threads=N: CPU threads for torch (default: the free physical "
-                   "cores, or OMP_NUM_THREADS; docs/concurrency.md)")
+                   "cores, or OMP_NUM_THREADS; docs/training.md, several jobs on one machine)")
     t.add_argument("--debug", action="store_true", help="show the traceback of an error (or set RSIM_DEBUG=1)")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config field, e.g. train.grpo.clip_eps_high=0.28, env.weights.follow=0.5, "

@@ -36,6 +36,8 @@ Token accounting is the server's ``usage`` (the client's cut does not change wha
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -47,7 +49,8 @@ from rsim_env.strategies import TERMINATION
 
 from .turns import step_stops, turn_glue
 
-__all__ = ["APIError", "TokenizerMismatch", "TextTurns", "Conversation", "load_tokenizer", "tokenizer_candidate"]
+__all__ = ["APIError", "TokenizerMismatch", "TextTurns", "Conversation", "load_tokenizer", "tokenizer_candidate",
+           "refused_form"]
 
 
 class APIError(RuntimeError):
@@ -56,6 +59,66 @@ class APIError(RuntimeError):
     Every served module raises it (this client, :mod:`agents.openai_reasoner`, which re-exports it, and the
     served LoRA modules); it lives at the bottom of that stack so that none of them imports another to get it.
     """
+
+
+_REFUSAL = re.compile(r"\bvalidation errors?\b|ValidationError|invalid_request_error|\bInput should be\b|"
+                      r"\b(?:type|value)_error\b|\bstring_type\b", re.IGNORECASE)
+"""What a 5xx body says when the server refused the request's form rather than failed to serve it: pydantic's and
+FastAPI's validation errors (llama_cpp.server answers those with HTTP 500) and OpenAI's ``invalid_request_error``."""
+
+
+_LOC_MSG = re.compile(r"""['"]loc['"]: [(\[]((?:[^()\[\]]|\[[^\]]*\])*)[)\]], ['"]msg['"]: ['"]([^'"]*)['"]""")
+"""``loc`` and ``msg`` of each error in a pydantic / FastAPI validation error (Python repr or JSON)."""
+_QUOTES = " '\""
+
+
+def refused_form(code: int, detail: str, data: bytes, token_ids: int = 0) -> str | None:
+    """``"<the server's message>; <what to change>."`` when HTTP ``code`` with body ``detail`` refuses the generation
+    request ``data`` (JSON; ``token_ids``: the spec's ``#token_ids``) itself, else None.
+
+    Such a request fails the same way every time, so it is not retried: HTTP 400 and 422 always, and a 5xx whose
+    body names a validation or type error. Any other 5xx may be transient (None: retried as before), and a request
+    that generates nothing (a LoRA load or unload) keeps the plain handling (None).
+    """
+    if not (code in (400, 422) or (500 <= code < 600 and _REFUSAL.search(detail))):
+        return None
+    try:
+        body = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(body, dict) or not ("prompt" in body or "messages" in body):
+        return None
+    prompt = body.get("prompt")
+    if not (isinstance(prompt, list) and prompt and all(isinstance(i, int) for i in prompt)):
+        fix = ("its message names what it refused: change or drop the reasoner-spec option that sets it (see "
+               "agents.openai_reasoner.parse_spec), or use a server that accepts it")
+    elif token_ids:
+        fix = ("this server takes no token-id prompts: drop #token_ids=1 from the reasoner spec (text prompts), or "
+               "serve the model with vLLM or python -m agents.serve, which take them")
+    else:  # agents.served_train's roller: token ids are how it trains
+        fix = ("this server takes no token-id prompts, which training a served reasoner needs: serve the model "
+               "with vLLM, or set model.reasoner_lora.enabled=false")
+    return f"{server_message(detail)}; {fix}."
+
+
+def server_message(detail: str, limit: int = 300) -> str:
+    """An error body's message (``error.message``, ``message`` or ``detail``), else the body: one line, cut at ``limit``."""
+    try:
+        obj = json.loads(detail)
+    except ValueError:
+        obj = None
+    msg: Any = None
+    if isinstance(obj, dict):  # OpenAI's {"error": {"message"}}, older vLLM's {"message"}, FastAPI's {"detail"}
+        err = obj.get("error")
+        msg = next((m for m in (err.get("message") if isinstance(err, dict) else err, obj.get("message"),
+                                obj.get("detail")) if m), None)
+    msg = detail if msg is None else msg if isinstance(msg, str) else json.dumps(msg)
+    first: dict[str, str] = {}  # each distinct complaint at the first place it is made
+    for loc, what in _LOC_MSG.findall(msg):
+        first.setdefault(what, ".".join(part.strip(_QUOTES) for part in loc.split(",")))
+    if first:  # a validation error: where and what, not the echoed input (a token-id prompt is thousands of ids)
+        msg = "validation error: " + "; ".join(f"{loc}: {what}" for what, loc in list(first.items())[:3])
+    return " ".join(msg.split())[:limit]
 
 
 class TokenizerMismatch(ValueError):

@@ -287,7 +287,19 @@ def main(cfg: LlamaServerConfig) -> dict[str, Any]:
     return {"url": server.url, "log_path": str(server.log_path)}
 
 
-if __name__ == "__main__":
-    from algos.dataclass_cli import cli_main
+def parse_args(argv: list[str]) -> LlamaServerConfig:
+    """``--field value`` for each field of :class:`LlamaServerConfig` (agents sit below algos' CLI helpers)."""
+    import argparse
+    import dataclasses
 
-    cli_main(main, LlamaServerConfig, "python -m agents.llama_server", __doc__)
+    ap = argparse.ArgumentParser(prog="python -m agents.llama_server", description=__doc__.split("\n")[0])
+    for f in dataclasses.fields(LlamaServerConfig):
+        kind = {"int": int, "float": float}.get(str(f.type), str)
+        ap.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=kind, default=f.default)
+    return LlamaServerConfig(**vars(ap.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(parse_args(sys.argv[1:]))

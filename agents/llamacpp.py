@@ -136,8 +136,27 @@ class LlamaCppReasoner(ReasonerTurns):
         self._suppressed = np.asarray(self.suppressed_ids, dtype=np.int64)
         self.generator = np.random.default_rng(self.config.seed)
         self.adapter_syncs = 0
+        self._adapted = False
         self._adapter_dir: Path | None = None
         self.reset(0)
+
+    @property
+    def fingerprint(self) -> str:
+        """What :mod:`agents.replay` keys this reasoner's steps by: the GGUF's sha256, llama.cpp's version and the
+        engine settings that change a step (context size, unified KV); raises ``TypeError`` once an adapter is synced
+        (a trained reasoner is not frozen: replay the bare GGUF, or a GGUF with the adapter merged)."""
+        if self._adapted:
+            raise TypeError("cannot fingerprint a llamacpp reasoner with a synced LoRA adapter for replay; replay the "
+                            "bare GGUF or merge the adapter into a GGUF first.")
+        import hashlib
+
+        import llama_cpp
+
+        h = hashlib.sha256()
+        with open(self.engine.path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        return f"llamacpp:{h.hexdigest()}:{llama_cpp.__version__}:n_ctx={self.engine.n_ctx}:unified={self.engine.unified}"
 
     # ------------------------------------------------------------------------------ LoRA adapter sync
 
@@ -155,6 +174,7 @@ class LlamaCppReasoner(ReasonerTurns):
         Returns:
             The loaded adapter's summary (tensors, ranks, alpha), empty for None.
         """
+        self._adapted = adapter is not None
         if adapter is None:
             self.engine.clear_adapter()
             return {}

@@ -17,7 +17,9 @@ Endpoints (``OpenAIConfig.endpoint``):
 The batch of live copies is sent concurrently (at most
 ``max_concurrency`` requests in flight); 429 / 5xx / connection errors and timeouts are retried
 with exponential backoff (honouring ``Retry-After``); other errors raise at once with the server's
-message. Tokens (as the server reports them) and an optional price are counted per run
+message, and so does a 5xx whose body names a validation error (llama_cpp.server answers a request that fails
+its schema with HTTP 500): the line says the server refused the request's form and what to change. Tokens (as
+the server reports them) and an optional price are counted per run
 (:meth:`OpenAIReasoner.usage`). The key is read from the environment variable named by
 ``api_key_env``, never from a config file. HTTP is the standard library's (no SDK); the completions route
 renders the chat template with a ``transformers`` tokenizer (no torch model is loaded)::
@@ -57,10 +59,10 @@ from typing import Any, Sequence
 
 from rsim_env.render import CHAT_API_PROTOCOL, STEP_DELIMITER, reasoner_messages_from_observation, whole_answer_turn
 
-from .completions import APIError, TextTurns, load_tokenizer, tokenizer_candidate
+from .completions import APIError, TextTurns, load_tokenizer, refused_form, tokenizer_candidate
 from .served_lora import ServedAdapters
 
-__all__ = ["OpenAIConfig", "OpenAIReasoner", "APIError", "parse_spec", "build"]
+__all__ = ["OpenAIConfig", "OpenAIReasoner", "APIError", "parse_spec", "build", "build_trainable"]
 
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 """Larger responses are refused (a server reply is untrusted input)."""
@@ -90,7 +92,7 @@ class OpenAIConfig:
     max_concurrency: int = 8
     """Requests in flight at once."""
     max_retries: int = 4
-    """Retries of a request after a 429 / 5xx / connection error / timeout."""
+    """Retries of a request after a 429 / 5xx / connection error / timeout (not a 5xx naming a validation error)."""
     backoff_s: float = 0.5
     """First retry delay; doubles each retry (with jitter), capped at 30 s; Retry-After wins if longer."""
     timeout_s: float = 60.0
@@ -190,8 +192,6 @@ def build(rest: str, ctx: Any) -> Any:
     if ctx.role != "reasoner":
         raise ValueError("spec 'openai:MODEL@URL' is a reasoner; a planner needs another spec.")
     if getattr(ctx.lora, "enabled", False):  # trained: rollouts on the server, updates in torch (agents.served_train)
-        from .served_train import build_trainable
-
         return build_trainable(rest, ctx)
     c = ctx.config
     derived: dict[str, Any] = {"seed": ctx.seed}
@@ -207,6 +207,33 @@ def build(rest: str, ctx: Any) -> Any:
     return Built(reasoner, {"kind": "openai", "model": cfg.model, "base_url": cfg.base_url, "endpoint": cfg.endpoint,
                             "tokenizer": cfg.tokenizer, "max_concurrency": cfg.max_concurrency,
                             "temperature": cfg.temperature, "max_step_tokens": cfg.max_step_tokens})
+
+
+def build_trainable(rest: str, ctx: Any) -> Any:
+    """Registry builder for ``openai:MODEL@URL[#hf=..&logprobs_mode=..]`` with ``ctx.lora`` enabled.
+
+    Lives beside :func:`parse_spec` (as :func:`agents.llamacpp.build_trainable` does) so that
+    :mod:`agents.served_train` never imports this module; torch is imported only here, on demand.
+    """
+    from .loading import load_causal_lm, tiny_model
+    from .reasoner import ReasonerConfig
+    from .registry import Built, _torch_dtype, _with_lora
+    from .served_train import NEEDS_IDS, ServedLoraReasoner, ServedRoller, base_spec, check_logprobs_mode
+
+    cfg = parse_spec("openai:" + rest)
+    if cfg.endpoint == "chat":
+        raise ValueError(f"{NEEDS_IDS}; #endpoint=chat cannot train: drop it and serve the model with vLLM, or set "
+                         "model.reasoner_lora.enabled=false for a frozen served reasoner.")
+    config = ctx.config if isinstance(ctx.config, ReasonerConfig) else ReasonerConfig(seed=ctx.seed)
+    check_logprobs_mode(config, cfg.logprobs_mode)
+    base = base_spec(cfg.model, cfg.hf, cfg.tokenizer)
+    load = ((lambda: tiny_model("causal", seed=ctx.seed)) if base == "tiny"
+            else (lambda: load_causal_lm(base, dtype=_torch_dtype(ctx.dtype))))
+    learner = _with_lora(base, ctx, load).agent
+    roller = ServedRoller(OpenAIReasoner(cfg), learner.tokenizer, learner.config)
+    return Built(ServedLoraReasoner(learner, roller),
+                 {"kind": "openai", "model": cfg.model, "base_url": cfg.base_url, "lora": True, "learner": base,
+                  "logprobs_mode": cfg.logprobs_mode, "max_concurrency": cfg.max_concurrency})
 
 
 class OpenAIReasoner:
@@ -406,6 +433,10 @@ class OpenAIReasoner:
                 raw = resp.read(MAX_RESPONSE_BYTES + 1)
         except urllib.error.HTTPError as e:
             detail = e.read(2000).decode("utf-8", "replace")
+            refused = refused_form(e.code, detail, data, self.cfg.token_ids)
+            if refused is not None:  # the same request would fail the same way: no retry, and say what to change
+                raise APIError(f"{url} refused this request's form (HTTP {e.code}, not retried: it would fail the same "
+                               f"way again): {refused}") from e
             if e.code in RETRY_STATUS:
                 raise _Retryable(f"HTTP {e.code}: {detail[:200]}", _retry_after(e.headers.get("Retry-After"))) from e
             hint = {401: f"check the key in ${self.cfg.api_key_env}", 403: f"check the key in ${self.cfg.api_key_env}",

@@ -98,7 +98,7 @@ def weights_fingerprint(agent: Any) -> str:
     """sha256 over every parameter and buffer the agent decodes with (names, dtypes, shapes, bytes) and its
     tokenizer's vocabulary size and chat template; raises ``TypeError`` for an agent with no weights to hash."""
     modules = [m for m in (getattr(agent, "model", None), getattr(agent, "module", None)) if m is not None]
-    if not modules and not getattr(agent, "deterministic", False):
+    if not modules and not getattr(agent, "deterministic", False) and not getattr(agent, "fingerprint", ""):
         raise TypeError(f"cannot fingerprint {type(agent).__name__}: it has no `model` or `module` to hash; "
                         "give it `fingerprint` (a str naming its exact behaviour) to replay it.")
     h = hashlib.sha256(repr(getattr(agent, "fingerprint", "")).encode())

@@ -1,7 +1,8 @@
 """A LoRA-trained reasoner that rolls out on a served model (vLLM) and learns in torch.
 
 ``model.reasoner=openai:MODEL@URL`` with ``model.reasoner_lora.enabled=true`` builds
-:class:`ServedLoraReasoner`, the served twin of :class:`agents.llamacpp_lora.EngineLoraReasoner`:
+(:func:`agents.openai_reasoner.build_trainable`, beside the spec's parser) :class:`ServedLoraReasoner`, the
+served twin of :class:`agents.llamacpp_lora.EngineLoraReasoner`:
 
 * the **learner**, the torch :class:`agents.reasoner.Reasoner` with its LoRA adapter on the served base's
   weights (``#hf=SPEC``, default the model name: ``Qwen/Qwen2.5-0.5B-Instruct``, ``default``, ``tiny``, a local
@@ -41,9 +42,9 @@ from .base import check_act_args
 from .llamacpp_lora import EngineLoraReasoner
 from .reasoner import ReasonerConfig, ReasonerTurns, _Conversation
 
-__all__ = ["ServedRoller", "ServedLoraReasoner", "build_trainable", "base_spec"]
+__all__ = ["ServedRoller", "ServedLoraReasoner", "base_spec", "check_logprobs_mode", "NEEDS_IDS"]
 
-_NEEDS_IDS = ("training a served reasoner needs the sampled token ids and their log-probs: a completions endpoint that "
+NEEDS_IDS = ("training a served reasoner needs the sampled token ids and their log-probs: a completions endpoint that "
               "takes token-id prompts and answers logprobs.tokens as 'token_id:N' (vLLM's return_tokens_as_token_ids)")
 
 
@@ -63,28 +64,6 @@ def base_spec(model: str, hf: str, tokenizer: str) -> str:
         raise ValueError(f"#tokenizer={tokenizer!r} differs from the learner's base {base!r}: a trained served reasoner "
                          "builds prompts with its torch base's tokenizer; drop #tokenizer= or pass #hf= that model.")
     return base
-
-
-def build_trainable(rest: str, ctx: Any) -> Any:
-    """Registry builder for ``openai:MODEL@URL[#hf=..&logprobs_mode=..]`` with ``ctx.lora`` enabled."""
-    from .loading import load_causal_lm, tiny_model
-    from .openai_reasoner import OpenAIReasoner, parse_spec
-    from .registry import Built, _torch_dtype, _with_lora
-
-    cfg = parse_spec("openai:" + rest)
-    if cfg.endpoint == "chat":
-        raise ValueError(f"{_NEEDS_IDS}; #endpoint=chat cannot train: drop it and serve the model with vLLM, or set "
-                         "model.reasoner_lora.enabled=false for a frozen served reasoner.")
-    config = ctx.config if isinstance(ctx.config, ReasonerConfig) else ReasonerConfig(seed=ctx.seed)
-    check_logprobs_mode(config, cfg.logprobs_mode)
-    base = base_spec(cfg.model, cfg.hf, cfg.tokenizer)
-    load = ((lambda: tiny_model("causal", seed=ctx.seed)) if base == "tiny"
-            else (lambda: load_causal_lm(base, dtype=_torch_dtype(ctx.dtype))))
-    learner = _with_lora(base, ctx, load).agent
-    roller = ServedRoller(OpenAIReasoner(cfg), learner.tokenizer, learner.config)
-    return Built(ServedLoraReasoner(learner, roller),
-                 {"kind": "openai", "model": cfg.model, "base_url": cfg.base_url, "lora": True, "learner": base,
-                  "logprobs_mode": cfg.logprobs_mode, "max_concurrency": cfg.max_concurrency})
 
 
 def check_logprobs_mode(config: ReasonerConfig, mode: str) -> None:
@@ -164,7 +143,7 @@ class ServedRoller(ReasonerTurns):
         except APIError as e:
             code = getattr(e.__cause__, "code", None)
             if code in (404, 405):
-                raise APIError(f"{self.url} answered HTTP {code}: {_NEEDS_IDS}; this looks like a chat-only server (or "
+                raise APIError(f"{self.url} answered HTTP {code}: {NEEDS_IDS}; this looks like a chat-only server (or "
                                f"a wrong model name); serve the model with vLLM ({e})") from e
             raise
 
@@ -178,10 +157,10 @@ class ServedRoller(ReasonerTurns):
             lp = choice["logprobs"] or {}
             tokens, logprobs = lp.get("tokens"), lp.get("token_logprobs")
         except (KeyError, IndexError, TypeError, AttributeError) as e:
-            raise APIError(f"{self.url}: {_NEEDS_IDS}; the reply has no choices[0].logprobs: {str(reply)[:300]}") from e
+            raise APIError(f"{self.url}: {NEEDS_IDS}; the reply has no choices[0].logprobs: {str(reply)[:300]}") from e
         if (not isinstance(tokens, list) or not tokens or not isinstance(logprobs, list) or len(logprobs) != len(tokens)
                 or not all(isinstance(t, str) and t.startswith("token_id:") and t[9:].isdigit() for t in tokens)):
-            raise APIError(f"{self.url}: {_NEEDS_IDS}, which this server does not send (tokens: {str(tokens)[:80]}); "
+            raise APIError(f"{self.url}: {NEEDS_IDS}, which this server does not send (tokens: {str(tokens)[:80]}); "
                            "serve the model with vLLM, or set model.reasoner_lora.enabled=false.")
         if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in logprobs):
             raise APIError(f"{self.url}: token_logprobs holds a value that is not a finite number: {str(logprobs)[:200]}")

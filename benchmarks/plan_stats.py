@@ -35,8 +35,12 @@ def _bootstrap(diff: np.ndarray, n: int, seed: int) -> list[float]:
 
 
 def summarise(rows: Sequence[dict[str, Any]], ids: Sequence[str], plans: Sequence[tuple[int, ...]],
-              val_fraction: float, split_seed: int, bootstrap: int, seed: int) -> dict[str, Any]:
-    """Everything the plan table's JSON reports besides config and timing (module docstring of plan_table)."""
+              val_fraction: float, split_seed: int, bootstrap: int, seed: int,
+              val_test: tuple[Sequence[str], Sequence[str]] | None = None) -> dict[str, Any]:
+    """Everything the plan table's JSON reports besides config and timing (module docstring of plan_table).
+
+    ``val_test`` gives the validation and test ids instead of :func:`split` (the atlas splits each task
+    on its own, so a mix of tasks keeps every task's split)."""
     pos = {p: i for i, p in enumerate(ids)}
     col = {tuple(p): j for j, p in enumerate(plans)}
     C = np.zeros((len(ids), len(plans)), dtype=bool)
@@ -44,7 +48,7 @@ def summarise(rows: Sequence[dict[str, Any]], ids: Sequence[str], plans: Sequenc
     for r in rows:
         C[pos[r["problem_id"]], col[tuple(r["plan"])]] = r["correct"]
         task[r["problem_id"]] = r["task"]
-    val, test = split(list(ids), val_fraction, split_seed)
+    val, test = (list(val_test[0]), list(val_test[1])) if val_test else split(list(ids), val_fraction, split_seed)
     vi, ti = [pos[i] for i in val], [pos[i] for i in test]
     val_acc, test_acc = C[vi].mean(0), C[ti].mean(0)
     best = best_plan(val_acc)

@@ -37,7 +37,7 @@ from rsim_env.strategies import NUM_STRATEGIES, STRATEGIES, TERMINATION
 
 from . import plan_stats
 
-__all__ = ["Config", "all_plans", "TablePlanner", "task_of", "play_table", "main"]
+__all__ = ["Config", "all_plans", "TablePlanner", "task_of", "replay_reasoner", "play_table", "main"]
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,8 @@ def task_of(problem: Any) -> str:
     return problem.source.split(":", 1)[-1] if problem.source else problem.id.split("/")[0]
 
 
-def _reasoner(cfg: Config, problems: Sequence[Any]) -> Any:
+def replay_reasoner(cfg: Config, problems: Sequence[Any]) -> Any:
+    """``cfg.reasoner`` decoding greedily, every step through the replay store ``cfg.store``."""
     from agents.reasoner import ReasonerConfig
     from agents.registry import AgentContext, build_agent
     from agents.replay import ReplayReasoner, StepStore, default_store_path
@@ -181,7 +182,7 @@ def main(cfg: Config) -> dict[str, Any]:
     t0 = time.perf_counter()
     problems = load_problems(cfg.source, limit=cfg.problems, seed=cfg.data_seed)
     plans = all_plans(cfg.max_rounds)
-    reasoner = _reasoner(cfg, problems)
+    reasoner = replay_reasoner(cfg, problems)
     rows = play_table(cfg, problems, plans, reasoner, log=lambda m: print(f"[plan_table] {m}", file=sys.stderr, flush=True))
     result = plan_stats.summarise(rows, [p.id for p in problems], plans, cfg.val_fraction, cfg.split_seed,
                                   cfg.bootstrap, cfg.seed)

@@ -4,11 +4,14 @@ Scripted replies: the last user message decides (a termination instruction — i
 boxed final answer — gets the boxed sum of the "What is A + B?" question; one that asks for a program
 (code) a fenced ``double`` with blank lines in it; anything else a validation-flavoured step followed by a second
 paragraph, which ``stop=["\\n\\n"]`` cuts off as a real server does). Faults are injected per
-request from ``server.faults`` (an HTTP status, or ``("slow", seconds)``, ``"garbage"``, ``"empty"``), consumed in order.
+request from ``server.faults`` (an HTTP status, ``(status, body)`` to answer that JSON body, ``("slow", seconds)``,
+``"garbage"``, ``"empty"``), consumed in order.
 
 A chat-only server by default (``/v1/completions`` answers 404, as on hosted chat APIs); with
 ``ChatServer(completions=True)`` it also answers ``/v1/completions`` with a fixed text and counts the
-prompt's tokens as whitespace-separated words (so a client's tokenizer check sees a mismatch).
+prompt's tokens as whitespace-separated words (so a client's tokenizer check sees a mismatch). With
+``text_prompts_only=True`` a token-id prompt there gets llama_cpp.server 0.3.36's answer: HTTP 500 carrying the
+request's validation error (``Input should be a valid string``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,18 @@ def scripted_reply(messages: list[dict[str, str]]) -> str:
     return "Let me check the numbers: substitute them back.\n\nThen we add them up."
 
 
+def llama_cpp_validation_500(prompt: Any) -> dict[str, Any]:
+    """llama_cpp.server's body for a request that fails its schema: FastAPI's validation error, wrapped by its
+    route handler as an ``internal_server_error`` (sent with HTTP 500). Every error echoes its input, so a long
+    token-id prompt makes a body longer than a client reads of it."""
+    errors = [{"type": "string_type", "loc": ("body", "prompt", "str"), "msg": "Input should be a valid string",
+               "input": prompt}]
+    errors += [{"type": "string_type", "loc": ("body", "prompt", "list[str]", i), "msg": "Input should be a valid string",
+                "input": x} for i, x in enumerate(prompt if isinstance(prompt, list) else [])]
+    message = f"{len(errors)} validation errors:\n  " + "\n  ".join(str(e) for e in errors)
+    return {"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}}
+
+
 class ChatServer:
     """Start with ``ChatServer()``; ``.url`` is the API root (``http://127.0.0.1:PORT/v1``).
 
@@ -39,8 +54,8 @@ class ChatServer:
     (``benchmarks/soak.py`` kills and restarts it). ``completions``: also answer ``/v1/completions``.
     """
 
-    def __init__(self, port: int = 0, completions: bool = False) -> None:
-        self.completions = completions
+    def __init__(self, port: int = 0, completions: bool = False, text_prompts_only: bool = False) -> None:
+        self.completions, self.text_prompts_only = completions, text_prompts_only
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.faults: list[Any] = []
@@ -77,12 +92,16 @@ class ChatServer:
 
             def _answer(self, body, fault):
                 if server.completions and self.path == "/v1/completions":
+                    if server.text_prompts_only and not isinstance(body.get("prompt"), str):
+                        return self._send(500, llama_cpp_validation_500(body.get("prompt")))
                     words = len(str(body.get("prompt")).split())
                     return self._send(200, {"id": "x", "object": "text_completion", "model": body["model"],
                                             "choices": [{"index": 0, "text": " 4}", "finish_reason": "stop"}],
                                             "usage": {"prompt_tokens": words, "completion_tokens": 2}})
                 if self.path != "/v1/chat/completions":
                     return self._send(404, {"error": {"message": f"no route {self.path}"}})
+                if isinstance(fault, tuple) and isinstance(fault[0], int):
+                    return self._send(fault[0], fault[1])
                 if isinstance(fault, int):
                     headers = {"Retry-After": "0"} if fault == 429 else {}
                     return self._send(fault, {"error": {"message": f"injected {fault}"}}, headers)

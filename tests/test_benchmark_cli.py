@@ -101,8 +101,13 @@ def _cfg(module, cls, argv):
     ("env_throughput", "Config", ["--episodes", "5", "--out", "x.json"], dict(episodes=5, out="x.json")),
     ("studies.learning_sanity", "Config", ["--steps", "3", "--target", "2,8"], dict(steps=3, target=(2, 8))),
     ("studies.paper", "PaperConfig", ["--rsim", "runs/demo", "--limit", "5"], dict(rsim="runs/demo", limit=5)),
+    ("atlas", "Config", ["--reasoner", "llamacpp:default", "--pilot-only", "--tasks", "chain_sum,curriculum:mul_1d",
+                         "--pilot-plans", "8;3,8;4,8", "--no-extend", "--table-from", "x.outcomes.jsonl.gz"],
+     dict(reasoner="llamacpp:default", pilot_only=True, tasks=("chain_sum", "curriculum:mul_1d"),
+          pilot_plans=((8,), (3, 8), (4, 8)), extend=False, table_from="x.outcomes.jsonl.gz")),
 ], ids=["calibrate", "interaction-old-modes", "interaction-modes", "efficacy", "rollout-no-variants", "rollout",
-        "train-step", "code-sandbox", "answer-check", "continual", "env-throughput", "learning-sanity", "paper"])
+        "train-step", "code-sandbox", "answer-check", "continual", "env-throughput", "learning-sanity", "paper",
+        "atlas"])
 def test_documented_flags_still_parse(module, cls, argv, expect):
     cfg = _cfg(module, cls, argv)
     assert {k: getattr(cfg, k) for k in expect} == expect
@@ -113,7 +118,8 @@ def test_documented_flags_still_parse(module, cls, argv, expect):
     ("studies.interaction", "Config", ["--modes", "fixed:1-3-8"], "fixed:1,3,8"),
     ("studies.efficacy", "Config", ["--set", "train.steps"], "not KEY=VALUE"),
     ("studies.efficacy", "Config", ["--seeds", "0,x"], "comma-separated list of int"),
-], ids=["settings", "plan-spelling", "set", "seeds"])
+    ("atlas", "Config", ["--pilot-plans", "8;3-8"], "comma lists separated by ';'"),
+], ids=["settings", "plan-spelling", "set", "seeds", "atlas-plans"])
 def test_bad_values_name_the_fix(module, cls, argv, says):
     with pytest.raises(ValueError, match=says):
         _cfg(module, cls, argv)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -192,34 +193,72 @@ def _tiny_run(tmp_path, **kw):
     return main(Config(**{"model": "tiny", "output_dir": str(tmp_path), "eval_every": 20, **kw}))
 
 
+# Where a training run ends moves with the seed and with the float kernels a CPU selects (vector width, threads):
+# these tests assert what every run of the committed seed sweep met with a margin, on two seeds each
+# (docs/contextual_results/seed_sweep.jsonl, written by studies/seed_sweep.py; CI reruns them under scalar kernels).
+SEEDS = (0, 1)
+
+
+def _seed_runs(tmp_path, **kw):
+    return [_tiny_run(tmp_path / f"seed{seed}", seed=seed, **kw) for seed in SEEDS]
+
+
+def _summary(runs):
+    return [{n: (f["accuracy"], f["plan"]) for n, f in r["families"].items()} | {"mi": r["heldout"]["mutual_info"]}
+            for r in runs]
+
+
+@pytest.mark.training_outcome
 def test_the_lm_planner_learns_the_right_plan_for_each_family(tmp_path):
     """The contextual sanity case: tiny random-init LM planner (LoRA + head), families solved only under
-    [3, 8] / [1, 8]; >= 95 % greedy on the held-out problems of each family, and the plan names the family."""
-    r = _tiny_run(tmp_path, families="two_step", lr=3e-3, entropy_coef=0.1, steps=160, groups_per_step=4,
-                  eval_problems=64)
-    assert r["passed"], r["families"]
-    assert all(f["accuracy"] >= 0.95 for f in r["families"].values())
-    assert r["families"]["add"]["plan"] == ["validation", "termination"]
-    assert r["families"]["mul"]["plan"] == ["decomposition", "termination"]
-    assert r["heldout"]["mutual_info"] >= 0.9
+    [3, 8] / [1, 8]. Every run of the sweep reached >= 95 % greedy on the held-out problems of each family in
+    80-100 of the 160 updates allowed, with the plan naming the family; asserted on two seeds with >= 90 %."""
+    runs = _seed_runs(tmp_path, families="two_step", lr=3e-3, entropy_coef=0.1, steps=160, groups_per_step=4,
+                      eval_problems=64)
+    for r in runs:
+        assert all(f["accuracy"] >= 0.9 for f in r["families"].values()), _summary(runs)
+        assert r["families"]["add"]["plan"] == ["validation", "termination"]
+        assert r["families"]["mul"]["plan"] == ["decomposition", "termination"]
+        assert r["heldout"]["mutual_info"] >= 0.8
 
 
-def test_at_a_large_logit_step_the_lm_planner_collapses_onto_one_plan(tmp_path):
+@pytest.mark.training_outcome
+def test_at_a_large_logit_step_the_lm_planner_does_not_learn_both_plans(tmp_path):
     """lr 1e-2 on the tiny model moves the logits as far per step as the study's 1e-3 on SmolLM2 (lr * |h|_1):
-    the same case then ends with one plan for every problem (docs/contextual.md)."""
-    r = _tiny_run(tmp_path, families="two_step", lr=1e-2, entropy_coef=0.1, steps=80, eval_every=80,
-                  groups_per_step=4, eval_problems=64)
-    assert r["heldout"]["distinct"] == 1 and r["heldout"]["mutual_info"] == 0.0
-    assert min(f["accuracy"] for f in r["families"].values()) == 0.0
+    in 80 updates no run of the sweep solved both families (the worse family at 0.0 in every run, where lr 3e-3
+    solves both). Where the plans end -- one plan for all, or two wrong ones -- differs by seed and CPU, so it
+    is not asserted. Margin: the worse family <= 0.5."""
+    runs = _seed_runs(tmp_path, families="two_step", lr=1e-2, entropy_coef=0.1, steps=80, eval_every=80,
+                      groups_per_step=4, eval_problems=64)
+    assert all(min(f["accuracy"] for f in r["families"].values()) <= 0.5 for r in runs), _summary(runs)
 
 
-@pytest.mark.parametrize("entropy_coef, conditions", [(0.2, True), (0.0, False)], ids=["bonus", "no-bonus"])
-def test_at_a_large_logit_step_only_an_entropy_bonus_keeps_plans_apart(tmp_path, entropy_coef, conditions):
-    """Default families at lr 1e-2: with the bonus the plan carries the family (1 bit), without it one plan for all."""
-    r = _tiny_run(tmp_path, families="default", lr=1e-2, entropy_coef=entropy_coef, groups_per_step=4,
-                  score_flat_groups=entropy_coef > 0, steps=60, eval_every=60, eval_problems=64)
-    if conditions:
-        assert r["heldout"]["mutual_info"] >= 0.9 and r["families"]["add"]["accuracy"] >= 0.9
-        assert r["families"]["mul"]["plan"] != r["families"]["add"]["plan"]
-    else:
-        assert r["heldout"]["distinct"] == 1 and r["heldout"]["mutual_info"] == 0.0
+@pytest.mark.training_outcome
+@pytest.mark.parametrize("entropy_coef", [0.2, 0.0], ids=["bonus", "no-bonus"])
+def test_at_a_large_logit_step_the_three_decision_plan_is_never_found(tmp_path, entropy_coef):
+    """Default families at lr 1e-2: mul needs [1, 5, 8], three exact decisions (1/729 under a uniform planner);
+    in 60 updates no run of the sweep found it, with the entropy bonus or without (mul 0.0 in every run).
+    Whether the plans carry the family there depends on the seed, with or without the bonus, so that is not
+    asserted (docs/contextual.md). Margin: mul <= 0.25."""
+    runs = _seed_runs(tmp_path, families="default", lr=1e-2, entropy_coef=entropy_coef, groups_per_step=4,
+                      score_flat_groups=entropy_coef > 0, steps=60, eval_every=60, eval_problems=64)
+    assert all(r["families"]["mul"]["accuracy"] <= 0.25 for r in runs), _summary(runs)
+
+
+def test_the_committed_sweep_meets_every_margin_the_outcome_tests_assert():
+    """The margins above are read off docs/contextual_results/seed_sweep.jsonl: every run there, on every seed and
+    under each float configuration, meets the bound its test asserts (and the sweep covers two or more)."""
+    from pathlib import Path
+
+    rows = [json.loads(line) for line in (Path(__file__).parents[1] / "docs/contextual_results/seed_sweep.jsonl")
+            .read_text().splitlines() if line.strip()]
+    by = {name: [r for r in rows if r["config"] == name] for name in
+          ("learn", "collapse", "bonus", "nobonus", "learning_sanity")}
+    assert all(len(rs) >= 4 and len({r["capability"] for r in rs}) >= 2 for rs in by.values()), \
+        {k: len(v) for k, v in by.items()}
+    assert all(min(r["accuracy"].values()) >= 0.95 and r["mutual_info"] >= 0.9 for r in by["learn"])
+    assert all(min(r["accuracy"].values()) <= 0.0 for r in by["collapse"])  # the test's bound: <= 0.5
+    assert all(r["accuracy"]["mul"] <= 0.0 for r in by["bonus"] + by["nobonus"])  # the test's bound: <= 0.25
+    for cap in {r["capability"] for r in by["learning_sanity"]}:  # the test's bound: 2 of its seeds 0-2
+        runs = {r["seed"]: r["success_after"] for r in by["learning_sanity"] if r["capability"] == cap}
+        assert all(runs[s] >= 1.0 for s in (0, 1, 2)) and sum(v >= 1.0 for v in runs.values()) >= len(runs) - 1

@@ -279,8 +279,8 @@ def test_a_server_serving_another_model_is_refused_in_one_line(tmp_path, capsys)
 @pytest.mark.slow
 def test_token_id_prompts_stop_the_eval_in_one_line(real, tmp_path, capsys):
     """``#token_ids=1`` sends prompts as token ids; llama_cpp.server 0.3.36 accepts only text and answers HTTP 500
-    (a validation error), which the client retries like any 5xx and then gives up on, in one line that carries the
-    server's message. (It would not send the sampled ids back either.)"""
+    (a validation error), which the client does not retry: one line carries the server's message and says to drop
+    ``#token_ids=1``. (It would not send the sampled ids back either.)"""
     from algos import cli, console
 
     argv = ["eval", "--reasoner", f"openai:default@{real.url}#token_ids=1&max_retries=1&backoff_s=0.1", *EVAL_ARGS,
@@ -288,6 +288,7 @@ def test_token_id_prompts_stop_the_eval_in_one_line(real, tmp_path, capsys):
     assert console.run(cli._run, argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("rsim: error:") and "HTTP 500" in err[-1] and "valid string" in err[-1], err
+    assert "not retried" in err[-1] and "drop #token_ids=1" in err[-1], err
     print(err[-1])
 
 

@@ -159,3 +159,26 @@ def test_registry_builds_the_embedded_model(gguf):
     assert built.info["kind"] == "llamacpp" and built.info["n_ctx"] == 512 and built.info["threads"] == 1
     assert built.info["unified"] is True
     assert not hasattr(built.agent, "score")  # frozen: a trainer refuses to train it
+
+
+def test_fingerprint_names_the_gguf_bytes_and_refuses_an_adapter(tmp_path):
+    """The replay store keys llama.cpp steps by the GGUF's sha256 and engine settings; a synced adapter is refused."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (pip install 'rsim[llamacpp]')")
+    from types import SimpleNamespace
+
+    from agents.llamacpp import LlamaCppReasoner
+    from agents.replay import weights_fingerprint
+
+    def reasoner(data: bytes) -> LlamaCppReasoner:
+        path = tmp_path / f"m{len(data)}.gguf"
+        path.write_bytes(data)
+        r = LlamaCppReasoner.__new__(LlamaCppReasoner)  # no model: only the fingerprint's inputs
+        r.engine, r._adapted = SimpleNamespace(path=path, n_ctx=2048, unified=False), False
+        return r
+
+    a, b = reasoner(b"weights-a"), reasoner(b"weights-bb")
+    assert a.fingerprint != b.fingerprint and a.fingerprint == reasoner(b"weights-a").fingerprint
+    assert weights_fingerprint(a) != weights_fingerprint(b)
+    a._adapted = True
+    with pytest.raises(TypeError, match="adapter"):
+        weights_fingerprint(a)

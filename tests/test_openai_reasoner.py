@@ -10,7 +10,7 @@ from algos.rollout import rollout
 from rsim_env import EnvGroup
 from rsim_env.problems import Problem
 from rsim_env.render import CHAT_API_PROTOCOL, INSTRUCTIONS, NO_PLANNER_SYSTEM, PROTOCOLS, reasoner_messages
-from tests.chat_server import ChatServer
+from tests.chat_server import ChatServer, llama_cpp_validation_500
 
 PROBLEMS = [Problem(id=f"p{i}", question=f"What is {i} + {2 * i}?", answer=str(3 * i)) for i in range(1, 3)]
 
@@ -64,8 +64,12 @@ def test_no_planner_mode_is_one_whole_answer(server):
     assert all(q["max_tokens"] == 300 and "stop" not in q for q in server.requests)
 
 
-@pytest.mark.parametrize("faults", [[429], [500, 503], [("slow", 1.0)], ["empty"]],
-                         ids=["429", "500_503", "timeout", "empty_body"])
+BUSY_503 = (503, {"error": {"message": "Service Unavailable: the model is still loading", "type": "server_error"}})
+OOM_500 = (500, {"error": {"message": "CUDA out of memory", "type": "internal_server_error"}})  # llama_cpp's type
+
+
+@pytest.mark.parametrize("faults", [[429], [500, 503], [BUSY_503, BUSY_503], [OOM_500], [("slow", 1.0)], ["empty"]],
+                         ids=["429", "500_503", "503_loading", "500_internal", "timeout", "empty_body"])
 def test_transient_errors_are_retried(server, faults):
     server.faults = list(faults)
     r = make(server, timeout_s=0.3)
@@ -92,6 +96,46 @@ def test_client_errors_are_not_retried(server, monkeypatch):
     bad = OpenAIReasoner(OpenAIConfig(base_url=server.url.replace("/v1", "/v2"), model="m"))
     with pytest.raises(APIError, match="HTTP 404.*base_url"):
         bad.act([0], [_obs()])
+
+
+REFUSALS = {
+    # llama_cpp.server: a request failing its schema is an HTTP 500 naming the validation error
+    "500_validation": (500, llama_cpp_validation_500(["not", "text"])),
+    "422_fastapi": (422, {"detail": [{"loc": ["body", "seed"], "msg": "Input should be a valid integer"}]}),
+    "400_openai": (400, {"error": {"message": "'stop' is not supported", "type": "invalid_request_error"}}),
+}
+
+
+@pytest.mark.parametrize("status, body", list(REFUSALS.values()), ids=list(REFUSALS))
+def test_a_refused_request_form_stops_at_once_in_one_line(server, status, body):
+    """A request the server refuses as malformed fails the same way every time: no retry, one line that says so."""
+    server.faults = [(status, body)] * 3
+    r = make(server, max_retries=2)
+    with pytest.raises(APIError, match=rf"refused this request's form \(HTTP {status}, not retried") as info:
+        r.act([0], [_obs()])
+    line = str(info.value)
+    assert "\n" not in line and "change or drop the reasoner-spec option" in line and "overloaded" not in line
+    assert ("valid string" in line) == (status == 500)  # the server's own message is carried
+    assert len(server.requests) == 1 and r.usage()["retries"] == 0
+
+
+IDS, TEXT, LOAD = {"prompt": [1, 2, 3]}, {"prompt": "Q"}, {"lora_name": "a", "lora_path": "/x"}
+CLASSIFIED = {  # (status, body, request, token_ids) -> a fragment of the line, or None: the usual handling
+    "ids_spec": (500, llama_cpp_validation_500([1, 2, 3]), IDS, 1, "drop #token_ids=1"),
+    "ids_training": (500, llama_cpp_validation_500([1, 2, 3]), IDS, 0, "training a served reasoner needs"),
+    "text_422": (422, {"detail": [{"loc": ["body", "n"], "msg": "bad n"}]}, TEXT, 0, "body.n: bad n; its message"),
+    "oom_500": (*OOM_500, IDS, 1, None),
+    "busy_503": (*BUSY_503, TEXT, 0, None),
+    "lora_load_400": (400, {"message": "already loaded"}, LOAD, 0, None),  # agents.served_lora reads the 4xx itself
+}
+
+
+@pytest.mark.parametrize("status, body, request_, token_ids, fragment", list(CLASSIFIED.values()), ids=list(CLASSIFIED))
+def test_which_errors_refuse_the_request_form(status, body, request_, token_ids, fragment):
+    from agents.completions import refused_form
+
+    line = refused_form(status, json.dumps(body), json.dumps(request_).encode(), token_ids)
+    assert line is None if fragment is None else fragment in line, line
 
 
 def test_no_key_no_auth_header(server, monkeypatch):
@@ -212,6 +256,24 @@ def test_chat_only_server_refuses_a_lead_in_protocol_in_one_line(server, spec_ta
     why = {"": "names none", "#tokenizer=tiny": "HTTP 404", "#endpoint=chat&tokenizer=tiny": "endpoint=chat"}[spec_tail]
     assert "'chat+lead' is impossible there" in lines[0] and why in lines[0] and "--protocol chat" in lines[0]
     assert len(server.requests) == (1 if spec_tail == "#tokenizer=tiny" else 0)  # refused before any step (one probe)
+
+
+def test_token_id_prompts_on_a_text_only_server_stop_in_one_line(tmp_path):
+    """``#token_ids=1`` against a server that takes text prompts only (llama_cpp.server: HTTP 500, a validation
+    error): not retried; ``rsim eval`` stops with one line that names the server's message and says to drop it."""
+    pytest.importorskip("torch", reason="rsim eval is part of the 'train' extra")
+    s = ChatServer(completions=True, text_prompts_only=True)
+    try:
+        status, lines = _console(["eval", "--reasoner", f"openai:test-model@{s.url}#tokenizer=tiny&token_ids=1&backoff_s=0.01",
+                                  "--source", "tiny", "--limit", "1", "--modes", "fixed:8", "--no-plots", "--no-progress",
+                                  "--out", str(tmp_path / "e")])
+    finally:
+        s.close()
+    assert status == 1 and len(lines) == 1, lines
+    assert "refused this request's form (HTTP 500, not retried" in lines[0] and "valid string" in lines[0]
+    assert "drop #token_ids=1" in lines[0] and "overloaded" not in lines[0]
+    assert len(s.requests) == 1 and isinstance(s.requests[0]["prompt"], list)
+    print(lines[0])
 
 
 def test_auto_falls_back_to_chat_on_a_chat_only_server(server):

@@ -179,7 +179,7 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
     t.add_argument("--reasoner", help="= --set model.reasoner=SPEC (agent specs below)")
     t.add_argument("--data", help="= --set data.source=SPEC (data specs below)")
     t.add_argument("--threads", type=int, help="= --set threads=N: CPU threads for torch (default: the free physical "
-                   "cores, or OMP_NUM_THREADS; README 'Running several jobs on one machine')")
+                   "cores, or OMP_NUM_THREADS; docs/training.md, several jobs on one machine)")
     t.add_argument("--debug", action="store_true", help="show the traceback of an error (or set RSIM_DEBUG=1)")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config field, e.g. train.grpo.clip_eps_high=0.28, env.weights.follow=0.5, "
@@ -247,10 +247,9 @@ def _run(cfg: RunConfig | Sequence[str]) -> dict[str, Any]:
             return {"config": to_dict(cfg)}
     out = train(cfg)
     if out["is_main_process"] and not out.get("already_complete"):
-        shown = {k: v for k, v in out.items() if k not in ("history", "params")}
-        last = out["history"][-1] if out["history"] else {}
-        shown["last"] = {k: round(v, 4) for k, v in last.items() if "/" not in k or k.endswith("/reward")}
-        print(json.dumps(shown, indent=1))
+        from .summary import report  # what ran, where it is, what next; the numbers go to RUN_DIR/summary.json
+
+        print(report(cfg, out))
     return out
 
 

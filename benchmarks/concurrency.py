@@ -1,4 +1,4 @@
-"""Two rSIM jobs on one machine: each concurrent run's seconds per step over one run's alone (issue 21).
+"""Two rSIM jobs on one machine: each concurrent run's seconds per step over one run's alone.
 
 Tried as a new user would, a ``make demo`` next to another rSIM job on the same 2 cores took 231-396 s
 per step instead of 11-20 s: two processes with 2 busy-waiting OpenMP threads each. ``rsim`` now

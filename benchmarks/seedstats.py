@@ -15,8 +15,8 @@ keeps both views side by side:
   over all of them counts a problem played alike by five seeds as five observations);
 * :func:`write_outcomes` / :func:`read_outcomes` -- one row per (mode, seed, problem, sample) in a
   gzip-compressed JSONL file, the file to commit beside a study's JSON;
-* :func:`report` / ``main`` -- the per-seed and pooled table, regenerated from such a file, so README and
-  docs tables come from committed data by a command, never by hand::
+* :func:`report` / ``main`` -- the per-seed and pooled table, regenerated from such a file, so the
+  docs' tables come from committed data by a command, never by hand::
 
     python -m benchmarks.seedstats --outcomes docs/efficacy_results/outcomes.jsonl.gz --baseline best_fixed \
         --out docs/efficacy_results/seed_table.md

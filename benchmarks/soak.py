@@ -1,4 +1,4 @@
-"""Soak benchmarks: run long and check that nothing piles up (issue 22 item 3). Not unit tests.
+"""Soak benchmarks: run long and check that nothing piles up. Not unit tests.
 
 Three sections, each its own row group in the table and key in the JSON:
 

@@ -1,4 +1,4 @@
-"""Can the LM planner learn a plan that depends on the problem? (issue 19, item 4)
+"""Can the LM planner learn a plan that depends on the problem?
 
 Two task families (:data:`agents.scripted_families.FAMILY_SETS`, default ``two_step``): "Add a and b."
 is solved only under ``validation -> termination``, "Multiply a by b." only under ``decomposition ->

@@ -1,4 +1,4 @@
-"""The baselines a reviewer asks for (issue 19), for :mod:`studies.efficacy`.
+"""The baselines a reviewer asks for, for :mod:`studies.efficacy`.
 
 Every choice is made on validation problems (the training split) and scored on the held-out test
 problems the trained planner is scored on:

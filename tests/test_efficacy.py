@@ -261,8 +261,8 @@ def test_planner_only_study_without_grpo(tmp_path):
         Config(trained_learner="grpo")
 
 
-def test_readme_efficacy_table_is_generated_from_the_committed_outcomes():
-    """The README's efficacy table is `--table-from` of the committed per-problem outcome file, never typed by hand."""
+def test_results_efficacy_table_is_generated_from_the_committed_outcomes():
+    """docs/results.md's efficacy table is `--table-from` of the committed per-problem outcome file, never typed by hand."""
     import re
     from pathlib import Path
 
@@ -270,8 +270,8 @@ def test_readme_efficacy_table_is_generated_from_the_committed_outcomes():
 
     root = Path(__file__).resolve().parent.parent
     block = re.search(r"<!-- efficacy table: python -m studies\.efficacy --table-from (\S+) -->\n(.*?)\n"
-                      r"<!-- /efficacy table -->", (root / "README.md").read_text(), re.S)
-    assert block, "README.md lost its generated efficacy table block"
+                      r"<!-- /efficacy table -->", (root / "docs" / "results.md").read_text(), re.S)
+    assert block, "docs/results.md lost its generated efficacy table block"
     path = root / block.group(1)
     assert path.is_file() and block.group(2) == table_from(str(path))["table_md"]
 

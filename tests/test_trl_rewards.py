@@ -66,12 +66,13 @@ def test_follow_scores_step_i_against_strategy_i():
     assert call_like_trl(follow_reward, q[:1], [again], strategies=[[3, 3, 8]]) == [0.5]
 
 
-def test_the_readme_example_prints_what_its_comment_says():
+def test_the_documented_example_prints_what_its_comment_says():
+    """docs/environment.md's TRL example (run by tests/test_readme.py) computes what its comment says."""
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    block = re.search(r"```python\n(from rsim_env.trl_rewards import .*?)```", readme, re.S).group(1)
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "environment.md").read_text()
+    block = re.search(r"```python\n(from rsim_env.trl_rewards import .*?)```", doc, re.S).group(1)
     assert "# [1.0] [1.0] [1.0]" in block
     completions = [[{"role": "assistant", "content": "Verify: 5 - 3 = 2.\n\nSo the answer is \\boxed{5}."}]]
     assert completions[0][0]["content"].replace("\\", "\\\\").replace("\n", "\\n") in block

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.train_step import Config, skip_reason
-from benchmarks.train_step_report import ratios
+from benchmarks.train_step import ratios
 
 
 def _row(seconds: float) -> dict:

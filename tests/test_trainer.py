@@ -156,7 +156,8 @@ def test_two_processes_under_accelerate_launch(tmp_path):
     ckpt = tmp_path / "checkpoints" / "step_00000002"
     assert (ckpt / "rng.0.safetensors").is_file() and (ckpt / "rng.1.safetensors").is_file()
     assert json.loads((ckpt / "state.json").read_text())["num_processes"] == 2
-    assert p.stdout.count('"steps": 2') == 1  # one main process printed the summary: a real 2-process group
+    assert p.stdout.count("rsim train: 2 steps") == 1  # one main process printed the summary: a real 2-process group
+    assert json.loads((tmp_path / "summary.json").read_text())["steps"] == 2
 
 
 def test_num_iterations_reuses_rollout_batch(tmp_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Callable
 
 MEMORY_LIMIT = 1536 * 1024**2
 """Address-space cap of a worker; a legitimate check needs under 300 MB."""
@@ -35,27 +36,41 @@ def handle(req: dict) -> dict:
     return {"correct": bool(result), "reason": "ok"}
 
 
-def main() -> None:
-    """Serve requests until stdin closes."""
+def limit_memory() -> None:
+    """Cap this worker's address space at :data:`MEMORY_LIMIT` (Linux; elsewhere a no-op)."""
     try:
         import resource
 
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     except (ImportError, ValueError, OSError):  # pragma: no cover - non-Linux
         pass
-    import sympy  # noqa: F401  (import before "ready" so the first check is not charged for it)
 
-    sys.setrecursionlimit(5000)
+
+def serve(handle: Callable[[dict], dict], failed: dict, detail_chars: int = 200) -> None:
+    """Say ready, then answer each JSON request line on stdin with one JSON line until stdin closes.
+
+    ``failed`` is the reply to a request whose ``handle`` raised, with its exception as ``detail``: a bug must
+    not kill the worker silently (the pool reports it upstream).
+    """
     out = sys.stdout
     out.write('{"ready": true}\n')
     out.flush()
     for line in sys.stdin:
         try:
             reply = handle(json.loads(line))
-        except Exception as exc:  # a bug must not kill the worker silently; report it upstream
-            reply = {"correct": False, "reason": "worker_error", "detail": f"{type(exc).__name__}: {exc}"[:200]}
+        except Exception as exc:
+            reply = {**failed, "reason": "worker_error", "detail": f"{type(exc).__name__}: {exc}"[:detail_chars]}
         out.write(json.dumps(reply) + "\n")
         out.flush()
+
+
+def main() -> None:
+    """Serve requests until stdin closes."""
+    limit_memory()
+    import sympy  # noqa: F401  (import before "ready" so the first check is not charged for it)
+
+    sys.setrecursionlimit(5000)
+    serve(handle, {"correct": False})
 
 
 if __name__ == "__main__":

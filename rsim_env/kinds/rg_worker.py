@@ -19,7 +19,6 @@ from __future__ import annotations
 import ast
 import json
 import math
-import sys
 from collections import OrderedDict
 from typing import Any
 
@@ -89,26 +88,12 @@ def handle(req: dict) -> dict:
 
 def main() -> None:
     """Serve requests until stdin closes."""
-    from ..answers.worker import MEMORY_LIMIT
+    from ..answers.worker import limit_memory, serve
 
-    try:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-    except (ImportError, ValueError, OSError):  # pragma: no cover - non-Linux
-        pass
+    limit_memory()
     import reasoning_gym  # noqa: F401  (import before "ready": the first score is not charged for it)
 
-    out = sys.stdout
-    out.write('{"ready": true}\n')
-    out.flush()
-    for line in sys.stdin:
-        try:
-            reply = handle(json.loads(line))
-        except Exception as exc:  # a bug must not kill the worker silently; report it upstream
-            reply = {"score": 0.0, "reason": "worker_error", "detail": f"{type(exc).__name__}: {exc}"[:300]}
-        out.write(json.dumps(reply) + "\n")
-        out.flush()
+    serve(handle, {"score": 0.0}, detail_chars=300)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ Endpoints (``OpenAIConfig.endpoint``):
 
 * ``completions`` (``{base_url}/completions``): the chat template is rendered here with the served
   model's tokenizer and each round's lead-in appended, so every turn protocol works -- the default
-  ``chat+lead`` included -- and greedy episodes equal the local reasoner's (:mod:`agents.completions`).
+  ``chat+lead`` included -- and greedy episodes equal the local reasoner's (:mod:`agents.decoding.served`).
 * ``chat`` (``{base_url}/chat/completions``): each turn sends the chat built by
   :func:`rsim_env.render.reasoner_messages` (every strategy its own user turn, every step its own
   assistant turn) and returns the reply as the step. A chat API cannot continue an open assistant
@@ -20,7 +20,7 @@ with exponential backoff (honouring ``Retry-After``); other errors raise at once
 message, and so does a 5xx whose body names a validation error (llama_cpp.server answers a request that fails
 its schema with HTTP 500): the line says the server refused the request's form and what to change. Tokens (as
 the server reports them) and an optional price are counted per run
-(:meth:`OpenAIReasoner.usage`). The key is read from the environment variable named by
+(:meth:`OpenAIClient.usage`, which the reasoner exposes). The key is read from the environment variable named by
 ``api_key_env``, never from a config file. HTTP is the standard library's (no SDK); the completions route
 renders the chat template with a ``transformers`` tokenizer (no torch model is loaded)::
 
@@ -30,7 +30,7 @@ renders the chat template with a ``transformers`` tokenizer (no torch model is l
     reasoner.usage()   # {"requests": ..., "prompt_tokens": ..., "completion_tokens": ..., "cost": ...}
 
 LoRA adapters on a vLLM server (``vllm serve BASE --enable-lora`` with
-``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``): :meth:`OpenAIReasoner.sync_adapter` saves the adapter
+``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``): :meth:`OpenAIClient.sync_adapter` saves the adapter
 (a PEFT dir, ``adapter_dir`` must be readable by the server), loads it by a step-specific name
 (``POST /v1/load_lora_adapter``), unloads the previous one (``/v1/unload_lora_adapter``) and sends
 the new name as ``model`` in every later request. With ``model.reasoner_lora.enabled=true`` the spec trains:
@@ -53,16 +53,15 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
-from rsim_env.render import CHAT_API_PROTOCOL, STEP_DELIMITER, reasoner_messages_from_observation, whole_answer_turn
+from rsim_env.render import STEP_DELIMITER, whole_answer_turn
 
-from .completions import APIError, TextTurns, load_tokenizer, refused_form, tokenizer_candidate
+from .completions import APIError, refused_form
 from .served_lora import ServedAdapters
 
-__all__ = ["OpenAIConfig", "OpenAIReasoner", "APIError", "parse_spec", "build", "build_trainable"]
+__all__ = ["OpenAIConfig", "OpenAIClient", "OpenAIReasoner", "APIError", "parse_spec", "build", "build_trainable"]
 
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 """Larger responses are refused (a server reply is untrusted input)."""
@@ -212,13 +211,15 @@ def build(rest: str, ctx: Any) -> Any:
 def build_trainable(rest: str, ctx: Any) -> Any:
     """Registry builder for ``openai:MODEL@URL[#hf=..&logprobs_mode=..]`` with ``ctx.lora`` enabled.
 
-    Lives beside :func:`parse_spec` (as :func:`agents.llamacpp.build_trainable` does) so that
-    :mod:`agents.served_train` never imports this module; torch is imported only here, on demand.
+    The reasoner rolls out on the server (:class:`agents.decoding.served.CompletionsDecoder` with ``train``: token-id
+    prompts, the sampled ids and log-probs read back) and learns in torch (the learner's LoRA scorer), see
+    :mod:`agents.served_train`; torch is imported only here, on demand.
     """
+    from .decoding.served import NEEDS_IDS, CompletionsDecoder
     from .loading import load_causal_lm, tiny_model
-    from .reasoner import ReasonerConfig
+    from .reasoner import Reasoner, ReasonerConfig
     from .registry import Built, _torch_dtype, _with_lora
-    from .served_train import NEEDS_IDS, ServedLoraReasoner, ServedRoller, base_spec, check_logprobs_mode
+    from .served_train import base_spec, check_logprobs_mode
 
     cfg = parse_spec("openai:" + rest)
     if cfg.endpoint == "chat":
@@ -230,16 +231,42 @@ def build_trainable(rest: str, ctx: Any) -> Any:
     load = ((lambda: tiny_model("causal", seed=ctx.seed)) if base == "tiny"
             else (lambda: load_causal_lm(base, dtype=_torch_dtype(ctx.dtype))))
     learner = _with_lora(base, ctx, load).agent
-    roller = ServedRoller(OpenAIReasoner(cfg), learner.tokenizer, learner.config)
-    return Built(ServedLoraReasoner(learner, roller),
+    decoder = CompletionsDecoder(OpenAIClient(cfg), learner.turns, train=True)
+    agent = Reasoner(config=learner.config, decoder=decoder, scorer=learner.scorer, turns=learner.turns)
+    return Built(agent,
                  {"kind": "openai", "model": cfg.model, "base_url": cfg.base_url, "lora": True, "learner": base,
                   "logprobs_mode": cfg.logprobs_mode, "max_concurrency": cfg.max_concurrency})
 
 
-class OpenAIReasoner:
-    """:class:`agents.base.Policy` (role ``"reasoner"``) backed by a completions or chat-completions server."""
+def reasoner_config(cfg: OpenAIConfig) -> Any:
+    """The turns' :class:`agents.reasoner.ReasonerConfig` of a frozen served reasoner: its caps, greedy at
+    temperature 0, the local stop rules (the server is sent none, :mod:`agents.decoding.served`)."""
+    from .reasoner import ReasonerConfig
 
-    role = "reasoner"
+    return ReasonerConfig(max_step_tokens=cfg.max_step_tokens, max_answer_tokens=cfg.max_answer_tokens,
+                          greedy=cfg.temperature == 0, temperature=cfg.temperature or 1.0, seed=cfg.seed)
+
+
+def OpenAIReasoner(config: OpenAIConfig) -> Any:
+    """A :class:`agents.reasoner.Reasoner` served by an OpenAI-compatible API (module docstring): its decoder is
+    :class:`agents.decoding.served.ServedDecoder` on an :class:`OpenAIClient`, so ``usage()``, ``served_model``,
+    ``sync_adapter`` and the other client attributes are the reasoner's too."""
+    from .decoding.served import ServedDecoder
+    from .reasoner import Reasoner
+
+    return Reasoner(config=reasoner_config(config), decoder=ServedDecoder(OpenAIClient(config), reasoner_config(config)))
+
+
+def from_spec(spec: str, **overrides: Any) -> Any:
+    """:func:`OpenAIReasoner` from ``"openai:MODEL@URL"`` (see :func:`parse_spec`)."""
+    return OpenAIReasoner(parse_spec(spec, **overrides))
+
+
+OpenAIReasoner.from_spec = from_spec  # the class-style constructor callers know
+
+
+class OpenAIClient:
+    """HTTP to an OpenAI-compatible server: requests with retries, token and cost totals, LoRA adapters."""
 
     def __init__(self, config: OpenAIConfig) -> None:
         self.cfg = config
@@ -247,72 +274,7 @@ class OpenAIReasoner:
         self._lock = threading.Lock()
         self._rng = random.Random(config.seed)
         self._totals = {"requests": 0, "retries": 0, "prompt_tokens": 0, "completion_tokens": 0}
-        self._records: list[dict[str, Any]] = []
-        self._turns: TextTurns | None = None  # the completions route, once chosen (see _route)
-        self._chat_why = ""  # why the chat route was chosen (for the lead-in refusal)
-        self._completions_ok = False  # a completions request has succeeded (no falling back after that)
         self.adapters = ServedAdapters(self)  # LoRA adapters loaded on the server (sync_adapter)
-
-    @classmethod
-    def from_spec(cls, spec: str, **overrides: Any) -> "OpenAIReasoner":
-        """Build from ``"openai:MODEL@URL"`` (see :func:`parse_spec`)."""
-        return cls(parse_spec(spec, **overrides))
-
-    # -- Policy -----------------------------------------------------------------------------
-    def reset(self, num_copies: int) -> None:
-        self._records = [{"requests": 0, "prompt_tokens": 0, "completion_tokens": 0} for _ in range(num_copies)]
-        if self._turns is not None:
-            self._turns.reset(num_copies)
-
-    def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[str]:
-        if self._route() == "completions":
-            from .completions import completions_act
-
-            try:
-                return completions_act(self, copy_ids, observations)
-            except APIError as e:
-                if not self._falls_back(e):
-                    raise
-        for o in observations:
-            proto = o.get("protocol", CHAT_API_PROTOCOL)
-            if proto not in (CHAT_API_PROTOCOL, "none"):
-                # the environment would grade lead-in + reply while the server never saw the lead-in
-                raise ValueError(
-                    f"the served reasoner {self.cfg.model!r} is reached through {self.url} ({self._chat_why}); a chat "
-                    f"API cannot continue an open assistant message, so the lead-in protocol {proto!r} is impossible "
-                    "there: serve the model with a completions endpoint (vLLM, llama.cpp's server, TGI, python -m "
-                    "agents.serve) and name its tokenizer (#tokenizer=HUB_ID_OR_DIR), or run with "
-                    f"--protocol {CHAT_API_PROTOCOL} (rsim eval) / --set env.protocol={CHAT_API_PROTOCOL} (rsim train).")
-        jobs = [reasoner_messages_from_observation(o) for o in observations]
-        singles = [_is_single_turn(m) for m in jobs]
-        with ThreadPoolExecutor(max_workers=min(self.cfg.max_concurrency, max(1, len(jobs)))) as pool:
-            replies = list(pool.map(self.complete, jobs))
-        out = []
-        for c, single, (text, usage) in zip(copy_ids, singles, replies):
-            if c < len(self._records):
-                rec = self._records[c]
-                rec["requests"] += 1
-                rec["prompt_tokens"] += usage["prompt_tokens"]
-                rec["completion_tokens"] += usage["completion_tokens"]
-            # A server that ignores ``stop`` may write several steps; keep the first (planner mode only).
-            step = text.strip().split(STEP_DELIMITER)[0] if self.cfg.stop_at_delimiter and not single else text
-            out.append(step.strip())
-        return out
-
-    def records(self) -> list[dict[str, Any]]:
-        return [dict(r) for r in self._records]
-
-    def token_usage(self, record: dict[str, Any]) -> dict[str, int]:
-        """Tokens one episode cost, as the server counted them (``rsim eval``'s token columns).
-
-        ``reasoner_read`` sums every request's prompt: the server re-reads the whole conversation
-        each turn (a local :class:`agents.reasoner.Reasoner` keeps its KV cache instead; vLLM's and
-        llama.cpp's prefix caches make the re-reading cheap, but ``usage`` still counts it).
-        ``reasoner_written`` is what the server wrote, including text after the point where the
-        completions route cuts a step.
-        """
-        return {"reasoner_read": int(record.get("prompt_tokens", 0)),
-                "reasoner_written": int(record.get("completion_tokens", 0))}
 
     def usage(self) -> dict[str, Any]:
         """Totals since construction: requests, retries, prompt/completion tokens and cost."""
@@ -337,48 +299,10 @@ class OpenAIReasoner:
         """Serve the base model again (unloads the synced adapter)."""
         self.adapters.unload()
 
-    # -- routes -------------------------------------------------------------------------------
-    def _route(self) -> str:
-        """``"completions"`` or ``"chat"``, chosen once (see :attr:`OpenAIConfig.endpoint`)."""
-        if self._turns is not None or self._chat_why:
-            return "completions" if self._turns is not None else "chat"
-        cfg = self.cfg
-        name = tokenizer_candidate(cfg.model, cfg.tokenizer) if cfg.endpoint != "chat" else None
-        if cfg.endpoint == "chat":
-            self._chat_why = "endpoint=chat was asked for"
-        elif name is None and cfg.endpoint == "completions":
-            raise ValueError(f"endpoint=completions renders the chat template here and needs the served model's "
-                             f"tokenizer; the model name {cfg.model!r} names none: pass #tokenizer=HUB_ID_OR_DIR.")
-        elif name is None:
-            self._chat_why = (f"no tokenizer to render its chat template: the model name {cfg.model!r} names none, "
-                              "pass #tokenizer=HUB_ID_OR_DIR")
-        else:
-            try:
-                tok = load_tokenizer(name)
-            except ValueError as e:
-                if cfg.endpoint == "completions" or cfg.tokenizer:
-                    raise
-                self._chat_why = f"no tokenizer to render its chat template: {e}"
-            else:
-                self.tokenizer_name = name
-                self._turns = TextTurns(tok, cfg.max_step_tokens, cfg.max_answer_tokens, token_ids=bool(cfg.token_ids))
-                self._turns.reset(len(self._records))
-        return self._route()
-
-    def _falls_back(self, error: APIError) -> bool:
-        """Under ``endpoint="auto"``, a server without the completions endpoint switches this reasoner to chat."""
-        cause = error.__cause__
-        if (self.cfg.endpoint != "auto" or self._completions_ok or not isinstance(cause, urllib.error.HTTPError)
-                or cause.code not in (404, 405)):
-            return False
-        self._turns = None
-        self._chat_why = f"{self.cfg.base_url.rstrip('/')}/completions answered HTTP {cause.code}: a chat-only server (or a wrong model name)"
-        return True
-
     # -- HTTP ---------------------------------------------------------------------------------
     def complete(self, messages: list[dict[str, str]]) -> tuple[str, dict[str, int]]:
         """One chat completion (with retries); returns ``(text, {"prompt_tokens", "completion_tokens"})``."""
-        single = _is_single_turn(messages)
+        single = whole_answer_turn(messages)
         body: dict[str, Any] = {"model": self.served_model, "messages": messages, "temperature": self.cfg.temperature,
                                 "max_tokens": self.cfg.max_answer_tokens if single else self.cfg.max_step_tokens}
         if self.cfg.stop_at_delimiter and not single:
@@ -463,12 +387,6 @@ class OpenAIReasoner:
         if not isinstance(content, str):
             raise APIError(f"{self.url}: message content is {type(content).__name__}, expected a string.")
         return content, self.count_usage(reply)
-
-
-def _is_single_turn(messages: list[dict[str, str]]) -> bool:
-    """The reply is one whole answer (no stop at the step delimiter, the answer token cap): no-planner
-    mode, or a code problem's termination turn (a program has blank lines); see ``render.whole_answer_turn``."""
-    return whole_answer_turn(messages)
 
 
 class _Retryable(Exception):

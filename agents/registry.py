@@ -23,7 +23,7 @@ run or checkpoint dir       the agent trained by ``rsim train`` (its newest ``st
                             (:mod:`agents.openai_reasoner`; ``#max_concurrency=16&...`` options); LoRA-trainable
                             on vLLM with ``reasoner_lora`` enabled (:mod:`agents.served_train`)
 ``llamacpp:default``        a reasoner decoded by llama.cpp from the embedded GGUF, LoRA-trainable with
-                            ``reasoner_lora`` enabled (:mod:`agents.llamacpp_lora`: torch learns, the engine
+                            ``reasoner_lora`` enabled (:mod:`agents.llamacpp`: torch learns, the engine
                             rolls out, the adapter synced each step), or
 ``llamacpp:PATH.gguf``      frozen, from any GGUF file (:mod:`agents.llamacpp`; ``pip install 'rsim[llamacpp]'``)
 ``module:factory``          your own agent: ``factory(context)`` returns an object following

@@ -368,7 +368,7 @@ def soak_served(cfg: SoakConfig, work: Path) -> dict[str, Any]:
                 events.append({"t_s": round(time.perf_counter() - t0, 2), "event": f"batch {b} lost: {e}"[:300]})
                 continue
             lost += sum(not t["info"]["correct"] for t in out.trajectories)
-            replies += sum(r["requests"] for r in reasoner.records())
+            replies += sum(r.usage["requests"] for r in reasoner.records())
     finally:
         stop.set()
         killer.join()

@@ -13,7 +13,7 @@ Rows (each in its own subprocess, so that ``peak_rss_mib`` is that row's alone):
 * ``ours_lora`` / ``trl_lora``: a LoRA adapter (same rank, alpha, target modules; TRL through
   ``peft_config``);
 * ``ours_lora_engine``: ``ours_lora`` with its rollouts on llama.cpp (``llamacpp:default``, the embedded
-  4-bit GGUF; :mod:`agents.llamacpp_lora`): the adapter is written as a GGUF adapter and loaded before
+  4-bit GGUF; :func:`agents.llamacpp.build_trainable`): the adapter is written as a GGUF adapter and loaded before
   each rollout (``adapter_syncs`` counts them), torch scores the engine's tokens and updates, with
   truncated importance sampling (``tis_cap=2``). Needs ``rsim[llamacpp]`` and ``--model default``;
   otherwise it is skipped and the reason recorded under ``skipped``;
@@ -157,7 +157,7 @@ def run_ours(cfg: Config, lora: bool, sample_dtype: str = "float32", mixed_preci
                 groups += 1.0 - m["reasoner/frac_reward_zero_std"]
     acc.end_training()
     # the sync is at the next rollout's start: 1 (the initial adapter) + each update before the last step
-    extra = {"adapter_syncs": reasoner.roller.adapter_syncs, "updated_steps": updated, "spec": spec} if engine else {}
+    extra = {"adapter_syncs": reasoner.decoder.adapter_syncs, "updated_steps": updated, "spec": spec} if engine else {}
     return dict(_summary(times, tokens), groups_updated=groups, trainable_params=_count(reasoner.module),
                 rollout_seconds_per_step=statistics.median(rollout), **extra)
 

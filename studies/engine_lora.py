@@ -1,7 +1,7 @@
 """How far llama.cpp's log-probs are from torch's for a LoRA reasoner trained with engine rollouts.
 
 A LoRA reasoner on the embedded model (``llamacpp:default`` with ``model.reasoner_lora.enabled``,
-:class:`agents.llamacpp_lora.EngineLoraReasoner`) takes ``steps`` real GRPO updates: each step the
+:func:`agents.llamacpp.build_trainable`) takes ``steps`` real GRPO updates: each step the
 adapter is written as a GGUF adapter and loaded into the engine (the sync), the engine rolls out
 ``problems`` x G copies (a fixed plan, sampled at ``temperature``), torch scores the engine's tokens
 with the same adapter, and one AdamW step follows (:func:`algos.grpo.grpo_loss` with truncated
@@ -154,7 +154,7 @@ def main(cfg: Config) -> dict:
     result = {"config": asdict(cfg), "adapter": "trained (real GRPO steps, dense digit reward)", "rows": rows,
               "base_mean_abs_dlogp": rows[0]["mean_abs_dlogp"], "mean_abs_dlogp": weighted("mean_abs_dlogp"),
               "tis_clip_frac": weighted("tis_clip_frac"), "tis_low_frac": weighted("tis_low_frac"),
-              "adapter_syncs": agent.roller.adapter_syncs}
+              "adapter_syncs": agent.decoder.adapter_syncs}
     _print(result)
     if cfg.out:
         Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ import pytest
 gguf = pytest.importorskip("gguf", reason="needs the gguf package (pip install gguf)")
 
 from agents.gguf_lora import BaseTensors, check_adapter, write_adapter  # noqa: E402
-from agents.llamacpp import LlamaCppReasoner, _read_peft_dir  # noqa: E402
+from agents.decoding.engine import EngineDecoder, read_peft_dir  # noqa: E402
 from agents.llamacpp_engine import Engine  # noqa: E402
 from tests.test_gguf_lora import _adapter, _base_gguf  # noqa: E402
 
@@ -135,9 +135,9 @@ def test_engine_refuses_a_bad_adapter_before_llamacpp_and_keeps_the_loaded_one(f
     assert engine.adapter == "adapter-3" and engine.lib.freed == ["adapter-1"]
 
 
-def _reasoner(files) -> LlamaCppReasoner:
-    """The reasoner's adapter sync over :func:`_engine` (no tokenizer or turns needed to sync)."""
-    r = LlamaCppReasoner.__new__(LlamaCppReasoner)
+def _reasoner(files) -> EngineDecoder:
+    """The engine decoder's adapter sync over :func:`_engine` (no tokenizer or turns needed to sync)."""
+    r = EngineDecoder.__new__(EngineDecoder)
     r.engine, r.adapter_syncs, r._adapter_dir = _engine(files), 0, None
     return r
 
@@ -159,6 +159,6 @@ def test_reasoner_sync_refuses_another_models_weights_and_a_truncated_peft_dir(f
     _one_line(e, weights)
     (d / "adapter_config.json").write_text('{"r": 4, "lora_alpha":')
     with pytest.raises(ValueError, match="is not valid JSON") as e:
-        _read_peft_dir(d)
+        read_peft_dir(d)
     _one_line(e, d / "adapter_config.json")
     assert r.engine.adapter == loaded and r.adapter_syncs == 1

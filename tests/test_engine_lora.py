@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from agents.decoding.engine import EngineDecoder
 from agents.lora import LoraSpec
 
 PROMPT = "The capital of France is"
@@ -165,7 +166,7 @@ def test_trainable_engine_reasoner_syncs_after_each_update(gguf, tmp_path):
     built = build_agent("llamacpp:default#n_ctx=512&threads=1", ctx)
     agent = built.agent
     assert built.info["lora"] and hasattr(agent, "score") and agent.lora is not None
-    roller = agent.roller
+    roller = agent.decoder
     first = _play(agent, "1,3,8")
     assert roller.adapter_syncs == 1 and roller.engine.adapter is not None
     _play(agent, "1,3,8")
@@ -189,12 +190,13 @@ def test_trainable_engine_reasoner_syncs_after_each_update(gguf, tmp_path):
         build_agent(f"llamacpp:{link}", replace(ctx, shared={}))
 
 
-class _FakeRoller:
-    """Stands in for the llama.cpp reasoner: records what the learner's reasoner sends it."""
+class _FakeEngine(EngineDecoder):
+    """Stands in for the llama.cpp decoder: records what the reasoner's scorer sends it (its sync rule is the real one)."""
 
     def __init__(self) -> None:
         self.synced: list[tuple[dict, float, str]] = []
         self.resets: list[int] = []
+        self._synced = None
 
     def sync_adapter(self, weights, alpha=None, name=None):
         self.synced.append(({k: v.detach().clone() for k, v in weights.items()}, alpha, name))
@@ -205,16 +207,16 @@ class _FakeRoller:
 
 def test_engine_reasoner_syncs_only_changed_weights_and_delegates_learning():
     """Model-free of llama.cpp: the sync rule (tensor versions) and what goes where."""
-    from agents.llamacpp_lora import EngineLoraReasoner
+    from agents.reasoner import Reasoner
     from agents.registry import AgentContext, build_agent
 
     learner = build_agent("tiny", AgentContext("reasoner", lora=LoraSpec(enabled=True, rank=2, alpha=4.0))).agent
-    roller = _FakeRoller()
-    agent = EngineLoraReasoner(learner, roller)
+    roller = _FakeEngine()
+    agent = Reasoner(config=learner.config, decoder=roller, scorer=learner.scorer, turns=learner.turns)
     assert agent.module is learner.module and agent.lora is learner.lora and agent.tokenizer is learner.tokenizer
     agent.reset(3)
     agent.reset(3)
-    assert len(roller.synced) == 1 and roller.resets == [3, 3]
+    assert len(roller.synced) == 1 and roller.resets == [0, 3, 3]  # built, then two rollouts
     weights, alpha, name = roller.synced[0]
     assert alpha == 4.0 and name == "reasoner" and set(weights) == set(learner.lora.parameters())
     optimizer = torch.optim.AdamW(agent.module.parameters(), lr=0.1)
@@ -225,8 +227,9 @@ def test_engine_reasoner_syncs_only_changed_weights_and_delegates_learning():
     assert len(roller.synced) == 2
     changed = [k for k in weights if not torch.equal(weights[k], roller.synced[1][0][k])]
     assert changed  # the optimizer step reached the engine
-    assert agent.sync(force=True) and len(roller.synced) == 3
+    assert agent.decoder.sync(agent.scorer, force=True) and len(roller.synced) == 3
     with agent.reference():
-        assert learner._reference
+        assert learner.scorer._reference
+    full = build_agent("tiny", AgentContext("reasoner")).agent
     with pytest.raises(ValueError, match="needs a LoRA learner"):
-        EngineLoraReasoner(build_agent("tiny", AgentContext("reasoner")).agent, roller)
+        Reasoner(config=full.config, decoder=roller, scorer=full.scorer, turns=full.turns)

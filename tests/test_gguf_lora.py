@@ -153,15 +153,15 @@ def test_bad_inputs_are_refused_with_the_fix(tmp_path, tiny):
 
 def test_peft_dir_reader_keeps_peft_scale(tmp_path, tiny):
     """A saved PEFT dir gives llama.cpp the same scale: alpha / r, or alpha / sqrt(r) under rslora."""
-    from agents.llamacpp import _read_peft_dir
+    from agents.decoding.engine import read_peft_dir
 
     model, slot, _ = tiny
     slot.base.peft.save_pretrained(str(tmp_path / "dir"), selected_adapters=["reasoner"])
     d = tmp_path / "dir" / "reasoner" if (tmp_path / "dir" / "reasoner").is_dir() else tmp_path / "dir"
-    weights, alpha = _read_peft_dir(d)
+    weights, alpha = read_peft_dir(d)
     assert alpha == 8.0 and any(".lora_A." in k for k in weights)
     cfg = json.loads((d / "adapter_config.json").read_text())
     (d / "adapter_config.json").write_text(json.dumps(cfg | {"use_rslora": True}))
-    assert _read_peft_dir(d)[1] == pytest.approx(8.0 * 4 ** 0.5)  # llama.cpp's alpha / r == 8 / sqrt(4)
+    assert read_peft_dir(d)[1] == pytest.approx(8.0 * 4 ** 0.5)  # llama.cpp's alpha / r == 8 / sqrt(4)
     with pytest.raises(ValueError, match="not a PEFT adapter dir"):
-        _read_peft_dir(tmp_path)
+        read_peft_dir(tmp_path)

@@ -166,19 +166,22 @@ def test_fingerprint_names_the_gguf_bytes_and_refuses_an_adapter(tmp_path):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (pip install 'rsim[llamacpp]')")
     from types import SimpleNamespace
 
-    from agents.llamacpp import LlamaCppReasoner
+    from agents.decoding.engine import EngineDecoder
+    from agents.decoding.turns import Turns
+    from agents.reasoner import Reasoner, ReasonerConfig
     from agents.replay import weights_fingerprint
 
-    def reasoner(data: bytes) -> LlamaCppReasoner:
+    def reasoner(data: bytes) -> Reasoner:
         path = tmp_path / f"m{len(data)}.gguf"
         path.write_bytes(data)
-        r = LlamaCppReasoner.__new__(LlamaCppReasoner)  # no model: only the fingerprint's inputs
-        r.engine, r._adapted = SimpleNamespace(path=path, n_ctx=2048, unified=False), False
-        return r
+        d = EngineDecoder.__new__(EngineDecoder)  # no model: only the fingerprint's inputs
+        d.engine, d._adapted = SimpleNamespace(path=path, n_ctx=2048, unified=False, reset=lambda n: None), False
+        d._live = set()
+        return Reasoner(decoder=d, turns=Turns(None, ReasonerConfig()))
 
     a, b = reasoner(b"weights-a"), reasoner(b"weights-bb")
     assert a.fingerprint != b.fingerprint and a.fingerprint == reasoner(b"weights-a").fingerprint
     assert weights_fingerprint(a) != weights_fingerprint(b)
-    a._adapted = True
+    a.decoder._adapted = True
     with pytest.raises(TypeError, match="adapter"):
         weights_fingerprint(a)

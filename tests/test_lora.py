@@ -299,12 +299,12 @@ def test_bf16_sampling_copy_with_tis_trains_and_keeps_the_base(tmp_path, lora):
 
     r = build_agent("tiny", AgentContext("reasoner", ReasonerConfig(max_step_tokens=4, sample_dtype="bfloat16"),
                                          lora=LORA if lora else None, shared={})).agent
-    decoder = r._decode_model()
+    decoder = r.scorer.decode_model()
     assert next(decoder.parameters()).dtype == torch.bfloat16 and decoder is not r.model
     with torch.no_grad():
         for q in r.module.parameters():
             q.add_(0.5)
-    again = r._decode_model()
+    again = r.scorer.decode_model()
     assert again is decoder  # refreshed in place, not rebuilt
     with torch.no_grad():
         if lora:
@@ -363,7 +363,7 @@ def test_frozen_reasoner_decodes_on_its_own_weights_not_a_float32_copy(frozen):
         r.reset(2)
         obs = {"question": "1+1?", "round": 0, "strategy": 8, "injected": "", "no_planner": True}
         texts = r.act([0, 1], [obs, obs])
-        assert r._decode_model() is r.model and not hasattr(r, "_sampler")
+        assert r.scorer.decode_model() is r.model and r.scorer._sampler is None
     assert len(texts) == 2 and sum(r.records()[0].gen_mask) >= 1
 
 

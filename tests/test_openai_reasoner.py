@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from agents.decoding.served import ServedDecoder
 from agents.openai_reasoner import APIError, OpenAIConfig, OpenAIReasoner, parse_spec
 from agents.scripted import FixedPlanner
 from algos.rollout import rollout
@@ -22,9 +23,12 @@ def server():
     s.close()
 
 
-def make(server, **kw):
+def make(server, copies=8, **kw):
+    """A served reasoner ready for ``copies`` conversations (a Policy acts after ``reset``)."""
     kw.setdefault("backoff_s", 0.01)
-    return OpenAIReasoner(OpenAIConfig(base_url=server.url, model="test-model", **kw))
+    r = OpenAIReasoner(OpenAIConfig(base_url=server.url, model="test-model", **kw))
+    r.reset(copies)
+    return r
 
 
 def test_messages_put_each_strategy_in_its_own_user_turn():
@@ -52,9 +56,9 @@ def test_rollout_with_env_groups(server):
     assert second["stop"] == ["\n\n"] and second["max_tokens"] == 256 and second["model"] == "test-model"
     u = r.usage()
     assert u["requests"] == 12 and u["retries"] == 0
-    assert u["prompt_tokens"] == sum(rec["prompt_tokens"] for rec in r.records()) > 0
+    assert u["prompt_tokens"] == sum(rec.usage["prompt_tokens"] for rec in r.records()) > 0
     assert u["cost"] == pytest.approx((u["prompt_tokens"] * 2 + u["completion_tokens"] * 8) / 1e6)
-    assert all(rec["requests"] == 2 for rec in r.records())
+    assert all(rec.usage["requests"] == 2 for rec in r.records())
 
 
 def test_no_planner_mode_is_one_whole_answer(server):
@@ -94,6 +98,7 @@ def test_client_errors_are_not_retried(server, monkeypatch):
     with pytest.raises(APIError, match="not JSON"):
         make(server).act([0], [_obs()])
     bad = OpenAIReasoner(OpenAIConfig(base_url=server.url.replace("/v1", "/v2"), model="m"))
+    bad.reset(1)
     with pytest.raises(APIError, match="HTTP 404.*base_url"):
         bad.act([0], [_obs()])
 
@@ -180,7 +185,7 @@ def test_registry_spec_and_rsim_eval_end_to_end(server, tmp_path):
 
     agent, info = build_agent(f"openai:test-model@{server.url}#max_concurrency=3&timeout_s=5",
                               AgentContext("reasoner", seed=1))
-    assert isinstance(agent, OpenAIReasoner) and (agent.cfg.max_concurrency, agent.cfg.timeout_s) == (3, 5.0)
+    assert isinstance(agent.decoder, ServedDecoder) and (agent.cfg.max_concurrency, agent.cfg.timeout_s) == (3, 5.0)
     assert info["kind"] == "openai" and info["model"] == "test-model"
     with pytest.raises(ValueError, match="is a reasoner"):
         build_agent(f"openai:m@{server.url}", AgentContext("planner"))
@@ -281,7 +286,7 @@ def test_auto_falls_back_to_chat_on_a_chat_only_server(server):
     pytest.importorskip("transformers", reason="the completions route renders the chat template (the 'train' extra; this file also runs env-only)")
     r = make(server, tokenizer="tiny")
     out = rollout(EnvGroup(PROBLEMS[:1], group_size=1, max_steps=3, protocol="chat"), r, FixedPlanner([3, 8]), seed=0)
-    assert out.trajectories[0]["info"]["correct"] and r._route() == "chat"
+    assert out.trajectories[0]["info"]["correct"] and type(r.decoder.route).__name__ == "ChatDecoder"
     assert [q.get("prompt") is not None for q in server.requests] == [True, False, False]  # one probe, then chat
 
 
@@ -297,7 +302,7 @@ def test_tokenizer_mismatch_is_named():
                                                       r"'tiny' counts \d+.*#tokenizer="):
             rollout(EnvGroup(PROBLEMS[:1], group_size=1, max_steps=2), r, FixedPlanner([8]), seed=0)
         assert s.requests[0]["prompt"].endswith("The final answer is \\boxed{") and "stop" not in s.requests[0]
-        assert s.requests[0]["logit_bias"] == {str(i): -100 for i in r._turns.suppressed}
+        assert s.requests[0]["logit_bias"] == {str(i): -100 for i in r.turns.suppressed_ids}
         with pytest.raises(APIError, match="token ids.*drop #token_ids=1"):  # this server sends no sampled ids
             rollout(EnvGroup(PROBLEMS[:1], group_size=1, max_steps=2), make(s, tokenizer="tiny", token_ids=1),
                     FixedPlanner([8]), seed=0)
@@ -312,27 +317,32 @@ def test_spec_selects_the_endpoint_and_tokenizer():
     with pytest.raises(ValueError, match="endpoint"):
         parse_spec("openai:m@http://h/v1#endpoint=rest")
     with pytest.raises(ValueError, match="#tokenizer=HUB_ID_OR_DIR"):  # completions asked, no tokenizer named
-        OpenAIReasoner(parse_spec("openai:test-model@http://h/v1#endpoint=completions")).act([0], [_obs()])
+        r = OpenAIReasoner(parse_spec("openai:test-model@http://h/v1#endpoint=completions"))
+        r.reset(1)
+        r.act([0], [_obs()])
 
 
 def test_a_step_that_ends_at_its_last_token_keeps_the_turn_open():
     """The client cuts a reply where the local reasoner stops: a box closed by the reply's last token ends the step
     there (the end-of-turn the server wrote after it was never reached locally), text after it is dropped."""
     pytest.importorskip("transformers", reason="the completions route renders the chat template (the 'train' extra; this file also runs env-only)")
-    from agents.completions import TextTurns
+    from agents.decoding.turns import Conversation, Turns
     from agents.loading import tiny_tokenizer
+    from agents.reasoner import ReasonerConfig
 
     tok = tiny_tokenizer()
-    turns = TextTurns(tok, 32, 48)
+    turns = Turns(tok, ReasonerConfig(max_step_tokens=32, max_answer_tokens=48), keep_text=True)
     obs = {"question": "Q", "round": 0, "strategy": 3, "instruction": "Q\n\nCheck.", "injected": "So \\boxed{",
            "system": "S", "kind": "math"}
     for reply, ended, kept, still_open in (("4}", True, "So \\boxed{4}", True),
                                            ("4} more\n\nx", True, "So \\boxed{4}", True),
                                            ("4 ", True, "So \\boxed{4 " + tok.eos_token, False),
                                            ("4 ", False, "So \\boxed{4 ", True)):
-        turns.reset(1)
-        prompt, cap = turns.start(0, obs)
-        assert cap == 32 and prompt.endswith("<|im_start|>assistant\nSo \\boxed{")
-        turns.finish(0, reply, ended)
-        assert turns.convs[0].text == prompt[:-len("So \\boxed{")] + kept
-        assert turns.convs[0].open == still_open
+        conv = Conversation()
+        turn = turns.start(0, conv, obs)
+        prompt = conv.text
+        assert turn.cap == 32 and prompt.endswith("<|im_start|>assistant\nSo \\boxed{")
+        turn.reply(reply, ended)
+        turns.finish(turn)
+        assert conv.text == prompt[:-len("So \\boxed{")] + kept
+        assert conv.open == still_open

@@ -89,9 +89,9 @@ def test_heavy_modules_name_the_extra_without_torch():
 import sys
 for n in ("torch", "transformers", "accelerate"):
     sys.modules[n] = None
-import rsim_env, agents.scripted, agents.gym_planner, agents.openai_reasoner, agents.embedded
+import rsim_env, agents.scripted, agents.gym_planner, agents.openai_reasoner, agents.embedded, agents.reasoner
 import algos.rollout, algos.viewer, rsim_env.trl_rewards
-for mod in ("agents.reasoner", "agents.planner", "algos.trainer", "algos.cli"):
+for mod in ("agents.decoding.torch_lm", "agents.planner", "algos.trainer", "algos.cli"):
     try:
         __import__(mod)
     except ModuleNotFoundError as e:

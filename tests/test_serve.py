@@ -48,7 +48,7 @@ def test_served_embedded_model_plays_the_local_episodes(served, proto, token_ids
     assert steps == [t["info"]["steps"] for t in want.trajectories]
     assert [t["info"]["correct"] for t in got.trajectories] == [t["info"]["correct"] for t in want.trajectories]
     u = r.usage()
-    assert r._route() == "completions" and u["requests"] == 6 and u["prompt_tokens"] > 0
+    assert type(r.decoder.route).__name__ == "CompletionsDecoder" and u["requests"] == 6 and u["prompt_tokens"] > 0
     print("served steps:", steps, u)
 
 
@@ -101,14 +101,14 @@ def test_greedy_served_episodes_equal_local_ones(tiny_served, proto, token_ids):
                                          token_ids=token_ids))
     want = rollout(EnvGroup(_problems(), 2, max_steps=4, **kw), local, planner, seed=0)
     got = rollout(EnvGroup(_problems(), 2, max_steps=4, **kw), served, planner, seed=0)
-    assert served._route() == "completions"
+    assert type(served.decoder.route).__name__ == "CompletionsDecoder"
     assert json.dumps([t["info"] for t in got.trajectories]) == json.dumps([t["info"] for t in want.trajectories])
     kinds = stop_kinds(local.records(), tok, (32, 48))
     assert len(kinds) >= (2 if proto == "none" else 3), kinds  # the comparison covers several ways a step ends
     if token_ids:
-        assert served._turns.convs[0].ids == local.records()[0].input_ids  # the very same tokens
+        assert served._convs[0].ids == local.records()[0].input_ids  # the very same tokens
     u = served.usage()  # the server's usage: every request re-reads its whole prompt
-    assert u["requests"] == sum(r["requests"] for r in served.records()) and u["retries"] == 0
+    assert u["requests"] == sum(r.usage["requests"] for r in served.records()) and u["retries"] == 0
     assert u["prompt_tokens"] == sum(served.token_usage(r)["reasoner_read"] for r in served.records()) > 0
 
 

@@ -35,10 +35,15 @@ def text_server(request):
 
 
 def _roller(url: str, tok, config: ReasonerConfig, **kw):
-    from agents.served_train import ServedRoller
+    """A served reasoner on the training route (token-id prompts, sampled ids and log-probs read back)."""
+    from agents.decoding.served import CompletionsDecoder
+    from agents.decoding.turns import Turns
+    from agents.openai_reasoner import OpenAIClient
+    from agents.reasoner import Reasoner
 
-    client = OpenAIReasoner(OpenAIConfig(base_url=url, model="tiny", max_retries=0, **kw))
-    return ServedRoller(client, tok, config)
+    turns = Turns(tok, config)
+    client = OpenAIClient(OpenAIConfig(base_url=url, model="tiny", max_retries=0, **kw))
+    return Reasoner(config=config, decoder=CompletionsDecoder(client, turns, train=True), turns=turns)
 
 
 def _episode(agent, proto: str):
@@ -100,10 +105,10 @@ def test_adapter_is_loaded_by_a_new_name_after_each_update_and_requests_name_it(
     agent = built.agent
     assert built.info["lora"] and built.info["learner"] == "tiny" and agent.lora is not None
     first = _episode(agent, "chat+lead")
-    name0 = agent.served_name
+    name0 = agent.adapters.name
     assert name0 and name0.endswith("-step-0") and list(tiny_server.loaded) == [name0]
     _episode(agent, "chat+lead")
-    assert agent.served_name == name0  # unchanged weights: nothing re-sent
+    assert agent.adapters.name == name0  # unchanged weights: nothing re-sent
     recs = [t["reasoner"] for t in first.trajectories]
     logp = agent.score(recs).logp.detach()
     diffs = [abs(float(logp[r, i]) - rec.logprobs[i]) for r, rec in enumerate(recs) for i, m in enumerate(rec.gen_mask)
@@ -114,7 +119,7 @@ def test_adapter_is_loaded_by_a_new_name_after_each_update_and_requests_name_it(
     optimizer.step()
     n = len(tiny_server.log)
     second = _episode(agent, "chat+lead")
-    name1 = agent.served_name
+    name1 = agent.adapters.name
     assert name1.endswith("-step-1") and list(tiny_server.loaded) == [name1]
     admin = [(p, b["lora_name"]) for p, b in tiny_server.log[n:] if "lora_adapter" in p]
     assert admin == [("/v1/load_lora_adapter", name1), ("/v1/unload_lora_adapter", name0)]
@@ -149,11 +154,11 @@ def test_two_training_steps_through_the_served_route(tiny_server, tmp_path, monk
     from agents.registry import AgentContext, build_agent  # rsim eval --reasoner RUN_DIR: same route, trained adapter
 
     loaded = build_agent(str(tmp_path / "run"), AgentContext("reasoner", config=ReasonerConfig(greedy=True))).agent
-    assert type(loaded).__name__ == "ServedLoraReasoner"
+    assert type(loaded.decoder).__name__ == "CompletionsDecoder" and loaded.decoder.train and loaded.scorer is not None
     got = dict(loaded.module.named_parameters())
     assert all(torch.equal(got[k].detach(), v.detach()) for k, v in b.items())
     _episode(loaded, "chat+lead")
-    assert tiny_server.log[-1][1]["model"] == loaded.served_name != names[1]
+    assert tiny_server.log[-1][1]["model"] == loaded.adapters.name != names[1]
 
 
 def test_refusals_name_the_fix(tmp_path):

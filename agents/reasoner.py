@@ -150,6 +150,11 @@ class Reasoner:
         new.decoder = copy.copy(self.decoder)
         return new
 
+    @property
+    def replay_kind(self) -> str:
+        """This reasoner's name in :mod:`agents.replay` keys: the decoder's ``replay_kind``, else "Reasoner"."""
+        return str(getattr(self.decoder, "replay_kind", "Reasoner"))
+
     # ------------------------------------------------------------------------------ turns
 
     @property

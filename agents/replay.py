@@ -51,7 +51,7 @@ from typing import Any, Sequence
 from .base import check_act_args
 from .replay_store import StepStore
 
-__all__ = ["ReplayReasoner", "ReplayRecord", "StepStore", "decoding_settings", "weights_fingerprint", "build",
+__all__ = ["ReplayReasoner", "ReplayRecord", "StepStore", "decoding_settings", "weights_fingerprint", "replay_kind", "build",
            "default_store_path"]
 
 VERSION = 1
@@ -210,7 +210,7 @@ class ReplayReasoner:
         device = getattr(inner, "device", "cpu")
         import torch
 
-        self.root = _digest("rsim-replay", VERSION, self.fingerprint, self.settings, type(inner).__name__,
+        self.root = _digest("rsim-replay", VERSION, self.fingerprint, self.settings, replay_kind(inner),
                             str(getattr(device, "type", device)), torch.__version__)
         self.stats = {"hits": 0, "misses": 0, "catchup_steps": 0, "catchup_mismatch": 0, "sessions": 0}
         self._copies: list[_Copy] = []
@@ -299,6 +299,13 @@ class ReplayReasoner:
                 if text != self._copies[c].record.steps[r]:
                     self.stats["catchup_mismatch"] += 1
                     self._copies[c].diverged = True
+
+
+def replay_kind(agent: Any) -> str:
+    """The agent's name in replay keys: its ``replay_kind`` when it has one, else its class name. An
+    :class:`agents.reasoner.Reasoner` names its decoder's (``"LlamaCppReasoner"`` for llama.cpp: the class name the
+    keys were made with before the decoding layer, so steps already stored stay valid)."""
+    return str(getattr(agent, "replay_kind", None) or type(agent).__name__)
 
 
 def _last_step_tokens(record: Any, text: str) -> int:

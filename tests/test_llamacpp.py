@@ -180,6 +180,9 @@ def test_fingerprint_names_the_gguf_bytes_and_refuses_an_adapter(tmp_path):
         return Reasoner(decoder=d, turns=Turns(None, ReasonerConfig()))
 
     a, b = reasoner(b"weights-a"), reasoner(b"weights-bb")
+    from agents.replay import replay_kind
+
+    assert replay_kind(a) == "LlamaCppReasoner"  # the name replay keys were made with: stored engine steps stay valid
     assert a.fingerprint != b.fingerprint and a.fingerprint == reasoner(b"weights-a").fingerprint
     assert weights_fingerprint(a) != weights_fingerprint(b)
     a.decoder._adapted = True

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from agents.lora import LoraSpec
-from agents.openai_reasoner import APIError, OpenAIConfig, OpenAIReasoner
+from agents.openai_reasoner import APIError, OpenAIConfig
 from agents.reasoner import Reasoner, ReasonerConfig
 from agents.scripted import FixedPlanner
 from algos.rollout import rollout

@@ -32,6 +32,9 @@ class EngineDecoder:
         turns: The reasoner's turn rules; its tokenizer must be the GGUF's (checked).
     """
 
+    replay_kind = "LlamaCppReasoner"
+    """Its reasoner's name in replay keys (the class name they were made with, so stored steps stay valid)."""
+
     def __init__(self, engine: Any, turns: Turns) -> None:
         self.engine, self.turns, self.config = engine, turns, turns.config
         tokenizer = turns.tokenizer

@@ -346,3 +346,37 @@ def test_a_step_that_ends_at_its_last_token_keeps_the_turn_open():
         turns.finish(turn)
         assert conv.text == prompt[:-len("So \\boxed{")] + kept
         assert conv.open == still_open
+
+
+def test_a_later_prompt_counted_differently_is_logged_not_refused(monkeypatch, caplog):
+    """Two implementations of the same tokenizer may split the server's own replies differently (llama.cpp's server
+    reads "plan:\\n\\n1." with one "\\n\\n" token, the HF tokenizer with two): only a conversation's first prompt, which
+    holds no model text, must count the same."""
+    pytest.importorskip("transformers", reason="the completions route renders the chat template (the 'train' extra; this file also runs env-only)")
+    from agents.completions import TokenizerMismatch
+
+    def served(offsets):
+        r = OpenAIReasoner(OpenAIConfig(base_url="http://127.0.0.1:9/v1", model="tiny", tokenizer="tiny"))
+        r.reset(1)
+        sent = []
+
+        def request(body, url=None, raw=False):
+            local = len(r.turns.encode(body["prompt"]))
+            sent.append(body["prompt"])
+            return {"choices": [{"text": "a step\n\n", "finish_reason": "length"}],
+                    "usage": {"prompt_tokens": local + offsets[len(sent) - 1], "completion_tokens": 3}}
+
+        monkeypatch.setattr(r.decoder.client, "request", request)
+        return r, sent
+
+    first = {"question": "Q?", "round": 0, "strategy": 3, "injected": "Check: ", "instruction": "Q?", "kind": "math"}
+    later = dict(first, round=1, instruction="")
+    r, sent = served([0, -1, -1])
+    with caplog.at_level("WARNING"):
+        assert r.act([0], [first]) == ["a step"]
+        r.act([0], [later])
+        r.act([0], [dict(later, round=2)])
+    assert len(sent) == 3 and sum("counted" in m for m in caplog.messages) == 1  # logged once
+    r, _ = served([-1])
+    with pytest.raises(TokenizerMismatch, match="server counted"):
+        r.act([0], [first])

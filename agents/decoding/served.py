@@ -32,6 +32,7 @@ served reasoner is the server's ``usage`` (the cut does not change what the serv
 
 from __future__ import annotations
 
+import logging
 import math
 import urllib.error
 from concurrent.futures import ThreadPoolExecutor
@@ -78,6 +79,7 @@ class CompletionsDecoder:
         self.url = client.cfg.base_url.rstrip("/") + "/completions"
         self.requests = 0
         self._synced: tuple | None = None
+        self._count_warned = False
         self.ok = False
         """A request has succeeded (the endpoint exists)."""
 
@@ -163,7 +165,7 @@ class CompletionsDecoder:
         usage = self.client.count_usage(reply)
         name = getattr(self.client, "tokenizer_name", "?")
         if not self.token_ids:
-            self._check_count(body["prompt"], usage["prompt_tokens"], name)
+            self._check_count(body["prompt"], usage["prompt_tokens"], name, first=not turn.conv.step_spans)
             ids = None
         else:
             ids = self._sampled_ids(choice)
@@ -184,11 +186,27 @@ class CompletionsDecoder:
             raise APIError(f"{self.url}: logprobs.tokens holds a non-integer token id: {str(tokens)[:200]}") from e
         return ids[:-1] if ids and ids[-1] == self.turns.eos_id else ids
 
-    def _check_count(self, prompt: str, server_count: int, tokenizer_name: str) -> None:
-        """Raise :class:`TokenizerMismatch` when the server counted ``prompt`` differently (0 = not reported)."""
+    def _check_count(self, prompt: str, server_count: int, tokenizer_name: str, first: bool = True) -> None:
+        """Raise :class:`TokenizerMismatch` when the server counted a conversation's first prompt differently
+        (0 = not reported).
+
+        Only the first prompt (template, question, lead-in: no model text yet) must count the same: it shows a wrong
+        tokenizer or a doubled BOS. A later prompt also holds the server's replies, which two implementations of the
+        same tokenizer may split differently (llama.cpp's server reads ``"plan:\n\n1."`` with one ``"\n\n"`` token
+        where the HF tokenizer has two ``"\n"``): that is logged once, not refused.
+        """
         if not server_count:
             return
         local = len(self.turns.encode(prompt))
+        if local != server_count and not first:
+            if not self._count_warned:
+                self._count_warned = True
+                logging.getLogger(__name__).warning(
+                    "%s counted %d prompt tokens where %r counts %d, on a prompt that holds the server's own replies: the "
+                    "two tokenizers split that text differently (the first prompts matched, so it is the served model's "
+                    "tokenizer); greedy episodes may differ from local ones there. Logged once.", self.url, server_count,
+                    tokenizer_name, local)
+            return
         if local != server_count:
             hint = (" (one more: the server adds a BOS token the chat template already has)" if server_count == local + 1
                     else "")

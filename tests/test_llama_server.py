@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import re
 import sys
 import threading
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.completions import TokenizerMismatch
 from agents.llama_server import LlamaServer, LlamaServerConfig, ServerStartError, free_port
 
 # --------------------------------------------------------------------------- the process manager, no model
@@ -327,33 +329,36 @@ def test_a_chat_only_server_is_refused_in_one_line(tmp_path, capsys):
 # --------------------------------------------------------------------------- the planner against the served model
 
 PLANNER_ONLY = ["--learner", "planner_only", "--planner", "tiny", "--data", "curriculum", "--set", "data.size=8",
-                "--set", "env.max_steps=2", "--set", "train.groups_per_step=1", "--set", "train.grpo.group_size=4",
-                "--set", "train.planner_optim.lr=1e-2", "--set", "reasoner.greedy=true",
+                "--set", "env.max_steps=2", "--set", "env.protocol=chat", "--set", "train.groups_per_step=1",
+                "--set", "train.grpo.group_size=4", "--set", "train.planner_optim.lr=1e-2", "--set", "reasoner.greedy=true",
                 "--set", "reasoner.max_step_tokens=32", "--set", "reasoner.max_answer_tokens=48",
                 "--set", "train.progress=false", "--steps", "3"]
 """Plug-in training as ``rsim train`` runs it: a tiny random planner learns, the served SmolLM2 (greedy, frozen)
-writes every step; 3 steps of one group of 4 episodes of at most 2 rounds: at most 24 requests."""
+writes every step; 3 steps of one group of 4 episodes of at most 2 rounds: at most 24 requests. Under the chat
+protocol through the server's chat endpoint (``#endpoint=chat``): under the default protocol the client stops at
+the first reply llama.cpp's tokenizer counts unlike the client's (the strict xfail below)."""
 
 
 @pytest.mark.slow
 def test_planner_only_training_against_the_served_reasoner(real, tmp_path, capsys):
     """The plug-in route with a real server: ``rsim train --learner planner_only --reasoner openai:default@URL``.
     Only the planner's parameters change, the run writes its checkpoint, samples and summary, and every reasoner
-    step of training was a completions request the server answered."""
+    step of training was a request the server answered."""
     import torch
     from accelerate.utils import set_seed
 
     from algos.cli import build_agents, build_learner, main
     from algos.config import resolve
 
-    argv = ["train", *PLANNER_ONLY, "--reasoner", f"openai:default@{real.url}", "--out", str(tmp_path / "po")]
+    spec = f"openai:default@{real.url}#endpoint=chat"
+    argv = ["train", *PLANNER_ONLY, "--reasoner", spec, "--out", str(tmp_path / "po")]
     cfg = resolve(None, {"learner": "planner_only", "model.planner": "tiny", "model.reasoner": "template"})
     set_seed(cfg.train.seed)  # the tiny planner's initial weights, as the run builds them (same seed, same spec)
     before = torch.cat([p.detach().flatten() for p in
                         build_agents(cfg, build_learner(cfg), "cpu")["planner"].module.parameters()]).clone()
-    served_before, t0 = real.served(), time.perf_counter()
+    served_before, t0 = real.served("/v1/chat/completions"), time.perf_counter()
     out = main(argv)
-    wall, served = time.perf_counter() - t0, real.served() - served_before
+    wall, served = time.perf_counter() - t0, real.served("/v1/chat/completions") - served_before
     assert out["steps"] == 3 and set(out["params"]) == {"planner"}  # the served reasoner is frozen
     after = torch.cat([p.detach().flatten() for p in out["params"]["planner"].parameters()])
     assert not torch.equal(before, after), "the planner's parameters did not change"
@@ -362,14 +367,41 @@ def test_planner_only_training_against_the_served_reasoner(real, tmp_path, capsy
     summary = json.loads((run / "summary.json").read_text())
     assert summary["steps"] == 3 and Path(out["checkpoint"]).is_dir()
     saved = json.loads((Path(out["checkpoint"]) / "config.json").read_text())
-    assert saved["learner"] == "planner_only" and saved["model"]["reasoner"] == f"openai:default@{real.url}"
+    assert saved["learner"] == "planner_only" and saved["model"]["reasoner"] == spec
     samples = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
     assert samples and all(s["steps"] and all(isinstance(t, str) for t in s["steps"]) for s in samples)
     # 3 steps x 4 episodes x 1 or 2 rounds: each round is one request the server logged as answered
     assert 12 <= served <= 24, served
-    assert "rsim eval --planner" in capsys.readouterr().out  # the summary's next command: the plug-in evaluation
+    assert f"rsim eval --planner {run} --reasoner" in capsys.readouterr().out  # the plug-in evaluation, next
     print(f"planner-only training against the served reasoner: {wall:.1f} s, {served} requests;",
           [(s["strategies"], s["steps"]) for s in samples[:2]])
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, raises=TokenizerMismatch, reason="agents/completions.py TextTurns.check_count compares the client's token count of "
+                   "the whole prompt with the server's; llama.cpp's 'smollm' pre-tokenizer reads a blank line before a digit "
+                   "as one token ('\\n\\n', '1') where the HF tokenizer reads two ('\\n', '\\n', '1'), so the count "
+                   "differs by one once the model's own text holds one, and the run stops as if the tokenizer were wrong")
+def test_a_reply_opening_with_a_blank_line_and_a_digit_is_not_a_tokenizer_mismatch(real):
+    """The default protocol, plan (planning, termination) on the first curriculum problem: after "Here is my plan:"
+    the served model writes "\n\n1. 0 - 4 = ...", and the second request carries it. Same tokenizer (the GGUF's own
+    vocabulary, the same chat template), one token apart. Any plan with a round before the last can hit it; rSIM's
+    trained planners and ``random`` mode do (a random tiny planner on step 1 of the planner-only run above)."""
+    import gymnasium
+
+    import rsim_env  # noqa: F401
+    from rsim_env.data import load_problems
+    from rsim_env.strategies import TERMINATION
+
+    problem = load_problems("curriculum", limit=1, seed=0)[0]
+    env = gymnasium.make("rsim/Planner-v0", reasoner=f"openai:default@{real.url}#max_step_tokens=32",
+                         problems=[problem], max_steps=3)
+    env.reset(options={"problem": problem})
+    *_, info = env.step(7)  # planning: "Here is my plan:"
+    if not re.match(r"\d", info["step"]):  # the step is shown stripped; the reply opened with "\n\n" before it
+        pytest.skip(f"the served model did not open with a numbered list this time: {info['step'][:40]!r}")
+    *_, info = env.step(TERMINATION)  # raises TokenizerMismatch (155 counted by the server, 156 here)
+    assert len(info["steps"]) == 2
 
 
 GYM_PLANS = [(1, 8), (3, 8), (8,), (4, 6, 8)]

@@ -6,7 +6,8 @@ embedded GGUF and run ``rsim eval`` through it under the default protocol, then 
 killed and restarted mid-evaluation (the client retries, the retries are counted, nothing is lost), killed
 for good (the evaluation stops in one line; the rerun resumes from its journal), a client rendering with
 another model's tokenizer (refused in one line by the server's own token counts) and a chat-only server
-(refused in one line).
+(refused in one line). Then the planner against the served model: ``rsim train --learner planner_only`` with the
+served reasoner, and the Gymnasium planner view playing scripted plans through it.
 """
 
 from __future__ import annotations
@@ -383,7 +384,7 @@ def test_planner_only_training_against_the_served_reasoner(real, tmp_path, capsy
                    "as one token ('\\n\\n', '1') where the HF tokenizer reads two ('\\n', '\\n', '1'), so the count "
                    "differs by one once the model's own text holds one, and the run stops as if the tokenizer were wrong")
 def test_a_reply_opening_with_a_blank_line_and_a_digit_is_not_a_tokenizer_mismatch(real):
-    """The default protocol, plan (planning, termination) on the first curriculum problem: after "Here is my plan:"
+    """The default protocol, plan (sub-planning, termination) on the first curriculum problem: after "Here is my plan:"
     the served model writes "\n\n1. 0 - 4 = ...", and the second request carries it. Same tokenizer (the GGUF's own
     vocabulary, the same chat template), one token apart. Any plan with a round before the last can hit it; rSIM's
     trained planners and ``random`` mode do (a random tiny planner on step 1 of the planner-only run above)."""
@@ -397,7 +398,7 @@ def test_a_reply_opening_with_a_blank_line_and_a_digit_is_not_a_tokenizer_mismat
     env = gymnasium.make("rsim/Planner-v0", reasoner=f"openai:default@{real.url}#max_step_tokens=32",
                          problems=[problem], max_steps=3)
     env.reset(options={"problem": problem})
-    *_, info = env.step(7)  # planning: "Here is my plan:"
+    *_, info = env.step(7)  # sub-planning: "Here is my plan:"
     if not re.match(r"\d", info["step"]):  # the step is shown stripped; the reply opened with "\n\n" before it
         pytest.skip(f"the served model did not open with a numbered list this time: {info['step'][:40]!r}")
     *_, info = env.step(TERMINATION)  # raises TokenizerMismatch (155 counted by the server, 156 here)

@@ -379,8 +379,8 @@ def test_planner_only_training_against_the_served_reasoner(real, tmp_path, capsy
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, raises=TokenizerMismatch, reason="agents/completions.py TextTurns.check_count compares the client's token count of "
-                   "the whole prompt with the server's; llama.cpp's 'smollm' pre-tokenizer reads a blank line before a digit "
+@pytest.mark.xfail(strict=True, raises=TokenizerMismatch, reason="the client's tokenizer check compares its token count of the whole prompt with the "
+                   "server's usage.prompt_tokens; llama.cpp's 'smollm' pre-tokenizer reads a blank line before a digit "
                    "as one token ('\\n\\n', '1') where the HF tokenizer reads two ('\\n', '\\n', '1'), so the count "
                    "differs by one once the model's own text holds one, and the run stops as if the tokenizer were wrong")
 def test_a_reply_opening_with_a_blank_line_and_a_digit_is_not_a_tokenizer_mismatch(real):

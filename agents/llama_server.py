@@ -188,8 +188,10 @@ class LlamaServer:
             log.write(f"\n$ {' '.join(cmd)}\n".encode())
             log.flush()
             # its own session: stop() signals exactly this server's process group, nothing else
+            # unbuffered: uvicorn's access log (one line per request, see served()) goes to stdout, which a file
+            # would otherwise hold back in a block buffer until the server exits
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
+                                         start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.starts += 1
         if self.starts == 1:  # its own session does not get the terminal's Ctrl-C: stop it when this process exits
             atexit.register(self.kill)
@@ -245,6 +247,16 @@ class LlamaServer:
         """Stop (if running) and start again on the same port."""
         self.stop()
         return self.start()
+
+    def served(self, path: str = "/v1/completions") -> int:
+        """``POST path`` requests the server answered with 200 OK, counted in its access log (every start, as the
+        log is appended): the server's own count, independent of the client's ``usage``."""
+        request = f'"POST {path} HTTP/'.encode()
+        try:
+            with open(self.log_path, "rb") as log:
+                return sum(request in line and b'" 200 ' in line for line in log)
+        except OSError:
+            return 0
 
     def log_tail(self, lines: int = 15) -> str:
         try:

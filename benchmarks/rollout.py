@@ -24,7 +24,8 @@ argmax is fp32's token (teacher-forced; fp32's own batched-vs-full-forward agree
 the floor) — and the share of its greedy tokens before its first split from fp32.
 
 (f) repeats (a) on the llama.cpp engine (:mod:`agents.llamacpp`, same threads) for each GGUF of ``--engine``
-(by default what ``llamacpp:default`` decodes, the shipped Q4_1 file and its Q8_0 copy), each in ``f_engines``;
+(by default the embedded model's Q8_0 copy, which ``llamacpp:default`` decodes, then the shipped Q4_1 file), each
+in ``f_engines``;
 the first also gives ``engine_tok_s``, ``engine_vs_generate`` (÷ (c)'s fp32 ``generate``, same batch) and
 ``engine_lp_mismatch`` (mean |Δ log p| per generated token vs torch fp32 scoring the engine's tokens).
 
@@ -81,12 +82,15 @@ class BenchConfig:
     """JSON result path (None: do not write)."""
     skip_rollout: bool = False
     """Skip (d), the full planner + reasoner EnvGroup rollout."""
-    threads: int | None = None
-    """torch intra-op threads (None: torch's default). On a shared box, 1 avoids OpenMP spin contention."""
+    threads: int | None = 1
+    """torch intra-op threads, also the engine's (0 / None: torch's default, all cores). 1 by default: decoding the
+    135M model at batch 8 on this 2-core machine was no faster on two threads with libgomp's spin, 1.4x slower on two
+    under ``OMP_WAIT_POLICY=PASSIVE`` (what ``rsim`` sets), and slower still when another job held a core
+    (docs/lean.md, "Threads for decoding"); one thread leaves the other core to a second job."""
     variants: tuple[str, ...] = ("bf16", "int8")
     """(e) frozen-model variants of (a) to measure: "bf16", "int8", "compile" (torch.compile, slow to build);
     on the command line a comma list, "" = none."""
-    engine: str = "default,q4_1,q8_0"
+    engine: str = "q8_0,q4_1"
     """(f) GGUF files the llama.cpp engine decodes, a comma list, the first giving ``engine_vs_generate``: paths or
     "default" (what ``llamacpp:default`` decodes), "q4_1" (the embedded file as shipped), "q8_0" (its Q8_0 copy,
     :func:`agents.loading.embedded_engine_gguf_path`) -- these three only with model "default" -- each optionally

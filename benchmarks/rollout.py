@@ -82,11 +82,12 @@ class BenchConfig:
     """JSON result path (None: do not write)."""
     skip_rollout: bool = False
     """Skip (d), the full planner + reasoner EnvGroup rollout."""
-    threads: int | None = 1
-    """torch intra-op threads, also the engine's (0 / None: torch's default, all cores). 1 by default: decoding the
-    135M model at batch 8 on this 2-core machine was no faster on two threads with libgomp's spin, 1.4x slower on two
-    under ``OMP_WAIT_POLICY=PASSIVE`` (what ``rsim`` sets), and slower still when another job held a core
-    (studies/decode_threads.py, docs/lean.md "Threads for decoding"); one thread leaves the other core to a second job."""
+    threads: int = 0
+    """torch intra-op threads, also the engine's; 0: as ``rsim`` chooses (algos.threads.resolve_threads:
+    ``OMP_NUM_THREADS`` if set, else the physical cores other jobs leave idle by the 1-minute load). On this 2-core
+    machine, alone, two threads decoded batch 8 1.6-1.7x faster than one under libgomp's own spin (a bare
+    ``python``'s), but no faster under ``OMP_WAIT_POLICY=PASSIVE``, and slower than one next to another busy job
+    (``python -m studies.decode_threads``, docs/lean.md "Threads for decoding"): so two alone, one beside a job."""
     variants: tuple[str, ...] = ("bf16", "int8")
     """(e) frozen-model variants of (a) to measure: "bf16", "int8", "compile" (torch.compile, slow to build);
     on the command line a comma list, "" = none."""
@@ -398,8 +399,9 @@ def engine_row(cfg: BenchConfig, model, reasoner, reference: list, generate: dic
 
 
 def main(cfg: BenchConfig) -> dict:
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    from algos.threads import use_threads
+
+    use_threads(cfg.threads)
     model, tok = tiny_model("causal") if cfg.model == "tiny" else load_causal_lm(cfg.model)  # tiny: smoke tests
     model.eval()
     results: dict = {"config": asdict(cfg), "torch_threads": torch.get_num_threads()}

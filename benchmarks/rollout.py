@@ -23,8 +23,10 @@ tolerance — on (a)'s own fp32 sequences, the share of generated positions wher
 argmax is fp32's token (teacher-forced; fp32's own batched-vs-full-forward agreement is given as
 the floor) — and the share of its greedy tokens before its first split from fp32.
 
-(f) repeats (a) on the llama.cpp engine (:mod:`agents.llamacpp`, the GGUF's own 4-bit weights, same
-threads): ``engine_tok_s``, ``engine_vs_generate`` (÷ (c)'s fp32 ``generate``, same batch) and
+(f) repeats (a) on the llama.cpp engine (:mod:`agents.llamacpp`, same threads) for each GGUF of ``--engine``
+(by default the embedded model's Q8_0 copy, which ``llamacpp:default`` decodes, then the shipped Q4_1 file), each
+in ``f_engines``;
+the first also gives ``engine_tok_s``, ``engine_vs_generate`` (÷ (c)'s fp32 ``generate``, same batch) and
 ``engine_lp_mismatch`` (mean |Δ log p| per generated token vs torch fp32 scoring the engine's tokens).
 
     python -m benchmarks.rollout --out results/rollout.json [--model default]
@@ -80,14 +82,20 @@ class BenchConfig:
     """JSON result path (None: do not write)."""
     skip_rollout: bool = False
     """Skip (d), the full planner + reasoner EnvGroup rollout."""
-    threads: int | None = None
-    """torch intra-op threads (None: torch's default). On a shared box, 1 avoids OpenMP spin contention."""
+    threads: int = 0
+    """torch intra-op threads, also the engine's; 0: as ``rsim`` chooses (algos.threads.resolve_threads:
+    ``OMP_NUM_THREADS`` if set, else the physical cores other jobs leave idle by the 1-minute load). On this 2-core
+    machine, alone, two threads decoded batch 8 1.6-1.7x faster than one under libgomp's own spin (a bare
+    ``python``'s), but no faster under ``OMP_WAIT_POLICY=PASSIVE``, and slower than one next to another busy job
+    (``python -m studies.decode_threads``, docs/lean.md "Threads for decoding"): so two alone, one beside a job."""
     variants: tuple[str, ...] = ("bf16", "int8")
     """(e) frozen-model variants of (a) to measure: "bf16", "int8", "compile" (torch.compile, slow to build);
     on the command line a comma list, "" = none."""
-    engine: str = "default"
-    """(f) GGUF file the llama.cpp engine decodes ("default": the embedded one, only with model "default";
-    "" = skip; needs ``rsim[llamacpp]``)."""
+    engine: str = "q8_0,q4_1"
+    """(f) GGUF files the llama.cpp engine decodes, a comma list, the first giving ``engine_vs_generate``: paths or
+    "default" (what ``llamacpp:default`` decodes), "q4_1" (the embedded file as shipped), "q8_0" (its Q8_0 copy,
+    :func:`agents.loading.embedded_engine_gguf_path`) -- these three only with model "default" -- each optionally
+    with Engine options, e.g. "q8_0#threads=2&unified=1"; "" = skip; needs ``rsim[llamacpp]``."""
 
     def __post_init__(self):
         for name in ("batch", "rounds", "tokens_per_round"):
@@ -306,14 +314,35 @@ def run_variants(cfg: BenchConfig, model, tok, results: dict, reference: list) -
         del variant
 
 
+ENGINE_NAMES = ("default", "q4_1", "q8_0")
+"""(f)'s names for GGUF files: what ``llamacpp:default`` decodes, the embedded file as shipped (Q4_1), its Q8_0 copy."""
+
+
+def engine_gguf(name: str) -> str:
+    """The GGUF file (f) decodes for one ``--engine`` item (a name of :data:`ENGINE_NAMES` or a path)."""
+    from agents.llamacpp import parse_spec
+
+    if name == "q4_1":
+        from agents.loading import embedded_gguf_path
+
+        return str(embedded_gguf_path())
+    if name == "q8_0":
+        from agents.loading import embedded_engine_gguf_path
+
+        return str(embedded_engine_gguf_path())
+    return parse_spec(name)[0]
+
+
 def run_engine(cfg: BenchConfig, model, tok, results: dict, reference: list) -> None:
-    """(f) (a)'s workload on the llama.cpp engine (:mod:`agents.llamacpp`, the GGUF's own 4-bit weights, as
-    many threads as torch): tokens/s, ÷ (c) raw fp32 ``generate`` on the same batch, and the mean
-    |Δ log p| per generated token between the engine's log-probs and torch fp32 scoring its tokens."""
-    if not cfg.engine or (cfg.engine == "default" and cfg.model != "default"):
+    """(f) (a)'s workload on the llama.cpp engine for each GGUF of ``cfg.engine`` (the first gives the headline
+    keys): tokens/s, ÷ (c) raw fp32 ``generate`` on the same batch, the mean |Δ log p| per generated token
+    between the engine's log-probs and torch fp32 scoring its tokens, and the share of its greedy tokens that
+    are torch fp32's argmax (teacher-forced on the engine's own sequences)."""
+    items = [e for e in cfg.engine.split(",") if e]
+    if not items or (cfg.model != "default" and any(e.partition("#")[0] in ENGINE_NAMES for e in items)):
         return
     try:
-        from agents.llamacpp import LlamaCppReasoner, load_tokenizer, parse_spec
+        from agents.llamacpp import LlamaCppReasoner
         from agents.llamacpp_engine import Engine, import_llama_cpp
 
         import_llama_cpp()
@@ -321,12 +350,29 @@ def run_engine(cfg: BenchConfig, model, tok, results: dict, reference: list) -> 
         results["f_engine"] = {"error": str(e)}
         print(f"[bench] f_engine: not run: {e}", flush=True)
         return
-    from agents.sampling import generated_logprobs
+    results["f_engines"], seen = {}, set()
+    for item in items:
+        name, _, opts = item.partition("#")
+        path = engine_gguf(name)
+        options = {k: int(v) for k, _, v in (o.partition("=") for o in opts.split("&") if o)}
+        if (path, tuple(sorted(options.items()))) in seen:  # "default" is also "q4_1" (or "q8_0")
+            continue
+        seen.add((path, tuple(sorted(options.items()))))
+        engine = Engine(path, n_ctx=1024, **{"threads": torch.get_num_threads(), **options})
+        rc = ReasonerConfig(max_step_tokens=cfg.tokens_per_round, greedy=True, stop_at_delimiter=False)
+        row = engine_row(cfg, model, LlamaCppReasoner(engine, tok, rc), reference, results["c_generate"])
+        results["f_engines"][item] = row | {"gguf": path, "threads": engine.threads, "unified": engine.unified}
+        engine.close()
+        print(f"[bench] f_engine {item}: {row['tokens']} tokens in {row['seconds']:.1f} s", flush=True)
+    head = results["f_engines"][items[0]]
+    results["f_engine"] = head
+    results["engine_tok_s"], results["engine_vs_generate"] = head["tokens_per_s"], head["vs_generate"]
+    results["engine_lp_mismatch"] = head["lp_mismatch"]
 
-    path = parse_spec(cfg.engine)[0]
-    engine = Engine(path, n_ctx=1024, threads=torch.get_num_threads())
-    rc = ReasonerConfig(max_step_tokens=cfg.tokens_per_round, greedy=True, stop_at_delimiter=False)
-    reasoner = LlamaCppReasoner(engine, load_tokenizer(path), rc)
+
+def engine_row(cfg: BenchConfig, model, reasoner, reference: list, generate: dict) -> dict:
+    """One engine's (f) figures: (a)'s rounds after a one-round warm-up, then torch fp32 rescoring its tokens."""
+    from agents.sampling import generated_logprobs
 
     def play(rounds: int) -> list:
         strat = plans(cfg)
@@ -345,20 +391,17 @@ def run_engine(cfg: BenchConfig, model, tok, results: dict, reference: list) -> 
     engine_lp = torch.zeros_like(lp)
     for i, r in enumerate(records):
         engine_lp[i, :len(r.logprobs)] = torch.tensor(r.logprobs)
-    mismatch = float(((lp - engine_lp).abs() * mask).sum() / mask.sum())
-    results["f_engine"] = {"seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds, "peak_rss_mib": peak,
-                           "gguf": str(path), "threads": engine.threads,
-                           "same_greedy_prefix_as_fp32": same_token_share(records, reference)}
-    results["engine_tok_s"] = tokens / seconds
-    results["engine_vs_generate"] = results["engine_tok_s"] / results["c_generate"]["tokens_per_s"]
-    results["engine_lp_mismatch"] = mismatch
-    print(f"[bench] f_engine: {tokens} tokens in {seconds:.1f} s", flush=True)
-    engine.close()
+    return {"seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds, "peak_rss_mib": peak,
+            "vs_generate": tokens / seconds / generate["tokens_per_s"],
+            "lp_mismatch": float(((lp - engine_lp).abs() * mask).sum() / mask.sum()),
+            "fp32_argmax_agreement": argmax_agreement(model, records),
+            "same_greedy_prefix_as_fp32": same_token_share(records, reference)}
 
 
 def main(cfg: BenchConfig) -> dict:
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    from algos.threads import use_threads
+
+    use_threads(cfg.threads)
     model, tok = tiny_model("causal") if cfg.model == "tiny" else load_causal_lm(cfg.model)  # tiny: smoke tests
     model.eval()
     results: dict = {"config": asdict(cfg), "torch_threads": torch.get_num_threads()}
@@ -429,10 +472,12 @@ def print_table(r: dict) -> None:
     f = r.get("f_engine", {})
     if "error" in f:
         print(f"{'(f) (a) on llama.cpp':34s} did not run: {f['error']}")
-    elif f:
-        print(f"{'(f) (a) on llama.cpp (GGUF 4-bit)':34s} {f['seconds']:8.1f} {f['tokens']:7d} {f['tokens_per_s']:7.1f} "
-              f"{f['peak_rss_mib']:13.0f}  / (c): {r['engine_vs_generate']:.2f} (target >= 2.0); mean |d log p| vs torch "
-              f"fp32 {r['engine_lp_mismatch']:.4f}; same greedy prefix as fp32 {100 * f['same_greedy_prefix_as_fp32']:.0f}%")
+    for name, v in r.get("f_engines", {}).items():
+        name = name if len(name) <= 13 else "…" + name[-12:]
+        print(f"{'(f) (a) on llama.cpp ' + name:34s} {v['seconds']:8.1f} {v['tokens']:7d} {v['tokens_per_s']:7.1f} "
+              f"{v['peak_rss_mib']:13.0f}  / (c): {v['vs_generate']:.2f} (target >= 2.0); mean |d log p| vs torch "
+              f"fp32 {v['lp_mismatch']:.4f}; fp32 argmax on {100 * v['fp32_argmax_agreement']:.1f}% of its tokens; "
+              f"same greedy prefix as fp32 {100 * v['same_greedy_prefix_as_fp32']:.0f}%")
     print(f"speedup a vs b (b_time / a_time): {r['speedup_vs_naive']:.2f}x   (target >= 2)")
     print(f"tokens/s a / c: {r['ratio_vs_generate']:.2f}   (target >= 1.0, goal 1.5)")
     a = r["a_cached"]

@@ -68,3 +68,21 @@ def test_train_step_benchmark_smoke_on_tiny_model(tmp_path):
     row = json.loads(out.read_text())["rows"]["ours_full"]
     assert row["groups_updated"] in (0.0, 1.0) and 0 < row["rollout_seconds_per_step"] <= row["seconds_per_step"]
     assert row["trainable_params"] > 0 and row["peak_rss_mib"] > 0
+
+
+def test_rollout_benchmark_engine_rows_on_a_tiny_gguf(tmp_path):
+    """(f) on a tiny random GGUF (tests/tiny_gguf.py) beside the tiny torch model: one row per listed engine,
+    a repeated file with the same options measured once, the first giving the headline keys."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (pip install 'rsim[llamacpp]')")
+    pytest.importorskip("gguf", reason="needs the gguf package")
+    from benchmarks.rollout import BenchConfig, main
+    from tests.tiny_gguf import write_tiny_gguf
+
+    path = write_tiny_gguf(tmp_path / "tiny.gguf")
+    r = main(BenchConfig(model="tiny", batch=2, rounds=2, tokens_per_round=3, variants=(), skip_rollout=True,
+                         engine=f"{path},{path}#threads=2,{path}"))
+    assert list(r["f_engines"]) == [str(path), f"{path}#threads=2"]
+    assert r["f_engines"][f"{path}#threads=2"]["threads"] == 2
+    head = r["f_engines"][str(path)]
+    assert head["tokens"] == 2 * 2 * 3 and r["engine_vs_generate"] == head["vs_generate"] > 0
+    assert r["engine_lp_mismatch"] == head["lp_mismatch"] >= 0 and 0 <= head["fp32_argmax_agreement"] <= 1

@@ -77,7 +77,7 @@ def embedded_gguf_path() -> Path:
 
 
 def embedded_engine_gguf_path() -> Path:
-    """The GGUF the llama.cpp engine decodes for the embedded model: a Q8_0 copy of :func:`embedded_gguf_path`'s
+    """The GGUF ``llamacpp:q8_0`` decodes (opt-in; ``llamacpp:default`` is the shipped file): a Q8_0 copy of :func:`embedded_gguf_path`'s
     weights (the torch model's weights, re-rounded to within half a Q8_0 step), built once into the cache
     offline and hash-checked against its source on every call (:func:`agents.embedded.verified_engine_gguf`).
 

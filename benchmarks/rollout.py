@@ -24,8 +24,8 @@ argmax is fp32's token (teacher-forced; fp32's own batched-vs-full-forward agree
 the floor) — and the share of its greedy tokens before its first split from fp32.
 
 (f) repeats (a) on the llama.cpp engine (:mod:`agents.llamacpp`, same threads) for each GGUF of ``--engine``
-(by default the embedded model's Q8_0 copy, which ``llamacpp:default`` decodes, then the shipped Q4_1 file), each
-in ``f_engines``;
+(by default the shipped Q4_1 file, which ``llamacpp:default`` decodes, then its Q8_0 copy, ``llamacpp:q8_0``),
+each in ``f_engines``;
 the first also gives ``engine_tok_s``, ``engine_vs_generate`` (÷ (c)'s fp32 ``generate``, same batch) and
 ``engine_lp_mismatch`` (mean |Δ log p| per generated token vs torch fp32 scoring the engine's tokens).
 
@@ -91,10 +91,10 @@ class BenchConfig:
     variants: tuple[str, ...] = ("bf16", "int8")
     """(e) frozen-model variants of (a) to measure: "bf16", "int8", "compile" (torch.compile, slow to build);
     on the command line a comma list, "" = none."""
-    engine: str = "q8_0,q4_1"
+    engine: str = "default,q8_0"
     """(f) GGUF files the llama.cpp engine decodes, a comma list, the first giving ``engine_vs_generate``: paths or
-    "default" (what ``llamacpp:default`` decodes), "q4_1" (the embedded file as shipped), "q8_0" (its Q8_0 copy,
-    :func:`agents.loading.embedded_engine_gguf_path`) -- these three only with model "default" -- each optionally
+    "default" (what ``llamacpp:default`` decodes: the embedded file as shipped), "q4_1" (the same), "q8_0" (its Q8_0
+    copy, ``llamacpp:q8_0``, :func:`agents.loading.embedded_engine_gguf_path`) -- these three only with model "default" -- each optionally
     with Engine options, e.g. "q8_0#threads=2&unified=1"; "" = skip; needs ``rsim[llamacpp]``."""
 
     def __post_init__(self):

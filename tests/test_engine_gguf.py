@@ -93,3 +93,15 @@ def test_embedded_engine_gguf_is_the_torch_weights_in_q8_0(gguf):  # noqa: F811 
 
     path = embedded_engine_gguf_path()
     assert embedded.check_requantized(gguf, path) <= embedded.Q8_0_STEP_SLACK
+
+
+def test_the_q8_0_copy_is_opt_in_by_spec(monkeypatch, tmp_path):
+    """``llamacpp:q8_0`` names the copy; ``llamacpp:default`` stays the shipped file (every committed engine result)."""
+    import agents.loading as loading
+    from agents.llamacpp import parse_spec
+
+    copy, shipped = tmp_path / "SmolLM2-135M-Instruct.Q4_1-as-Q8_0.gguf", tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    monkeypatch.setattr(loading, "embedded_engine_gguf_path", lambda: copy)
+    monkeypatch.setattr(loading, "embedded_gguf_path", lambda: shipped)
+    assert parse_spec("q8_0#threads=2") == (str(copy), {"threads": 2})
+    assert parse_spec("default")[0] == str(shipped)

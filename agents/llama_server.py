@@ -11,11 +11,11 @@ paired benchmark and docs/serving.md use it; anyone can run it by hand::
     with LlamaServer(LlamaServerConfig()) as server:     # from Python
         print(server.url)                                 # http://127.0.0.1:PORT/v1
 
-What rSIM's default protocol needs from the server (``agents/completions.py``): ``POST /v1/completions``
+What rSIM's default protocol needs from the server (``agents/decoding/served.py``): ``POST /v1/completions``
 with a text prompt, ``max_tokens``, ``temperature`` 0 (greedy), ``logit_bias`` and ``seed``, answering
 ``choices[0].text``, ``finish_reason`` ("stop" at end-of-turn, "length" at the cap) and ``usage`` (whose
-``prompt_tokens`` the client compares with its own count: the server must not add a BOS token the chat
-template lacks). llama-cpp-python's server answers all of that with its defaults; it does not send the
+``prompt_tokens`` the client compares with its own count on each conversation's first prompt: the server must not
+add a BOS token the chat template lacks). llama-cpp-python's server answers all of that with its defaults; it does not send the
 sampled token ids (vLLM's ``return_tokens_as_token_ids``) and answers a token-id prompt with HTTP 500, so
 ``#token_ids=1`` is not available through it.
 The options that matter are ``--last_n_tokens_size 0`` (its default applies a repeat penalty of 1.1 to every

@@ -26,6 +26,7 @@ run or checkpoint dir       the agent trained by ``rsim train`` (its newest ``st
                             ``reasoner_lora`` enabled (:mod:`agents.llamacpp`: torch learns, the engine
                             rolls out, the adapter synced each step), or
 ``llamacpp:PATH.gguf``      frozen, from any GGUF file (:mod:`agents.llamacpp`; ``pip install 'rsim[llamacpp]'``)
+``llamacpp:q8_0``           the embedded weights as a Q8_0 GGUF copy (faster batched kernels; built once, offline)
 ``module:factory``          your own agent: ``factory(context)`` returns an object following
                             :class:`agents.base.Policy` (``Trainable`` to train it)
 ==========================  ==================================================================

@@ -2,20 +2,20 @@
 
 ``studies/decoding_identity.sh`` writes ``rsim eval`` folders (one per route) from one code tree; ``--pack`` keeps of
 each episode what a reader compares (route, mode, problem, the injected lead-ins, the reasoner's steps, the answer,
-the token counts) in one gzipped JSON-lines file, and ``--compare`` puts two packs side by side::
+the token counts) in one gzipped JSON-lines file, and ``--before``/``--after`` puts two packs side by side::
 
     python -m studies.decoding_identity --pack docs/decoding_results/before --out docs/decoding_results/before.jsonl.gz
-    python -m studies.decoding_identity --compare docs/decoding_results/before.jsonl.gz \\
-        docs/decoding_results/after.jsonl.gz --out docs/decoding_results/identity.json
+    python -m studies.decoding_identity --before docs/decoding_results/before.jsonl.gz \\
+        --after docs/decoding_results/after.jsonl.gz --out docs/decoding_results/identity.json
 
 It prints one row per route (episodes in both, identical steps, identical token counts) and the first differences.
 """
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,27 +76,44 @@ def table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--pack", type=Path, help="a folder written by studies/decoding_identity.sh")
-    p.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"), help="two packs")
-    p.add_argument("--out", type=Path, required=True)
-    args = p.parse_args(argv)
-    if bool(args.pack) == bool(args.compare):
-        p.error("give --pack FOLDER or --compare BEFORE AFTER")
-    if args.pack:
-        rows = pack(args.pack)
-        with gzip.open(args.out, "wt", encoding="utf-8") as f:
+@dataclass(frozen=True)
+class Config:
+    """What to do: pack one capture folder, or compare two packs."""
+
+    out: str = ""
+    """Where the pack (``--pack``) or the comparison JSON (``--before``/``--after``) goes."""
+    pack: str = ""
+    """A folder written by studies/decoding_identity.sh (its ``<route>/episodes.jsonl``)."""
+    before: str = ""
+    """The pack of the code before the change."""
+    after: str = ""
+    """The pack of the code after it."""
+
+    def __post_init__(self) -> None:
+        if not self.out:
+            raise ValueError("--out is required: the pack or the comparison JSON to write")
+        if bool(self.pack) == bool(self.before or self.after) or bool(self.before) != bool(self.after):
+            raise ValueError("give --pack FOLDER, or --before PACK --after PACK")
+
+
+def main(cfg: Config) -> dict[str, Any]:
+    out = Path(cfg.out)
+    if cfg.pack:
+        rows = pack(Path(cfg.pack))
+        with gzip.open(out, "wt", encoding="utf-8") as f:
             f.writelines(json.dumps(r, sort_keys=True) + "\n" for r in rows)
-        print(f"{len(rows)} episodes -> {args.out}")
-        return
-    summary = compare(read(args.compare[0]), read(args.compare[1]))
-    args.out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+        print(f"{len(rows)} episodes -> {out}")
+        return {"episodes": len(rows)}
+    summary = compare(read(Path(cfg.before)), read(Path(cfg.after)))
+    out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     print(table(summary))
     for route, s in summary.items():
         for d in s["differences"][:2]:
             print(f"{route} {d['mode']} {d['problem_id']}:\n  before {d['before']}\n  after  {d['after']}")
+    return summary
 
 
 if __name__ == "__main__":
-    main()
+    from algos.dataclass_cli import cli_main
+
+    cli_main(main, Config, "python -m studies.decoding_identity", __doc__)

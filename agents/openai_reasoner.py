@@ -254,7 +254,8 @@ def OpenAIReasoner(config: OpenAIConfig) -> Any:
     from .decoding.served import ServedDecoder
     from .reasoner import Reasoner
 
-    return Reasoner(config=reasoner_config(config), decoder=ServedDecoder(OpenAIClient(config), reasoner_config(config)))
+    rc = reasoner_config(config)
+    return Reasoner(config=rc, decoder=ServedDecoder(OpenAIClient(config), rc))
 
 
 def from_spec(spec: str, **overrides: Any) -> Any:

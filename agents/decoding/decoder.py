@@ -23,7 +23,7 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from .turns import Turn
 
-__all__ = ["Decoder", "lockstep"]
+__all__ = ["Decoder", "adapter_key", "lockstep"]
 
 
 @runtime_checkable
@@ -56,3 +56,9 @@ def lockstep(turns: Sequence[Turn], logits: Any, pick: Callable[[Any, list[bool]
         if not any(live):
             return
         logits = feed([[turn.tokens[-1]] if live[r] else [] for r, turn in enumerate(turns)])
+
+
+def adapter_key(params: dict[str, Any]) -> tuple:
+    """What changes when a LoRA adapter's tensors change in place or are replaced (tensor versions and storage, as
+    :meth:`agents.lora.SharedBase.sampler` does): a decoder re-sends the adapter when it differs from the last sent."""
+    return tuple((n, p._version, p.data_ptr()) for n, p in sorted(params.items()))

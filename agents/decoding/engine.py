@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .decoder import lockstep
+from .decoder import adapter_key, lockstep
 from .turns import Turn, Turns
 
 __all__ = ["EngineDecoder", "read_peft_dir"]
@@ -86,7 +86,6 @@ class EngineDecoder:
         self._live = set(copies)
 
     def decode(self, turns: Sequence[Turn]) -> None:
-        self.keep([t.copy for t in turns])
         rows = sorted(turns, key=lambda t: t.copy)
         feeds = {t.copy: list(t.feed) for t in rows}
         logits = {**self._prefill_prompts(rows, feeds), **self.engine.feed(feeds)}
@@ -150,7 +149,7 @@ class EngineDecoder:
         since the last sync (tensor versions, as :meth:`agents.lora.SharedBase.sampler` does); return whether it did."""
         lora = scorer.lora
         params = lora.parameters()
-        key = tuple((n, p._version, p.data_ptr()) for n, p in sorted(params.items()))
+        key = adapter_key(params)
         if key == self._synced and not force:
             return False
         self.sync_adapter(params, alpha=lora.base.adapters[lora.name].alpha, name=lora.name)

@@ -41,6 +41,7 @@ from typing import Any, Sequence
 from rsim_env.render import CHAT_API_PROTOCOL, STEP_DELIMITER, reasoner_messages_from_observation, whole_answer_turn
 
 from ..completions import APIError, TokenizerMismatch, load_tokenizer, tokenizer_candidate
+from .decoder import adapter_key
 from .turns import Conversation, Turn, Turns
 
 __all__ = ["CompletionsDecoder", "ChatDecoder", "ServedDecoder", "NEEDS_IDS"]
@@ -94,8 +95,7 @@ class CompletionsDecoder:
     def sync(self, scorer: Any) -> bool:
         """Serve ``scorer``'s LoRA adapter if its tensors changed since the last sync (a new name on the server,
         :class:`agents.served_lora.ServedAdapters`); return whether it did."""
-        params = scorer.lora.parameters()
-        key = tuple((n, p._version, p.data_ptr()) for n, p in sorted(params.items()))
+        key = adapter_key(scorer.lora.parameters())
         if key == self._synced:
             return False
         self.client.sync_adapter(scorer.lora)

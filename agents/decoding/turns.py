@@ -325,11 +325,12 @@ class Turns:
         one whole answer)."""
         conv = turn.conv
         conv.step_spans.append((turn.start, len(conv.ids)))
+        text = self.decode(turn.tokens) if turn.text is None else turn.text
         if turn.tokens and turn.text is None:
             conv.fed = len(conv.ids) - 1  # the last written token was never fed
             if self.keep_text:
-                conv.text += self.decode(turn.tokens) + (self.eos_text if not conv.open else "")
-        text = (self.decode(turn.tokens) if turn.text is None else turn.text).lstrip()
+                conv.text += text + (self.eos_text if not conv.open else "")
+        text = text.lstrip()
         conv.needs_delimiter = conv.open and STEP_DELIMITER not in text
         whole = conv.single_turn or conv.terminating
         return text.strip() if whole else text.split(STEP_DELIMITER)[0].strip()

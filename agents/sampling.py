@@ -29,7 +29,9 @@ def right_pad(sequences: Sequence[Sequence[int]], pad_id: int,
 
 def masked_logprobs(logits: torch.Tensor, temperature: float, suppressed: torch.Tensor | None) -> torch.Tensor:
     """``log_softmax(logits / temperature)`` with ``suppressed`` vocabulary ids removed."""
-    logits = logits.float() / temperature
+    logits = logits.float()
+    if temperature != 1.0:  # x / 1.0 == x exactly: skip a full-vocabulary pass per decoded token (greedy records T = 1)
+        logits = logits / temperature
     if suppressed is not None and suppressed.numel():
         logits = logits.index_fill(-1, suppressed, float("-inf"))
     return torch.log_softmax(logits, dim=-1)

@@ -22,6 +22,14 @@ The protocols (measured with ``python -m studies.interaction``; figures in docs/
   continues (``Let me check the last result:``); termination opens ``\\boxed{`` for the answer.
 * ``"chat+lead"``: both — the strategy as a user turn and the assistant turn opening with its lead.
 
+Two options (not the default) make a strategy a move the reasoner visibly makes (texts in
+:mod:`rsim_env.variant_texts`; docs/interaction.md, "Strategy-as-behaviour variants"):
+
+* ``"chat+lead:action"`` (:class:`ActionProtocol`): chat+lead with an (instruction, lead) pair per strategy
+  that asks for a concrete move (``Recompute your last result another way ...``).
+* ``"chat+lead:exemplar"`` (:class:`ExemplarProtocol`): chat+lead whose user turn adds a one-line worked
+  example of the move on another problem, picked per question and round from a pool of 3-digit examples.
+
 :data:`DEFAULT_PROTOCOL` is the one the measurements favour; :data:`NO_PLANNER` is no-planner mode's (one
 whole answer, nothing injected). A new protocol is a :class:`Protocol` (subclass) put in :data:`PROTOCOLS`
 (tests/test_strategy_rows.py adds one).
@@ -35,6 +43,7 @@ from typing import Sequence
 from . import kinds
 from .kinds import Kind, KindTexts
 from .strategies import STRATEGIES
+from .variant_texts import ACTION_TEXTS, EXEMPLAR_PREFIX, EXEMPLARS, exemplar
 
 STEP_DELIMITER = "\n\n"
 """Ends a reasoning step inside one assistant message; the reasoner stops generating when it writes this."""
@@ -74,9 +83,18 @@ class Protocol:
         """System prompt for problems of ``kind``."""
         return kinds.get(kind).texts.stepwise_system
 
+    def texts(self, strategy: int, kind: str | Kind = "math") -> tuple[str, str]:
+        """``(instruction, lead)`` of strategy ``strategy`` for problems of ``kind`` (:func:`strategy_texts`),
+        before any per-question addition."""
+        return strategy_texts(strategy, kind)[1:]
+
+    def instructions(self, kind: str | Kind = "math") -> list[str]:
+        """Every instruction this protocol may send for ``kind``, without the question (for length bounds)."""
+        return [self.texts(s.index, kind)[0] for s in STRATEGIES]
+
     def lead(self, round_index: int, strategy: int, kind: str | Kind = "math") -> str:
         """Assistant-side text injected before the reasoner writes step ``round_index`` ("" if none)."""
-        return strategy_texts(strategy, kind)[2] if self.leads else ""
+        return self.texts(strategy, kind)[1] if self.leads else ""
 
     def instruction(self, question: str, round_index: int, strategy: int | None, kind: str | Kind = "math") -> str:
         """Content of the user turn that opens round ``round_index`` ("" = continue the assistant message).
@@ -85,7 +103,7 @@ class Protocol:
         """
         if strategy is None or not self.separate_turns:
             return question if round_index == 0 else ""
-        text = strategy_texts(strategy, kind)[1]
+        text = self.texts(strategy, kind)[0]
         return f"{question}\n\n{text}" if round_index == 0 else text
 
     def show(self, injected: str, step: str) -> str:
@@ -164,11 +182,44 @@ class NoPlannerProtocol(Protocol):
         return [{"role": "system", "content": self.system(kind)}, {"role": "user", "content": question}]
 
 
+@dataclass(frozen=True)
+class ActionProtocol(Protocol):
+    """``chat+lead:action``: each built-in strategy asks for a visible move (:data:`ACTION_TEXTS`); termination
+    keeps the kind's texts and a row without action texts (a registered extra) keeps its own."""
+
+    def texts(self, strategy: int, kind: str | Kind = "math") -> tuple[str, str]:
+        row = STRATEGIES[strategy]
+        if row.terminates or row.name not in ACTION_TEXTS:
+            return super().texts(strategy, kind)
+        return ACTION_TEXTS[row.name]
+
+
+@dataclass(frozen=True)
+class ExemplarProtocol(Protocol):
+    """``chat+lead:exemplar``: the default texts, and each non-terminating instruction followed by a worked
+    example of the move on another problem (:func:`~rsim_env.variant_texts.exemplar`: stable per question
+    and round; every number in it is at least 100, so copying it cannot pass)."""
+
+    def instruction(self, question: str, round_index: int, strategy: int | None, kind: str | Kind = "math") -> str:
+        text = super().instruction(question, round_index, strategy, kind)
+        if strategy is None or not self.separate_turns or STRATEGIES[strategy].terminates:
+            return text
+        example = exemplar(STRATEGIES[strategy].name, question, round_index)
+        return f"{text}\n{example}" if example else text
+
+    def instructions(self, kind: str | Kind = "math") -> list[str]:
+        examples = [x for pool in EXEMPLARS.values() for x in pool]
+        return [*super().instructions(kind), *(f"{t}\n{EXEMPLAR_PREFIX}{x}" for t in super().instructions(kind)
+                                               for x in examples)]
+
+
 PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
     InlineProtocol("inline", separate_turns=False, leads=False),
     Protocol("chat", separate_turns=True, leads=False),
     Protocol("lead", separate_turns=False, leads=True),
     Protocol("chat+lead", separate_turns=True, leads=True),
+    ActionProtocol("chat+lead:action", separate_turns=True, leads=True),
+    ExemplarProtocol("chat+lead:exemplar", separate_turns=True, leads=True),
 )}
 """Every turn protocol, by name (``EnvConfig.protocol``)."""
 

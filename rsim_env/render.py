@@ -203,7 +203,7 @@ def max_reasoner_chars(max_question_chars: int, max_steps: int, max_step_chars: 
 def injected_texts() -> list[str]:
     """Every text any protocol injects (system prompts, instructions, leads, strategy prompts and names),
     for every strategy row and registered kind. The strategy-as-behaviour options' own texts
-    (:mod:`rsim_env.variant_texts`) are left out: as references they would change how the default
+    (:data:`rsim_env.protocols.ACTION_TEXTS`, :data:`~rsim_env.protocols.EXEMPLARS`) are left out: as references they would change how the default
     protocol's steps are scored (echo, novelty).
 
     The references of echo detection (:mod:`rsim_env.echo`).

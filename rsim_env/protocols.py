@@ -126,7 +126,7 @@ def exemplar(name: str, question: str, round_index: int) -> str:
     return EXEMPLAR_PREFIX + pool[zlib.crc32(key) % len(pool)]
 
 
-_NUMBER = re.compile(r"(?<![\d.])\d[\d,]*(?:\.\d+)?")
+_NUMBER = re.compile(r"(?<![\d.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")  # 1,234 is one number; 1,2,3 three
 
 
 def exemplar_numbers(text: str) -> set[str]:
@@ -136,7 +136,7 @@ def exemplar_numbers(text: str) -> set[str]:
     """
     out = set()
     for m in _NUMBER.finditer(text):
-        n = m.group().rstrip(",").replace(",", "")
+        n = m.group().replace(",", "")
         if "." in n:
             n = n.rstrip("0").rstrip(".")
         out.add(n)

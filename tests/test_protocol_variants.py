@@ -145,6 +145,7 @@ def test_copied_numbers_finds_a_step_that_copies_the_example():
     assert copied_numbers("6 * 7 = 42; check: 42 / 7 = 6.", example, PROB.question) == set()
     assert copied_numbers(f"{a} apples", example, f"There are {a} apples.") == set()  # the question's own number
     assert exemplar_numbers("1,234 and 3.50 and 7.") == {"1234", "3.5", "7"}
+    assert exemplar_numbers("1,2,3 then 100.0, 475") == {"1", "2", "3", "100", "475"}
 
 
 ANALOGY = Strategy(index=9, name="analogy", prompt="Compare with a simpler problem.",

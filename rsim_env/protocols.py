@@ -22,6 +22,14 @@ The protocols (measured with ``python -m studies.interaction``; figures in docs/
   continues (``Let me check the last result:``); termination opens ``\\boxed{`` for the answer.
 * ``"chat+lead"``: both — the strategy as a user turn and the assistant turn opening with its lead.
 
+Two options (not the default) make a strategy a move the reasoner visibly makes (texts in
+:data:`ACTION_TEXTS` and :data:`EXEMPLARS` below; docs/interaction.md, "Strategy-as-behaviour variants"):
+
+* ``"chat+lead:action"`` (:class:`ActionProtocol`): chat+lead with an (instruction, lead) pair per strategy
+  that asks for a concrete move (``Recompute your last result another way ...``).
+* ``"chat+lead:exemplar"`` (:class:`ExemplarProtocol`): chat+lead whose user turn adds a one-line worked
+  example of the move on another problem, picked per question and round from a pool of 3-digit examples.
+
 :data:`DEFAULT_PROTOCOL` is the one the measurements favour; :data:`NO_PLANNER` is no-planner mode's (one
 whole answer, nothing injected). A new protocol is a :class:`Protocol` (subclass) put in :data:`PROTOCOLS`
 (tests/test_strategy_rows.py adds one).
@@ -29,6 +37,8 @@ whole answer, nothing injected). A new protocol is a :class:`Protocol` (subclass
 
 from __future__ import annotations
 
+import re
+import zlib
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -55,6 +65,90 @@ def strategy_texts(strategy: int, kind: str | Kind = "math") -> tuple[str, str, 
     return row.prompt, row.instruction, row.lead
 
 
+# -- Strategy-as-behaviour texts (the options chat+lead:action and chat+lead:exemplar) ---------------
+# For a 135M reasoner the default texts are a formatting wrapper, never a behaviour. ACTION_TEXTS asks for
+# a concrete, visible move; every lead is detected as its own strategy (tests/test_protocol_variants.py).
+# EXEMPLARS' numbers are all >= 100, so an easy problem's gold is very unlikely to be one of them: copying
+# the example cannot pass. exemplar_numbers / copied_numbers let a study measure how often a step copies it.
+ACTION_TEXTS: dict[str, tuple[str, str]] = {
+    "self-reflection": ("Is your last step right? Redo it and say if it holds.",
+                        "Wait, is my last step right? Redoing it:"),
+    "decomposition": ("Split the problem into its parts and name each part.",
+                      "Let me split this into parts. Part 1:"),
+    "deliberative thinking": ("Work the next step out slowly, one operation at a time.",
+                              "Let me think carefully, one operation at a time:"),
+    "validation": ("Recompute your last result another way (e.g. undo it) and compare.",
+                   "Let me recompute the last result another way:"),
+    "summarization": ("List the facts the question gives, then what is still unknown.",
+                      "To recap, the question gives"),
+    "prioritization": ("Name the one quantity to find first, and find it.",
+                       "The key step is to compute"),
+    "continuation": ("Continue with the next step of the solution.", "Next,"),  # the row's own texts
+    "sub-planning": ("Write the steps you will take as a numbered list.", "My plan: 1."),
+}
+"""Strategy name -> ``(instruction, lead)`` of ``chat+lead:action`` (non-terminating built-in rows)."""
+
+EXEMPLAR_PREFIX = "Example on another problem: "
+"""Opens the worked example appended to a ``chat+lead:exemplar`` instruction."""
+
+# (a, b, c) with s = a + b and d = s - c: every number of every example is a 3-digit value (>= 100).
+_NUMBERS = ((347, 128, 236), (214, 389, 175), (456, 237, 318), (162, 574, 293),
+            (508, 146, 219), (273, 415, 162), (381, 226, 149), (129, 643, 255))
+
+_TEMPLATES = {
+    "self-reflection": "I wrote {a} + {b} = {s}. Is that right? Redo it: {s} - {b} = {a}, so it holds.",
+    "decomposition": "{a} apples and {b} pears, {c} eaten. Part one: {a} + {b} = {s}. Part two: {s} - {c} = {d}.",
+    "deliberative thinking": "One operation at a time: {a} + {b} = {s}; then {s} - {c} = {d}.",
+    "validation": "{a} + {b} = {s}; check: {s} - {b} = {a}, it matches.",
+    "summarization": "The question gives {a} red and {b} blue beads and {c} lost; still unknown: how many are left.",
+    "prioritization": "Find the total first: {a} + {b} = {s}; everything else uses it.",
+    "continuation": "We had {s} in all; next, {s} - {c} = {d}.",
+    "sub-planning": "Plan: add {a} and {b}; subtract {c}; check the result.",
+}
+
+EXEMPLARS: dict[str, tuple[str, ...]] = {
+    name: tuple(t.format(a=a, b=b, c=c, s=a + b, d=a + b - c) for a, b, c in _NUMBERS)
+    for name, t in _TEMPLATES.items()
+}
+"""Strategy name -> worked examples of the move on another problem (``chat+lead:exemplar``'s pool)."""
+
+
+def exemplar(name: str, question: str, round_index: int) -> str:
+    """The worked example line for strategy ``name`` in round ``round_index`` of ``question`` ("" if none).
+
+    The pick is CRC-32 of the strategy name, the round and the question, modulo the pool size: the same
+    in every process and run; different questions spread over the pool.
+    """
+    pool = EXEMPLARS.get(name)
+    if not pool:
+        return ""
+    key = f"{name}\x00{round_index}\x00{question}".encode("utf-8", "surrogatepass")
+    return EXEMPLAR_PREFIX + pool[zlib.crc32(key) % len(pool)]
+
+
+_NUMBER = re.compile(r"(?<![\d.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")  # 1,234 is one number; 1,2,3 three
+
+
+def exemplar_numbers(text: str) -> set[str]:
+    """The numbers written in ``text``, normalised (thousands commas dropped, ``3.50`` -> ``3.5``).
+
+    Example: ``exemplar_numbers("347 + 128 = 475.")`` is ``{"347", "128", "475"}``.
+    """
+    out = set()
+    for m in _NUMBER.finditer(text):
+        n = m.group().replace(",", "")
+        if "." in n:
+            n = n.rstrip("0").rstrip(".")
+        out.add(n)
+    return out
+
+
+def copied_numbers(step: str, example: str, question: str = "") -> set[str]:
+    """Numbers of ``example`` that ``step`` writes and ``question`` lacks: a non-empty set means the step
+    copied the worked example (the per-step event behind a study's copy rate)."""
+    return (exemplar_numbers(step) & exemplar_numbers(example)) - exemplar_numbers(question)
+
+
 @dataclass(frozen=True)
 class Protocol:
     """How strategies reach the reasoner: its behaviour is its methods (see module docstring).
@@ -74,9 +168,18 @@ class Protocol:
         """System prompt for problems of ``kind``."""
         return kinds.get(kind).texts.stepwise_system
 
+    def texts(self, strategy: int, kind: str | Kind = "math") -> tuple[str, str]:
+        """``(instruction, lead)`` of strategy ``strategy`` for problems of ``kind`` (:func:`strategy_texts`),
+        before any per-question addition."""
+        return strategy_texts(strategy, kind)[1:]
+
+    def instructions(self, kind: str | Kind = "math") -> list[str]:
+        """Every instruction this protocol may send for ``kind``, without the question (for length bounds)."""
+        return [self.texts(s.index, kind)[0] for s in STRATEGIES]
+
     def lead(self, round_index: int, strategy: int, kind: str | Kind = "math") -> str:
         """Assistant-side text injected before the reasoner writes step ``round_index`` ("" if none)."""
-        return strategy_texts(strategy, kind)[2] if self.leads else ""
+        return self.texts(strategy, kind)[1] if self.leads else ""
 
     def instruction(self, question: str, round_index: int, strategy: int | None, kind: str | Kind = "math") -> str:
         """Content of the user turn that opens round ``round_index`` ("" = continue the assistant message).
@@ -85,7 +188,7 @@ class Protocol:
         """
         if strategy is None or not self.separate_turns:
             return question if round_index == 0 else ""
-        text = strategy_texts(strategy, kind)[1]
+        text = self.texts(strategy, kind)[0]
         return f"{question}\n\n{text}" if round_index == 0 else text
 
     def show(self, injected: str, step: str) -> str:
@@ -164,11 +267,44 @@ class NoPlannerProtocol(Protocol):
         return [{"role": "system", "content": self.system(kind)}, {"role": "user", "content": question}]
 
 
+@dataclass(frozen=True)
+class ActionProtocol(Protocol):
+    """``chat+lead:action``: each built-in strategy asks for a visible move (:data:`ACTION_TEXTS`); termination
+    keeps the kind's texts and a row without action texts (a registered extra) keeps its own."""
+
+    def texts(self, strategy: int, kind: str | Kind = "math") -> tuple[str, str]:
+        row = STRATEGIES[strategy]
+        if row.terminates or row.name not in ACTION_TEXTS:
+            return super().texts(strategy, kind)
+        return ACTION_TEXTS[row.name]
+
+
+@dataclass(frozen=True)
+class ExemplarProtocol(Protocol):
+    """``chat+lead:exemplar``: the default texts, and each non-terminating instruction followed by a worked
+    example of the move on another problem (:func:`exemplar`: stable per question
+    and round; every number in it is at least 100, so copying it cannot pass)."""
+
+    def instruction(self, question: str, round_index: int, strategy: int | None, kind: str | Kind = "math") -> str:
+        text = super().instruction(question, round_index, strategy, kind)
+        if strategy is None or not self.separate_turns or STRATEGIES[strategy].terminates:
+            return text
+        example = exemplar(STRATEGIES[strategy].name, question, round_index)
+        return f"{text}\n{example}" if example else text
+
+    def instructions(self, kind: str | Kind = "math") -> list[str]:
+        examples = [x for pool in EXEMPLARS.values() for x in pool]
+        return [*super().instructions(kind), *(f"{t}\n{EXEMPLAR_PREFIX}{x}" for t in super().instructions(kind)
+                                               for x in examples)]
+
+
 PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
     InlineProtocol("inline", separate_turns=False, leads=False),
     Protocol("chat", separate_turns=True, leads=False),
     Protocol("lead", separate_turns=False, leads=True),
     Protocol("chat+lead", separate_turns=True, leads=True),
+    ActionProtocol("chat+lead:action", separate_turns=True, leads=True),
+    ExemplarProtocol("chat+lead:exemplar", separate_turns=True, leads=True),
 )}
 """Every turn protocol, by name (``EnvConfig.protocol``)."""
 

@@ -190,6 +190,10 @@ def max_reasoner_chars(max_question_chars: int, max_steps: int, max_step_chars: 
     longest = max(len(injection(max_steps - 1, s.index, k)) for s in STRATEGIES for k in KIND_TEXTS)
     leads = [*LEADS, *(t.termination_lead for t in KIND_TEXTS.values())]
     instructions = [*INSTRUCTIONS, *(t.termination_instruction for t in KIND_TEXTS.values())]
+    for p in PROTOCOLS.values():  # the variants' own texts (chat+lead:action, chat+lead:exemplar)
+        for k in KIND_TEXTS:
+            leads += [p.texts(s.index, k)[1] for s in STRATEGIES]
+            instructions += p.instructions(k)
     longest = max(longest, max(len(x) for x in leads) + max(len(x) for x in instructions) + 40)
     overhead = max(len(chat_to_text(reasoner_chat("", [], [], None, p, k))) for p in PROTOCOLS
                    for k in KIND_TEXTS) + 2 * max_question_chars
@@ -198,7 +202,9 @@ def max_reasoner_chars(max_question_chars: int, max_steps: int, max_step_chars: 
 
 def injected_texts() -> list[str]:
     """Every text any protocol injects (system prompts, instructions, leads, strategy prompts and names),
-    for every strategy row and registered kind.
+    for every strategy row and registered kind. The strategy-as-behaviour options' own texts
+    (:data:`rsim_env.protocols.ACTION_TEXTS`, :data:`~rsim_env.protocols.EXEMPLARS`) are left out: as references they would change how the default
+    protocol's steps are scored (echo, novelty).
 
     The references of echo detection (:mod:`rsim_env.echo`).
     """

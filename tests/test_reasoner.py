@@ -182,7 +182,7 @@ def test_misuse_raises():
         r.act([0, 1], [obs("q", 1, 2), obs("q", 1, 2)])
 
 
-@pytest.mark.parametrize("proto", ["chat+lead", "chat", "lead", "inline"])
+@pytest.mark.parametrize("proto", ["chat+lead", "chat", "lead", "inline", "chat+lead:action", "chat+lead:exemplar"])
 def test_protocol_conversation_is_exactly_the_chat_template_of_the_episode(proto, scripted_lm):
     """Fed + generated ids == the chat template of the finished episode's chat (KV cache reused)."""
     from agents.scripted import FixedPlanner

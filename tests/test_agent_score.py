@@ -98,3 +98,20 @@ def test_reasoner_score_matches_full_sequence_logprobs():
         rec_lp[i, : len(r.logprobs)] = torch.tensor(r.logprobs)
     torch.testing.assert_close(scored.logp.detach(), rec_lp * scored.mask, atol=1e-4, rtol=1e-4)
     assert (scored.entropy[scored.mask.bool()] > 0).all()
+
+
+def test_masked_logprobs_temperature_one_is_the_plain_log_softmax():
+    """T = 1 skips the divide (a full-vocabulary pass per decoded token): bit for bit the divided result, and
+    the caller's logits are left as they were; other temperatures and suppressed ids still apply."""
+    from agents.sampling import masked_logprobs
+
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 50, generator=g) * 4
+    before = logits.clone()
+    assert torch.equal(masked_logprobs(logits, 1.0, None), torch.log_softmax(logits / 1.0, dim=-1))
+    assert torch.equal(logits, before)
+    assert torch.allclose(masked_logprobs(logits, 0.5, None), torch.log_softmax(logits / 0.5, dim=-1))
+    sup = torch.tensor([1, 7])
+    lp = masked_logprobs(logits, 1.0, sup)
+    assert torch.isinf(lp[:, sup]).all() and torch.equal(logits, before)
+    assert torch.allclose(lp.exp().sum(-1), torch.ones(3))

@@ -18,7 +18,8 @@ problem, rsim_env/protocols.py). Per protocol, from the outcome rows alone (noth
   protocols, where no example is shown, it is the chance rate), ``answer_in_step1`` (the final answer's text
   already appears in step 1: restate-then-copy). Self-repeats need two non-answer steps: none at L = 2;
 * **paired against the first input** (the default) on the same (task, problem, plan) cells: cells won and lost,
-  and an exact two-sided sign test.
+  and an exact two-sided sign test; since a problem's plans are not independent, the same test per problem too
+  (won: the variant solves it under more plans).
 
 Writes ``--out`` (JSON) and prints the tables (docs/atlas.md quotes them; tests/test_atlas.py checks the copy). ::
 
@@ -143,6 +144,8 @@ def protocol_figures(result: dict[str, Any], rows: list[dict[str, Any]]) -> dict
         "accuracy_per_plan": per_plan,
         "mean_accuracy": mean([c for c in per_plan.values() if c is not None]),
         "best_plan_per_task": {t["task"]: t["best_plan"] for t in tasks},
+        "per_task": {t["task"]: {"mean": mean(list(t["accuracy"].values())), "best_plan": t["best_plan"],
+                                 "best_test": t["best_test"]} for t in tasks},
         "best_test_mean": mean([t["best_test"] for t in tasks]),
         "best_single_plan": single,
         "best_single_test_mean": mean([t["test_accuracy"][single] for t in tasks]) if single else None,
@@ -164,10 +167,19 @@ def paired(ref: list[dict[str, Any]], other: list[dict[str, Any]]) -> dict[str, 
     wins = sum(b[k] and not a[k] for k in both)
     losses = sum(a[k] and not b[k] for k in both)
     first = [k for k in both if len(k[2]) == 2]  # the strategy-shaped plans only ([8] is the same text everywhere)
+    # a problem's nine cells are not independent: the same test per problem, on its share of plans solved
+    per: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+    for k in both:
+        per[k[:2]][0] += a[k]
+        per[k[:2]][1] += b[k]
+    p_wins = sum(y > x for x, y in per.values())
+    p_losses = sum(y < x for x, y in per.values())
     return {"cells": len(both), "ref_correct": sum(a[k] for k in both), "correct": sum(b[k] for k in both),
             "wins": wins, "losses": losses, "sign_test_p": sign_test(wins, losses),
             "two_step_cells": len(first), "two_step_ref_correct": sum(a[k] for k in first),
-            "two_step_correct": sum(b[k] for k in first)}
+            "two_step_correct": sum(b[k] for k in first),
+            "problems": len(per), "problems_won": p_wins, "problems_lost": p_losses,
+            "problems_sign_test_p": sign_test(p_wins, p_losses)}
 
 
 def episodes_to_quote(runs: list[tuple[dict, list[dict]]], n: int) -> list[dict[str, Any]]:
@@ -237,12 +249,24 @@ def table(r: dict[str, Any]) -> str:
     for p in ps:
         lines.append(f"| {p['protocol']} | " + " | ".join(_pct(p["accuracy_per_plan"].get(k))
                                                          for k in ps[0]["accuracy_per_plan"]) + " |")
+    tasks = sorted({t for p in ps for t in p["tasks"]})
+    lines += ["", "| task | " + " | ".join(f"{p['protocol']}: mean over plans % / best plan (val) / its test %" for p in ps) + " |",
+              "| --- |" + " --- |" * len(ps)]
+    for t in tasks:
+        cells = []
+        for p in ps:
+            x = p["per_task"].get(t)
+            cells.append("dropped by the pilot" if x is None else
+                         f"{_pct(x['mean'])} / `{x['best_plan']}` / {_pct(x['best_test'])}")
+        lines.append(f"| {t} | " + " | ".join(cells) + " |")
     if r["paired_vs_first"]:
         lines += ["", f"| protocol vs {ps[0]['protocol']} | cells | correct (ref) | correct | won | lost | sign test p | "
-                      "two-step cells: correct (ref) / correct |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+                      "two-step cells: correct (ref) / correct | problems | problems won / lost (more plans solved) | "
+                      "sign test p (problems) |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for name, q in r["paired_vs_first"].items():
             lines.append(f"| {name} | {q['cells']} | {q['ref_correct']} | {q['correct']} | {q['wins']} | {q['losses']} | "
-                         f"{q['sign_test_p']:.3g} | {q['two_step_ref_correct']} / {q['two_step_correct']} |")
+                         f"{q['sign_test_p']:.3g} | {q['two_step_ref_correct']} / {q['two_step_correct']} | {q['problems']} | "
+                         f"{q['problems_won']} / {q['problems_lost']} | {q['problems_sign_test_p']:.3g} |")
     return "\n".join(lines)
 
 

@@ -124,14 +124,13 @@ def _rules(max_gold: int, max_question: int) -> tuple[tuple[str, str], ...]:
 
 def _rule(generator: str, options: dict[str, Any], max_gold: int, max_question: int) -> str:
     """"" if the generator is in the catalogue, else why it is left out (module docstring)."""
-    import reasoning_gym
-
     from rsim_env.kinds.rgym import REFUSED
+    from rsim_env.rg_tasks import entries
 
     if generator in REFUSED:
         return "refused by the rg kind: its scorer runs sympy.parse_expr on the answer"
     try:
-        items = list(reasoning_gym.create_dataset(generator, size=SAMPLES, seed=0, **options))
+        items = [{"question": q, "answer": a} for q, a in entries(generator, SAMPLES, 0, options)]
     except Exception as e:  # noqa: BLE001 -- any generator failure is a reason to leave it out, recorded
         return f"generator failed: {type(e).__name__}: {str(e)[:120]}"
     golds = [str(x["answer"]) for x in items]

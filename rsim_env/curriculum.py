@@ -69,12 +69,11 @@ def task_problems(name: str, size: int, seed: int) -> list[Problem]:
     """``size`` problems of task ``name`` (duplicates included) from reasoning-gym."""
     if name not in TASKS:
         raise ValueError(f"unknown curriculum task {name!r}; choose from {sorted(TASKS)}.")
-    import reasoning_gym
+    from .rg_tasks import entries
 
     t = TASKS[name]
-    ds = reasoning_gym.create_dataset(t.generator, size=size, seed=seed, **dict(t.config))
-    return [Problem(id=f"{name}/{seed}/{i}", question=str(x["question"]), answer=str(x["answer"]),
-                    answer_type=t.answer_type, source=f"curriculum:{name}") for i, x in enumerate(ds)]
+    return [Problem(id=f"{name}/{seed}/{i}", question=q, answer=a, answer_type=t.answer_type, source=f"curriculum:{name}")
+            for i, (q, a) in enumerate(entries(t.generator, size, seed, dict(t.config)))]
 
 
 def curriculum_problems(size: int, split: str = "train", tasks: Sequence[str] = DEFAULT_MIX,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from .rg_tasks import REFUSED, is_number, spec
+from .rg_tasks import entries as rg_entries
 
 ANSWER_TYPES = ("auto", "number", "expression", "choice", "bool", "list", "text")
 """Answer types understood by :func:`rsim_env.answers.check` (``auto`` guesses from the gold)."""
@@ -98,7 +99,7 @@ def reasoning_gym_problems(
         ``size`` problems with ids ``"<task>/<index>"``.
     """
     try:
-        import reasoning_gym
+        import reasoning_gym  # noqa: F401  (fails early with the install hint)
     except ImportError as exc:  # pragma: no cover - declared dependency
         raise ImportError("The default problem source needs reasoning-gym: pip install reasoning-gym") from exc
     if not tasks:
@@ -114,7 +115,7 @@ def reasoning_gym_problems(
     per_task = [size // len(tasks) + (1 if i < size % len(tasks) else 0) for i in range(len(tasks))]
     columns = []
     for task, n in zip(tasks, per_task):
-        items = list(reasoning_gym.create_dataset(task, size=n, seed=seed, **options))
+        items = [{"question": q, "answer": a} for q, a in rg_entries(task, n, seed, options)]  # one hash seed
         if _rg_kind(task, [str(item["answer"]) for item in items], grading):
             columns.append([Problem(id=f"{task}/{i}", question=str(item["question"]), answer=str(item["answer"]),
                                     answer_type="text", source=f"reasoning_gym:{task}", kind="rg",

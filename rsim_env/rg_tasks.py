@@ -2,15 +2,39 @@
 
 Plain data and the standard library only, so that :mod:`rsim_env.problems` (which builds the problems)
 and :mod:`rsim_env.kinds.rgym` (which grades them) both import it without an import circle.
+
+**Entries are made under one hash seed.** Some generators iterate over sets of strings
+(``isomorphic_strings``, ``knight_swap``, ``list_functions``, ``polynomial_multiplication``,
+``ransom_note``, ``word_ladder`` in reasoning-gym 0.1.25): the same seed gives other questions in every
+Python process, whose string hashes are salted at random. So a problem set was not reproducible across runs
+(a resumed atlas met other questions under the same ids) and the ``rg`` scorer's worker, which re-creates the
+entry, refused the problem. :func:`entries` makes every dataset as a process started with
+``PYTHONHASHSEED=0`` makes it -- in this process when it was started so, else in a child started so -- and
+the scorer's workers run under the same seed (:data:`HASH_SEED`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
+import subprocess
+import sys
 from typing import Any
 
-__all__ = ["REFUSED", "is_number", "spec"]
+__all__ = ["REFUSED", "HASH_SEED", "entries", "is_number", "spec"]
+
+HASH_SEED = "0"
+"""``PYTHONHASHSEED`` under which every reasoning-gym entry is made and re-created."""
+ENTRIES_TIMEOUT_S = 600.0
+"""Longest a child process may take to make one dataset."""
+_CHILD = """import json, sys
+import reasoning_gym
+req = json.loads(sys.stdin.read())
+ds = reasoning_gym.create_dataset(req["dataset"], size=req["size"], seed=req["seed"], **req["config"])
+json.dump([[str(e["question"]), str(e["answer"])] for e in ds], sys.stdout)
+"""
 
 REFUSED = frozenset({"countdown", "puzzle24", "polynomial_multiplication", "simple_integration",
                      "intermediate_integration"})
@@ -36,3 +60,44 @@ def spec(dataset: str, config: dict[str, Any], seed: int, size: int, index: int)
             raise ValueError(f"reasoning-gym option {key}={value!r} is not JSON data; a graded problem must "
                              "re-create its entry from a checkpoint (use numbers, strings, lists).") from None
     return {"dataset": dataset, "config": json.loads(json.dumps(config)), "seed": seed, "size": size, "index": index}
+
+
+def _hash_seed_is_fixed() -> bool:
+    """True when this interpreter was started with ``PYTHONHASHSEED=0`` (string hashing not salted)."""
+    return sys.flags.hash_randomization == 0 and HASH_SEED == "0"
+
+
+def entries(dataset: str, size: int, seed: int, config: dict[str, Any] | None = None) -> list[tuple[str, str]]:
+    """``(question, answer)`` of every entry of ``reasoning_gym.create_dataset(dataset, size, seed, **config)``,
+    made under ``PYTHONHASHSEED=0`` (module docstring): the same in every process, run and machine.
+
+    Raises:
+        ValueError: the generator refused the options (its own message), or ``config`` is not JSON data.
+        RuntimeError: the child process failed otherwise or took longer than :data:`ENTRIES_TIMEOUT_S`.
+    """
+    config = spec(dataset, dict(config or {}), seed, size, 0)["config"]  # JSON data, checked
+    return list(_entries(dataset, size, seed, json.dumps(config, sort_keys=True)))
+
+
+@functools.lru_cache(maxsize=64)
+def _entries(dataset: str, size: int, seed: int, config_json: str) -> tuple[tuple[str, str], ...]:
+    config = json.loads(config_json)
+    if _hash_seed_is_fixed():
+        import reasoning_gym
+
+        ds = reasoning_gym.create_dataset(dataset, size=size, seed=seed, **config)
+        return tuple((str(e["question"]), str(e["answer"])) for e in ds)
+    env = {**os.environ, "PYTHONHASHSEED": HASH_SEED}
+    req = json.dumps({"dataset": dataset, "size": size, "seed": seed, "config": config})
+    try:
+        done = subprocess.run([sys.executable, "-c", _CHILD], input=req, capture_output=True, text=True, env=env,
+                              timeout=ENTRIES_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"reasoning-gym {dataset!r} (size {size}) took longer than {ENTRIES_TIMEOUT_S:.0f} s to "
+                           "make; lower the size.") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no error output"])[-1][:300]
+        if "Error" in last and not last.startswith(("ModuleNotFoundError", "ImportError")):
+            raise ValueError(f"reasoning-gym {dataset!r} with {config}: {last}")
+        raise RuntimeError(f"making reasoning-gym {dataset!r} failed in a child process: {last}")
+    return tuple((str(q), str(a)) for q, a in json.loads(done.stdout))

@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Mapping
 
 STARTUP_TIMEOUT_S = 60.0
 DEMOTE_AFTER_S = 0.5
@@ -74,8 +75,8 @@ class ProtocolError(WorkerFailure):
 
 
 class _Worker:
-    def __init__(self, argv: tuple[str, ...]) -> None:
-        env = dict(os.environ)
+    def __init__(self, argv: tuple[str, ...], env_extra: Mapping[str, str] | None = None) -> None:
+        env = {**os.environ, **(env_extra or {})}
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PKG_ROOT, env.get("PYTHONPATH")) if p)
         self.proc = subprocess.Popen(
             list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
@@ -151,14 +152,17 @@ class WorkerPool:
             :data:`rsim_env.answers.worker.MEMORY_LIMIT` of address space).
         keep_idle: Idle workers kept for reuse; more are stopped when they come back.
         argv: Command that starts one worker (tests substitute a fake worker).
+        env: Environment variables set for the workers on top of this process's (e.g. ``PYTHONHASHSEED``).
     """
 
-    def __init__(self, max_workers: int = 16, keep_idle: int = 2, argv: tuple[str, ...] = WORKER_ARGV) -> None:
+    def __init__(self, max_workers: int = 16, keep_idle: int = 2, argv: tuple[str, ...] = WORKER_ARGV,
+                 env: Mapping[str, str] | None = None) -> None:
         if max_workers < 1:
             raise ValueError(f"max_workers={max_workers}; need at least 1 worker process.")
         if keep_idle < 1:
             raise ValueError(f"keep_idle={keep_idle}; keep at least 1 idle worker (the warm spare).")
         self.max_workers, self.keep_idle, self.argv = max_workers, keep_idle, tuple(argv)
+        self.env = dict(env or {})
         self._cond = threading.Condition()
         self._idle: list[_Worker] = []
         self._live: set[_Worker] = set()
@@ -175,7 +179,7 @@ class WorkerPool:
         """Start one worker and wait until it is ready; the slot was reserved by the caller."""
         worker = None
         try:
-            worker = _Worker(self.argv)
+            worker = _Worker(self.argv, self.env)
             worker.wait_ready()
         except (OSError, WorkerFailure) as exc:
             if worker is not None:

@@ -58,7 +58,7 @@ from ..answers.extract import _from_answer_is, _last_tag, boxed_spans
 from ..answers.sandbox import ProtocolError, WorkerFailure, WorkerPool
 from .base import Grade, Kind, KindTexts
 from .math import MathKind
-from ..rg_tasks import REFUSED, is_number, spec  # noqa: F401  (re-exported: the kind's vocabulary)
+from ..rg_tasks import HASH_SEED, REFUSED, is_number, spec  # noqa: F401  (re-exported: the kind's vocabulary)
 
 if TYPE_CHECKING:
     from ..problems import Problem
@@ -121,7 +121,7 @@ def _pool() -> WorkerPool:
             raw = os.environ.get(POOL_SIZE_ENV, "4")
             if not raw.isdigit() or int(raw) < 1:
                 raise ValueError(f"{POOL_SIZE_ENV}={raw!r}; set it to a positive number of worker processes.")
-            _POOL = WorkerPool(max_workers=int(raw), argv=WORKER_ARGV)
+            _POOL = WorkerPool(max_workers=int(raw), argv=WORKER_ARGV, env={"PYTHONHASHSEED": HASH_SEED})
             atexit.register(_POOL.close)
         return _POOL
 

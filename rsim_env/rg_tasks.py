@@ -9,17 +9,15 @@ and :mod:`rsim_env.kinds.rgym` (which grades them) both import it without an imp
 Python process, whose string hashes are salted at random. So a problem set was not reproducible across runs
 (a resumed atlas met other questions under the same ids) and the ``rg`` scorer's worker, which re-creates the
 entry, refused the problem. :func:`entries` makes every dataset as a process started with
-``PYTHONHASHSEED=0`` makes it -- in this process when it was started so, else in a child started so -- and
-the scorer's workers run under the same seed (:data:`HASH_SEED`).
+``PYTHONHASHSEED=0`` makes it -- in this process when it was started so, else in the ``rg`` scorer's worker
+processes, which are started so (:data:`HASH_SEED`) and kept warm, so a dataset costs one request.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import os
 import re
-import subprocess
 import sys
 from typing import Any
 
@@ -28,13 +26,9 @@ __all__ = ["REFUSED", "HASH_SEED", "entries", "is_number", "spec"]
 HASH_SEED = "0"
 """``PYTHONHASHSEED`` under which every reasoning-gym entry is made and re-created."""
 ENTRIES_TIMEOUT_S = 600.0
-"""Longest a child process may take to make one dataset."""
-_CHILD = """import json, sys
-import reasoning_gym
-req = json.loads(sys.stdin.read())
-ds = reasoning_gym.create_dataset(req["dataset"], size=req["size"], seed=req["seed"], **req["config"])
-json.dump([[str(e["question"]), str(e["answer"])] for e in ds], sys.stdout)
-"""
+"""Longest a worker may take to make one chunk of a dataset."""
+_CHUNK = 200
+"""Entries per worker reply (a reply line is at most :data:`rsim_env.answers.sandbox.MAX_REPLY_BYTES`)."""
 
 REFUSED = frozenset({"countdown", "puzzle24", "polynomial_multiplication", "simple_integration",
                      "intermediate_integration"})
@@ -73,7 +67,7 @@ def entries(dataset: str, size: int, seed: int, config: dict[str, Any] | None = 
 
     Raises:
         ValueError: the generator refused the options (its own message), or ``config`` is not JSON data.
-        RuntimeError: the child process failed otherwise or took longer than :data:`ENTRIES_TIMEOUT_S`.
+        RuntimeError: the worker failed otherwise or took longer than :data:`ENTRIES_TIMEOUT_S` for a chunk.
     """
     config = spec(dataset, dict(config or {}), seed, size, 0)["config"]  # JSON data, checked
     return list(_entries(dataset, size, seed, json.dumps(config, sort_keys=True)))
@@ -87,17 +81,27 @@ def _entries(dataset: str, size: int, seed: int, config_json: str) -> tuple[tupl
 
         ds = reasoning_gym.create_dataset(dataset, size=size, seed=seed, **config)
         return tuple((str(e["question"]), str(e["answer"])) for e in ds)
-    env = {**os.environ, "PYTHONHASHSEED": HASH_SEED}
-    req = json.dumps({"dataset": dataset, "size": size, "seed": seed, "config": config})
-    try:
-        done = subprocess.run([sys.executable, "-c", _CHILD], input=req, capture_output=True, text=True, env=env,
-                              timeout=ENTRIES_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"reasoning-gym {dataset!r} (size {size}) took longer than {ENTRIES_TIMEOUT_S:.0f} s to "
-                           "make; lower the size.") from None
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no error output"])[-1][:300]
-        if "Error" in last and not last.startswith(("ModuleNotFoundError", "ImportError")):
-            raise ValueError(f"reasoning-gym {dataset!r} with {config}: {last}")
-        raise RuntimeError(f"making reasoning-gym {dataset!r} failed in a child process: {last}")
-    return tuple((str(q), str(a)) for q, a in json.loads(done.stdout))
+    from .answers.sandbox import ProtocolError, WorkerFailure
+    from .kinds.rgym import _pool  # the scorer's workers: warm, and started under PYTHONHASHSEED=0
+
+    out: list[tuple[str, str]] = []
+    chunk = _CHUNK
+    while len(out) < size:
+        req = {"op": "entries", "dataset": dataset, "config": config, "seed": seed, "size": size, "start": len(out),
+               "stop": len(out) + chunk}
+        try:
+            reply = _pool().run(req, ENTRIES_TIMEOUT_S)
+        except ProtocolError as exc:
+            if chunk > 1 and "longer than" in str(exc):  # long questions: fewer entries per reply line
+                chunk //= 2
+                continue
+            raise RuntimeError(f"making reasoning-gym {dataset!r} failed in a worker: {exc}") from None
+        except WorkerFailure as exc:
+            raise RuntimeError(f"making reasoning-gym {dataset!r} (size {size}) failed in a worker: {exc.reason} "
+                               f"({exc}); lower the size.") from None
+        if reply.get("reason") != "ok":
+            raise ValueError(f"reasoning-gym {dataset!r} with {config}: {reply.get('detail')}")
+        if not reply["entries"]:
+            break  # the dataset has fewer entries than asked
+        out += [(str(q), str(a)) for q, a in reply["entries"]]
+    return tuple(out)

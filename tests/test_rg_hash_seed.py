@@ -58,3 +58,12 @@ def test_rg_problem_of_a_salted_generator_grades_in_the_worker():
 def test_generator_errors_are_named():
     with pytest.raises((ValueError, TypeError)):
         entries("chain_sum", 2, 0, {"no_such_option": 1})
+
+
+def test_long_questions_come_back_in_smaller_replies():
+    """rectangle_count's questions run to ~7,000 characters: 200 of them exceed one worker reply line
+    (MAX_REPLY_BYTES), so the worker route halves its chunk; the entries are still all there, in order."""
+    code = ("import hashlib, json, sys; from rsim_env.rg_tasks import entries; e = entries('rectangle_count', 200, 0); "
+            "print(json.dumps([len(e), hashlib.md5(json.dumps(e).encode()).hexdigest()]))")
+    salted, seeded = _run(code, "1"), _run(code, "0")
+    assert salted == seeded and salted[0] == 200

@@ -12,6 +12,10 @@ per worker) and checks that its question is the problem's. Reply: ``{"score": fl
 answer that is Python code, see :func:`literal_only`), ``"scorer_error"`` (the scorer raised on the
 answer), ``"entry_mismatch"`` (the re-created entry's question differs: another reasoning-gym version or
 config) or ``"bad_request"`` (the dataset could not be created).
+
+``{"op": "entries", "dataset", "config", "seed", "size", "start", "stop"}`` asks for the ``[question, answer]``
+pairs of entries ``start`` to ``stop`` instead (:func:`rsim_env.rg_tasks.entries`: the pool's workers run under
+``PYTHONHASHSEED=0``, so they make the same entries in every run).
 """
 
 from __future__ import annotations
@@ -64,8 +68,21 @@ def _dataset(req: dict) -> Any:
     return _datasets[key]
 
 
+def make_entries(req: dict) -> dict:
+    """``{"entries": [[question, answer], ...] of indices [start, stop), "reason": "ok"}`` of a dataset, or
+    ``{"reason": "bad_request", "detail": ...}`` when the generator refuses (:func:`rsim_env.rg_tasks.entries`)."""
+    try:
+        ds = _dataset(req)
+        rows = [[str(ds[i]["question"]), str(ds[i]["answer"])] for i in range(req["start"], min(req["stop"], req["size"]))]
+    except Exception as exc:  # the generator's own refusal: the parent raises it as ValueError
+        return {"reason": "bad_request", "detail": f"{type(exc).__name__}: {exc}"[:300]}
+    return {"entries": rows, "reason": "ok"}
+
+
 def handle(req: dict) -> dict:
-    """Score one request (see module docstring)."""
+    """Score one request, or make entries for an ``{"op": "entries"}`` one (see module docstring)."""
+    if req.get("op") == "entries":
+        return make_entries(req)
     try:
         ds = _dataset(req)
         entry = ds[req["index"]]

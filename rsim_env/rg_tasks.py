@@ -27,7 +27,7 @@ HASH_SEED = "0"
 """``PYTHONHASHSEED`` under which every reasoning-gym entry is made and re-created."""
 ENTRIES_TIMEOUT_S = 600.0
 """Longest a worker may take to make one chunk of a dataset."""
-_CHUNK = 200
+ENTRIES_CHUNK = 200
 """Entries per worker reply (a reply line is at most :data:`rsim_env.answers.sandbox.MAX_REPLY_BYTES`)."""
 
 REFUSED = frozenset({"countdown", "puzzle24", "polynomial_multiplication", "simple_integration",
@@ -81,27 +81,18 @@ def _entries(dataset: str, size: int, seed: int, config_json: str) -> tuple[tupl
 
         ds = reasoning_gym.create_dataset(dataset, size=size, seed=seed, **config)
         return tuple((str(e["question"]), str(e["answer"])) for e in ds)
-    from .answers.sandbox import ProtocolError, WorkerFailure
-    from .kinds.rgym import _pool  # the scorer's workers: warm, and started under PYTHONHASHSEED=0
+    if not _MAKER:  # pragma: no cover - rsim_env.kinds.rgym sets it, and importing rsim_env always loads it
+        raise RuntimeError("rsim_env.kinds.rgym is not loaded: import rsim_env first.")
+    return _MAKER[0](dataset, size, seed, config)
 
-    out: list[tuple[str, str]] = []
-    chunk = _CHUNK
-    while len(out) < size:
-        req = {"op": "entries", "dataset": dataset, "config": config, "seed": seed, "size": size, "start": len(out),
-               "stop": len(out) + chunk}
-        try:
-            reply = _pool().run(req, ENTRIES_TIMEOUT_S)
-        except ProtocolError as exc:
-            if chunk > 1 and "longer than" in str(exc):  # long questions: fewer entries per reply line
-                chunk //= 2
-                continue
-            raise RuntimeError(f"making reasoning-gym {dataset!r} failed in a worker: {exc}") from None
-        except WorkerFailure as exc:
-            raise RuntimeError(f"making reasoning-gym {dataset!r} (size {size}) failed in a worker: {exc.reason} "
-                               f"({exc}); lower the size.") from None
-        if reply.get("reason") != "ok":
-            raise ValueError(f"reasoning-gym {dataset!r} with {config}: {reply.get('detail')}")
-        if not reply["entries"]:
-            break  # the dataset has fewer entries than asked
-        out += [(str(q), str(a)) for q, a in reply["entries"]]
-    return tuple(out)
+
+_MAKER: list = []
+
+
+def set_entries_maker(maker) -> None:
+    """Name the function that makes entries in the ``rg`` scorer's workers (:func:`rsim_env.kinds.rgym.make_entries`).
+
+    The workers' pool lives in :mod:`rsim_env.kinds.rgym`, above this module (which :mod:`rsim_env.problems` and the
+    answer checker import): so it registers itself here when it loads, as :mod:`rsim_env.echo`'s references are.
+    """
+    _MAKER[:] = [maker]

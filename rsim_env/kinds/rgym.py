@@ -53,7 +53,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Sequence
 
-from .. import answers
+from .. import answers, rg_tasks
 from ..answers.extract import _from_answer_is, _last_tag, boxed_spans
 from ..answers.sandbox import ProtocolError, WorkerFailure, WorkerPool
 from .base import Grade, Kind, KindTexts
@@ -148,6 +148,35 @@ def score(problem: Problem, answer: str, timeout_s: float) -> tuple[float, str]:
     except WorkerFailure as exc:
         return 0.0, exc.reason
     return float(value), reply["reason"]
+
+
+def make_entries(dataset: str, size: int, seed: int, config: dict) -> tuple[tuple[str, str], ...]:
+    """``(question, answer)`` of the dataset's entries, made by this kind's workers (started under
+    ``PYTHONHASHSEED=0``): the route of :func:`rsim_env.rg_tasks.entries` in a process started without it."""
+    out: list[tuple[str, str]] = []
+    chunk = rg_tasks.ENTRIES_CHUNK
+    while len(out) < size:
+        req = {"op": "entries", "dataset": dataset, "config": config, "seed": seed, "size": size, "start": len(out),
+               "stop": len(out) + chunk}
+        try:
+            reply = _pool().run(req, rg_tasks.ENTRIES_TIMEOUT_S)
+        except ProtocolError as exc:
+            if chunk > 1 and "longer than" in str(exc):  # long questions: fewer entries per reply line
+                chunk //= 2
+                continue
+            raise RuntimeError(f"making reasoning-gym {dataset!r} failed in a worker: {exc}") from None
+        except WorkerFailure as exc:
+            raise RuntimeError(f"making reasoning-gym {dataset!r} (size {size}) failed in a worker: {exc.reason} "
+                               f"({exc}); lower the size.") from None
+        if reply.get("reason") != "ok":
+            raise ValueError(f"reasoning-gym {dataset!r} with {config}: {reply.get('detail')}")
+        if not reply["entries"]:
+            break  # the dataset has fewer entries than asked
+        out += [(str(q), str(a)) for q, a in reply["entries"]]
+    return tuple(out)
+
+
+rg_tasks.set_entries_maker(make_entries)
 
 
 class ReasoningGymKind(MathKind):

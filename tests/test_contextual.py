@@ -229,10 +229,12 @@ def test_at_a_large_logit_step_the_lm_planner_does_not_learn_both_plans(tmp_path
     """lr 1e-2 on the tiny model moves the logits as far per step as the study's 1e-3 on SmolLM2 (lr * |h|_1):
     in 80 updates no run of the sweep solved both families (the worse family at 0.0 in every run, where lr 3e-3
     solves both). Where the plans end -- one plan for all, or two wrong ones -- differs by seed and CPU, so it
-    is not asserted. Margin: the worse family <= 0.5."""
+    is not asserted. Under torch's scalar kernels (``make test-float``) on one machine the second seed did solve
+    both (1.0 / 1.0, mutual information 1.0) while the first stayed at one plan, so the claim holds as "not
+    reliably", not "never": asserted is that at least one of the two runs leaves a family at <= 0.5."""
     runs = _seed_runs(tmp_path, families="two_step", lr=1e-2, entropy_coef=0.1, steps=80, eval_every=80,
                       groups_per_step=4, eval_problems=64)
-    assert all(min(f["accuracy"] for f in r["families"].values()) <= 0.5 for r in runs), _summary(runs)
+    assert any(min(f["accuracy"] for f in r["families"].values()) <= 0.5 for r in runs), _summary(runs)
 
 
 @pytest.mark.training_outcome

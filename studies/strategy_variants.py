@@ -132,10 +132,11 @@ def protocol_figures(result: dict[str, Any], rows: list[dict[str, Any]]) -> dict
     per_plan = {p: mean([t["accuracy"][p] for t in tasks if p in t["accuracy"]]) for p in plans}
     val_mean = {p: mean([t["val_accuracy"][p] for t in tasks if p in t["val_accuracy"]]) for p in plans}
     single = max(plans, key=lambda p: (val_mean[p], -len(p))) if plans else None
-    facts = [f for r in rows if (f := step_facts(r, name)) is not None]
+    facts: list[dict[str, bool]] = []
     by_strategy: dict[str, list[dict[str, bool]]] = defaultdict(list)
-    for r in rows:
+    for r in rows:  # each step's facts once (echo and novelty scans are the study's main cost)
         if (f := step_facts(r, name)) is not None:
+            facts.append(f)
             by_strategy[STRATEGIES[r["plan"][0]].name].append(f)
     keys = ("echo", "vacuous", "follow", "copy", "answer_in_step1")
     mix = result.get("mix") or {}

@@ -7,6 +7,7 @@ keeps the kind's texts; the default protocol is untouched.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -106,10 +107,10 @@ def test_termination_keeps_the_kinds_texts(protocol, kind):
 QUESTIONS = [f"Tom has {n} apples and buys {n + 3} more. How many apples does he have?" for n in range(40)]
 _PICKS = """
 from rsim_env.protocols import PROTOCOLS
-import sys
+import json, sys
 p = PROTOCOLS["chat+lead:exemplar"]
 qs = [f"Tom has {n} apples and buys {n + 3} more. How many apples does he have?" for n in range(40)]
-sys.stdout.write(repr([p.instruction(q, r, s) for q in qs for r in (0, 2) for s in (0, 3)]))
+sys.stdout.write(json.dumps([p.instruction(q, r, s) for q in qs for r in (0, 2) for s in (0, 3)]))
 """
 
 
@@ -120,7 +121,7 @@ def test_the_exemplar_is_stable_across_processes_and_varies_with_the_question():
     for seed in ("0", "12345"):  # a different str hash seed: hash() would move the pick, CRC-32 does not
         out = subprocess.run([sys.executable, "-c", _PICKS], capture_output=True, text=True, check=True, cwd=root,
                              env={"PYTHONPATH": root, "PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"})
-        assert eval(out.stdout) == here
+        assert json.loads(out.stdout) == here
     validation = by_name("validation").index
     picks = {exemplar("validation", q, 2) for q in QUESTIONS}
     assert len(picks) >= 6  # 40 questions spread over the pool of 8

@@ -134,8 +134,11 @@ def heterogeneity(stats: Sequence[dict[str, Any]], rows_of: dict[str, list[dict[
                     "on_b": {"b_plan_only": wb, "a_plan_only": lb, "p": pb},
                     "survives": bool(pa < level and pb < level)})
     distinct = sorted({key(s["best_plan"]) for s in stats})
+    # the test's power: a one-sided exact paired test with no losses has p = 0.5 ** wins, so a pair can survive
+    # only when each task's own plan wins at least this many of its test problems outright
+    need = next(k for k in range(1, 200) if 0.5 ** k < level)
     return {"distinct_best_plans": distinct, "pairs_tested": len(out), "alpha": alpha, "level": level,
-            "surviving": sum(p["survives"] for p in out), "pairs": out,
+            "min_wins_to_survive": need, "surviving": sum(p["survives"] for p in out), "pairs": out,
             "method": "exact one-sided paired (McNemar) test on each task's test problems, both directions; "
                       "plans chosen on validation; Bonferroni over pairs"}
 
@@ -159,7 +162,10 @@ def mix(rows_of: dict[str, list[dict[str, Any]]], plans: Sequence[tuple[int, ...
     names = sorted(mats)
     chosen: list[str] = []
     path = []
-    if len(names) >= 2:
+    if size >= len(names) >= 2:  # every task: nothing to choose
+        chosen = list(names)
+        path.append({"tasks": list(chosen), "val_headroom": _val_headroom([mats[x] for x in chosen])})
+    elif len(names) >= 2:
         chosen = list(max(itertools.combinations(names, 2), key=lambda ab: _val_headroom([mats[x] for x in ab])))
         path.append({"tasks": list(chosen), "val_headroom": _val_headroom([mats[x] for x in chosen])})
         while len(chosen) < min(size, len(names)):

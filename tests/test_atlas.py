@@ -109,13 +109,26 @@ def test_mix_headroom_interval_contains_its_point(run):
     assert h["ci95"][0] <= h["point"] <= h["ci95"][1] and h["point"] > 0
 
 
+def test_mix_all_takes_every_task_and_power_is_stated(run):
+    _, res = run
+    m, het = res["mix_all"], res["heterogeneity"]
+    assert sorted(m["tasks"]) == sorted(t["task"] for t in res["tasks"]) and len(m["selection"]) == 1
+    assert m["n_test"] == sum(t["n_test"] for t in res["tasks"])
+    assert m["headroom"]["ci95"][0] <= m["headroom"]["point"] <= m["headroom"]["ci95"][1]
+    k = het["min_wins_to_survive"]  # a surviving pair's own plans must have won at least k problems each, no losses
+    assert 0.5 ** k < het["level"] <= 0.5 ** (k - 1)
+    for p in het["pairs"]:
+        if p["survives"]:
+            assert p["on_a"]["a_plan_only"] >= k and p["on_b"]["b_plan_only"] >= k
+
+
 def test_rerun_decodes_nothing_and_table_from_reproduces(run, tmp_path):
     tmp, first = run
     n_rows = len(_outcomes(tmp))
     again = main(_cfg(tmp))
     assert again["replay"]["misses"] == 0 and len(_outcomes(tmp)) == n_rows
     rebuilt = main(Config(table_from=str(tmp / "a.outcomes.jsonl.gz"), out=str(tmp_path / "b.json")))
-    for k in ("tasks", "heterogeneity", "mix", "left_out", "pilot"):
+    for k in ("tasks", "heterogeneity", "mix", "mix_all", "left_out", "pilot"):
         assert rebuilt[k] == first[k], k
     assert len(rebuilt["runs"]) == 2 and rebuilt["wall_seconds"] == round(sum(r["wall_seconds"] for r in rebuilt["runs"]), 1)
     assert (tmp_path / "b.png").stat().st_size > 0

@@ -80,8 +80,31 @@ def _code_tasks(rest: str, a: DataArgs) -> list[Problem]:
     return code_tasks(size=a.limit or PROCEDURAL_SIZE, seed=a.seed)
 
 
+def split_top(text: str, sep: str = ",") -> list[str]:
+    """``text`` split at ``sep`` outside brackets and quotes: a mix's parts may carry list options
+    (``mix:rg:basic_arithmetic?operators=["+","-"],curriculum``)."""
+    parts, depth, quote, cur = [], 0, "", []
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == sep and depth <= 0:
+            parts.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    if quote or depth > 0:
+        raise ValueError(f"data spec {text!r}: unbalanced {'quote' if quote else 'bracket'}; close it (or drop it).")
+    return parts + ["".join(cur)]
+
+
 def _mix(rest: str, a: DataArgs) -> list[Problem]:
-    specs = [s.strip() for s in rest.split(",") if s.strip()]
+    specs = [s.strip() for s in split_top(rest) if s.strip()]
     if len(specs) < 2:
         raise ValueError(f"data spec 'mix:{rest}' needs at least two comma-separated specs, e.g. mix:default,code_tasks.")
     parts = [load_problems(s, a.limit, seed=a.seed, split=a.split) for s in specs]

@@ -109,3 +109,17 @@ def test_malformed_local_files_name_the_row_or_line(tmp_path, fname, content, ma
 def test_numeric_answers_of_generic_rows_stay_accepted(tmp_path):
     (tmp_path / "p.json").write_text(json.dumps([{"question": "2+2?", "answer": 4}]))
     assert load_problems(str(tmp_path / "p.json"))[0].answer == "4"
+
+
+def test_mix_parts_may_carry_list_options():
+    """A mix splits at top-level commas only: an rg part's list option (``operators=["+","-"]``) stays whole."""
+    from rsim_env.data import load_problems, split_top
+
+    assert split_top('rg:basic_arithmetic?operators=["+","-"]&min_terms=2,tiny') == [
+        'rg:basic_arithmetic?operators=["+","-"]&min_terms=2', "tiny"]
+    assert split_top("a,'x,y',b") == ["a", "'x,y'", "b"]
+    mixed = load_problems('mix:rg:basic_arithmetic?min_terms=2&max_terms=2&min_digits=1&max_digits=1&operators=["+","-"],tiny', 4)
+    assert [p.source for p in mixed][:2] == ["reasoning_gym:basic_arithmetic", "tiny"]
+    assert all("*" not in p.question and "/" not in p.question for p in mixed if p.source != "tiny")
+    with pytest.raises(ValueError, match="unbalanced bracket"):
+        load_problems('mix:rg:basic_arithmetic?operators=["+",tiny', 2)

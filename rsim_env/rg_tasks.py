@@ -11,17 +11,25 @@ Python process, whose string hashes are salted at random. So a problem set was n
 entry, refused the problem. :func:`entries` makes every dataset as a process started with
 ``PYTHONHASHSEED=0`` makes it -- in this process when it was started so, else in the ``rg`` scorer's worker
 processes, which are started so (:data:`HASH_SEED`) and kept warm, so a dataset costs one request.
+
+**And each entry is made under seeded global random states.** A few generators draw from the unseeded global
+``random`` module (``list_functions``) or ``numpy.random`` (``pool_matrix``) besides their own seeded ``Random``: the
+same hash seed still gave other questions in every process. :func:`make_entry` seeds both global states from
+(dataset, seed, index) before the generator makes an entry and puts them back after; every route that makes or
+re-creates an entry (this module, the ``rg`` scorer's worker) goes through it.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import random
 import re
 import sys
+import zlib
 from typing import Any
 
-__all__ = ["REFUSED", "HASH_SEED", "entries", "is_number", "spec"]
+__all__ = ["REFUSED", "HASH_SEED", "entries", "make_entry", "is_number", "spec"]
 
 HASH_SEED = "0"
 """``PYTHONHASHSEED`` under which every reasoning-gym entry is made and re-created."""
@@ -56,6 +64,24 @@ def spec(dataset: str, config: dict[str, Any], seed: int, size: int, index: int)
     return {"dataset": dataset, "config": json.loads(json.dumps(config)), "seed": seed, "size": size, "index": index}
 
 
+def make_entry(ds: Any, dataset: str, seed: int, index: int) -> dict[str, Any]:
+    """``ds[index]`` with the global ``random`` and ``numpy.random`` states seeded from (dataset, seed, index)
+    and restored afterwards (module docstring): the same entry whichever entries this process made before."""
+    value = zlib.crc32(f"{dataset}|{seed}|{index}".encode())
+    state = random.getstate()
+    np = sys.modules.get("numpy")  # reasoning-gym imports numpy; a generator that needs it has it loaded
+    np_state = np.random.get_state() if np is not None else None
+    random.seed(value)
+    if np is not None:
+        np.random.seed(value)
+    try:
+        return ds[index]
+    finally:
+        random.setstate(state)
+        if np is not None:
+            np.random.set_state(np_state)
+
+
 def _hash_seed_is_fixed() -> bool:
     """True when this interpreter was started with ``PYTHONHASHSEED=0`` (:data:`HASH_SEED`: string hashing not salted)."""
     return sys.flags.hash_randomization == 0
@@ -80,7 +106,7 @@ def _entries(dataset: str, size: int, seed: int, config_json: str) -> tuple[tupl
         import reasoning_gym
 
         ds = reasoning_gym.create_dataset(dataset, size=size, seed=seed, **config)
-        return tuple((str(e["question"]), str(e["answer"])) for e in ds)
+        return tuple((str(e["question"]), str(e["answer"])) for e in (make_entry(ds, dataset, seed, i) for i in range(len(ds))))
     if not _MAKER:  # pragma: no cover - rsim_env.kinds.rgym sets it, and importing rsim_env always loads it
         raise RuntimeError("rsim_env.kinds.rgym is not loaded: import rsim_env first.")
     return _MAKER[0](dataset, size, seed, config)

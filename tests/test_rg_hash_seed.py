@@ -36,7 +36,12 @@ def test_the_generator_itself_moves_with_the_salt():
     assert _run(_RAW, "1", SALTED) != _run(_RAW, "2", SALTED)
 
 
-@pytest.mark.parametrize("dataset", [SALTED, "ransom_note"])
+def test_global_random_generators_move_even_under_one_hash_seed():
+    """The premise of make_entry: list_functions draws from the unseeded global ``random``."""
+    assert _run(_RAW, "0", "list_functions") != _run(_RAW, "0", "list_functions")
+
+
+@pytest.mark.parametrize("dataset", [SALTED, "ransom_note", "list_functions", "pool_matrix"])
 def test_entries_are_the_same_under_any_salt(dataset):
     a, b, c = (_run(_PROBE, salt, dataset) for salt in ("1", "2", "0"))
     assert a == b == c
@@ -53,6 +58,17 @@ def test_rg_problem_of_a_salted_generator_grades_in_the_worker():
                 kind="rg", metadata={"rg": spec(SALTED, {}, 3, 1, 0)})
     assert rgym.score(p, gold, 30.0) == (1.0, "ok")
     assert rgym.score(p, "maybe", 30.0)[0] < 1.0
+
+
+def test_global_random_entry_grades_in_the_worker_out_of_order():
+    """The worker re-creates one entry (index 3) without making 0-2 first: each entry is seeded on its own."""
+    from rsim_env.kinds import rgym
+    from rsim_env.rg_tasks import spec
+
+    q, gold = entries("list_functions", 4, 0)[3]
+    p = Problem(id="list_functions/3", question=q, answer=gold, answer_type="text",
+                source="reasoning_gym:list_functions", kind="rg", metadata={"rg": spec("list_functions", {}, 0, 4, 3)})
+    assert rgym.score(p, gold, 30.0) == (1.0, "ok")
 
 
 def test_generator_errors_are_named():

@@ -26,6 +26,8 @@ import math
 from collections import OrderedDict
 from typing import Any
 
+from ..rg_tasks import make_entry
+
 PYTHON_EVAL = frozenset({"binary_matrix", "n_queens", "spiral_matrix", "string_insertion"})
 """Generators whose ``score_answer`` calls Python ``eval`` on the answer (reasoning-gym 0.1.25: only on the
 partial-credit path, after an exact-match test). They run here behind :func:`literal_only`."""
@@ -73,7 +75,8 @@ def make_entries(req: dict) -> dict:
     ``{"reason": "bad_request", "detail": ...}`` when the generator refuses (:func:`rsim_env.rg_tasks.entries`)."""
     try:
         ds = _dataset(req)
-        rows = [[str(ds[i]["question"]), str(ds[i]["answer"])] for i in range(req["start"], min(req["stop"], req["size"]))]
+        entries = (make_entry(ds, req["dataset"], req["seed"], i) for i in range(req["start"], min(req["stop"], len(ds))))
+        rows = [[str(e["question"]), str(e["answer"])] for e in entries]
     except Exception as exc:  # the generator's own refusal: the parent raises it as ValueError
         return {"reason": "bad_request", "detail": f"{type(exc).__name__}: {exc}"[:300]}
     return {"entries": rows, "reason": "ok"}
@@ -85,7 +88,7 @@ def handle(req: dict) -> dict:
         return make_entries(req)
     try:
         ds = _dataset(req)
-        entry = ds[req["index"]]
+        entry = make_entry(ds, req["dataset"], req["seed"], req["index"])
     except Exception as exc:  # a problem that cannot be re-created: the parent raises, it is no answer's fault
         return {"score": 0.0, "reason": "bad_request", "detail": f"{type(exc).__name__}: {exc}"[:300]}
     if str(entry["question"]) != req["question"]:

@@ -411,6 +411,26 @@ def _load_tasks(cfg: Config, outcomes: Outcomes) -> tuple[list[Any], dict, dict]
     return metas, problems, splits
 
 
+def _play_task(m: dict[str, Any], cfg: Config, runner: Runner, problems: dict, splits: dict,
+               by_setting: dict, refresh: Any) -> None:
+    """One task: its pilot, then (when kept) the main pass and the L = 3 extension."""
+    def play(k: int) -> None:
+        ps = problems[(m["task"], k)][:cfg.pilot_problems]
+        runner.play(m["task"], m["ladder"][k], ps, splits[(m["task"], k)], list(cfg.pilot_plans))
+        refresh()
+    refresh()
+    e = walk(m, by_setting, cfg, play)
+    if e["decision"] != "keep" or cfg.pilot_only:
+        return
+    ps, split = problems[(m["task"], e["rung"])][:cfg.problems], splits[(m["task"], e["rung"])]
+    runner.play(m["task"], e["setting"], ps, split, plan_table.all_plans(2))
+    refresh()
+    rows = [r for r in by_setting[(m["task"], e["setting"])] if r["index"] < cfg.problems]
+    st = atlas_stats.task_stats(m["task"], e["setting"], rows, cfg.close)
+    if cfg.extend and st["close"] and st["best_val"] >= cfg.extend_min:
+        runner.play(m["task"], e["setting"], ps, split, plan_table.all_plans(3))
+
+
 def main(cfg: Config) -> dict[str, Any]:
     """Run (or resume) the atlas, or rebuild it from ``cfg.table_from``; print a summary; write JSON and PNG."""
     t0 = time.perf_counter()
@@ -438,21 +458,12 @@ def main(cfg: Config) -> dict[str, Any]:
                 by_setting.setdefault((r["task"], r["setting"]), []).append(r)
 
     for m in metas:
-        def play(k: int, m: dict[str, Any] = m) -> None:
-            ps = problems[(m["task"], k)][:cfg.pilot_problems]
-            runner.play(m["task"], m["ladder"][k], ps, splits[(m["task"], k)], list(cfg.pilot_plans))
-            refresh()
-        refresh()
-        e = walk(m, by_setting, cfg, play)
-        if e["decision"] != "keep" or cfg.pilot_only:
-            continue
-        ps, split = problems[(m["task"], e["rung"])][:cfg.problems], splits[(m["task"], e["rung"])]
-        runner.play(m["task"], e["setting"], ps, split, plan_table.all_plans(2))
-        refresh()
-        rows = [r for r in by_setting[(m["task"], e["setting"])] if r["index"] < cfg.problems]
-        st = atlas_stats.task_stats(m["task"], e["setting"], rows, cfg.close)
-        if cfg.extend and st["close"] and st["best_val"] >= cfg.extend_min:
-            runner.play(m["task"], e["setting"], ps, split, plan_table.all_plans(3))
+        try:
+            _play_task(m, cfg, runner, problems, splits, by_setting, refresh)
+        except RuntimeError as exc:  # this task's own failure (e.g. a problem its grader cannot re-create)
+            why = f"failed during play: {type(exc).__name__}: {exc}"[:400]
+            outcomes.append([{**m, "error": why}])  # report() drops it with this reason; a rerun tries it again
+            runner.bar.write(f"atlas: {m['task']} dropped, {why}", file=sys.stderr)
     runner.bar.close()
     rep = runner._reasoner
     wall = round(time.perf_counter() - t0, 1)

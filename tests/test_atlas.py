@@ -134,6 +134,28 @@ def test_rerun_decodes_nothing_and_table_from_reproduces(run, tmp_path):
     assert (tmp_path / "b.png").stat().st_size > 0
 
 
+def test_a_task_that_fails_mid_run_is_dropped_with_its_reason_and_retried_on_rerun(tmp_path, monkeypatch):
+    """One task's failure (here: its grader raises) must not end an hours-long run: the task is dropped with the
+    error as its reason, the others go on, and a rerun tries it again."""
+    from benchmarks import atlas, plan_table
+
+    real = plan_table.play_table
+
+    def failing(cfg, problems, plans, reasoner):
+        if any(p.source == "curriculum:mul_1d" for p in problems):
+            raise RuntimeError("problem 'mul_1d/0': cannot re-create its entry")
+        return real(cfg, problems, plans, reasoner)
+
+    monkeypatch.setattr(atlas.plan_table, "play_table", failing)
+    res = main(_cfg(tmp_path))
+    dropped = {d["task"]: d["reason"] for d in res["pilot"]["dropped"]}
+    assert "failed during play: RuntimeError" in dropped["curriculum:mul_1d"]
+    assert [t["task"] for t in res["tasks"]] == ["curriculum:add2_1d"]
+    monkeypatch.setattr(atlas.plan_table, "play_table", real)
+    again = main(_cfg(tmp_path))
+    assert {t["task"] for t in again["tasks"]} == {"curriculum:add2_1d", "curriculum:mul_1d"}
+
+
 def test_ladder_entries_are_valid_generator_options():
     import reasoning_gym
 

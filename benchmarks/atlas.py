@@ -365,7 +365,7 @@ def _markdown(result: dict[str, Any]) -> str:
             if h:
                 lines.append(f"\n{name} {result[name]['tasks']}: best single plan {result[name]['best_fixed']['plan']}, "
                              f"headroom {h['point']:.4f}, 95 % CI {h['ci95']}")
-        lines += ["", docs_table(result)]
+        lines += ["", docs_table(result), "", docs_mix_table(result)]
     return "\n".join(lines)
 
 
@@ -381,6 +381,29 @@ def docs_table(result: dict[str, Any]) -> str:
         best = ", ".join(map(str, t["best_plan"]))
         lines.append(f"| {t['task']} | " + " | ".join(pct(t["accuracy"][p]) for p in plans)
                      + f" | `[{best}]` {pct(t['best_val'])} → {pct(t['best_test'])} |")
+    return "\n".join(lines)
+
+
+def docs_mix_table(result: dict[str, Any]) -> str:
+    """The across-task table docs/atlas.md copies: heterogeneity and each mix's headroom on test."""
+    het = result["heterogeneity"]
+    lines = ["| mix | tasks | test problems | best single plan (val) | its test % | per-task policy test % | "
+             "headroom, points (95 % CI) | oracle test % |", "| --- " * 8 + "|"]
+    for name in ("mix", "mix_all"):
+        m = result.get(name) or {}
+        if not m.get("headroom"):
+            continue
+        h, fixed = m["headroom"], m["best_fixed"]
+        lo, hi = (100 * x for x in h["ci95"])
+        names = ", ".join(m["tasks"]) if name == "mix" else f"all {len(m['tasks'])}"
+        lines.append(f"| `{name}` | {names} | "
+                     f"{m['n_test']} | `{fixed['plan']}` | {100 * fixed['test_accuracy']:.1f} | "
+                     f"{100 * m['per_task']['test_accuracy']:.1f} | {100 * h['point']:+.1f} ({lo:+.1f}, {hi:+.1f}) | "
+                     f"{100 * m['oracle']['test_accuracy']:.1f} |")
+    lines.append("")
+    lines.append(f"Heterogeneity: {len(het['distinct_best_plans'])} distinct validation-best plans; "
+                 f"{het['surviving']} of {het['pairs_tested']} task pairs survive (level {het['level']:.2g}: a pair "
+                 f"needs each task's own plan to win >= {het['min_wins_to_survive']} of its test problems with no loss).")
     return "\n".join(lines)
 
 

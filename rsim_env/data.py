@@ -10,6 +10,8 @@ spec                                       problems
                                            task's generator (``rg:basic_arithmetic?min_terms=3``) but
                                            ``grading=auto|math|rg`` (a task with non-number golds is
                                            graded by its own scorer: :mod:`rsim_env.kinds.rgym`)
+``adaptive[:train|val|test]``              the atlas's tasks, where a per-task plan beats the best single
+                                           plan (:mod:`rsim_env.adaptive`; splits by generator seed)
 ``tiny``                                   one-digit sums (toy runs and tests; offline, seeded)
 ``code_tasks``                             procedural function-writing tasks with tests (code kind;
                                            offline, seeded; :mod:`rsim_env.code.tasks`)
@@ -138,6 +140,12 @@ def _curriculum(rest: str, a: DataArgs) -> list[Problem]:
     return curriculum_problems(a.limit or PROCEDURAL_SIZE, rest or "train", seed=a.seed)
 
 
+def _adaptive(rest: str, a: DataArgs) -> list[Problem]:
+    from .adaptive import adaptive_problems
+
+    return adaptive_problems(a.limit, rest or "train")
+
+
 def _hub(name: str) -> Callable[[str, DataArgs], list[Problem]]:
     def load(rest: str, a: DataArgs) -> list[Problem]:
         from .loaders import LOADERS
@@ -148,11 +156,12 @@ def _hub(name: str) -> Callable[[str, DataArgs], list[Problem]]:
 
 SOURCES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {
     "default": _default, "reasoning_gym": _default, "tiny": _tiny, "code_tasks": _code_tasks,
-    "curriculum": lambda rest, a: _curriculum("", a),
+    "curriculum": lambda rest, a: _curriculum("", a), "adaptive": lambda rest, a: _adaptive("", a),
 }
 """Specs that are a bare name (hub sets are added from :data:`rsim_env.loaders.LOADERS`)."""
 
-PREFIXES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {"rg": _rg, "mix": _mix, "curriculum": _curriculum}
+PREFIXES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {"rg": _rg, "mix": _mix, "curriculum": _curriculum,
+                                                                "adaptive": _adaptive}
 """Specs ``PREFIX:REST``."""
 
 
@@ -160,8 +169,9 @@ def spec_help() -> str:
     """One-line summary of the grammar (with every hub set name), for ``--help`` and errors."""
     from .loaders import LOADERS
 
-    return " | ".join(["curriculum[:train|heldout|all]", "default", "rg:TASK[+TASK][?key=value&...]",
-                       "mix:SPEC,SPEC[,...]", *SOURCES.keys() - {"default", "reasoning_gym", "curriculum"},
+    return " | ".join(["curriculum[:train|heldout|all]", "adaptive[:train|val|test]", "default",
+                       "rg:TASK[+TASK][?key=value&...]", "mix:SPEC,SPEC[,...]",
+                       *sorted(SOURCES.keys() - {"default", "reasoning_gym", "curriculum", "adaptive"}),
                        *LOADERS, "FILE.jsonl/.json/.parquet/.arrow[?question=COL&answer=COL]"])
 
 

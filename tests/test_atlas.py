@@ -210,25 +210,32 @@ def test_a_cut_outcomes_tail_is_dropped_and_later_rows_stay_readable(tmp_path):
     assert [r["problem_id"] for r in read_rows(path)] == ["p0", "p1"]
 
 
-def test_committed_partial_atlas_matches_its_outcomes_and_the_docs(tmp_path):
-    """docs/atlas_results/atlas_partial.json is --table-from of the committed outcomes; docs/atlas.md copies its
-    main-pass table (accuracy in % per plan, best plan's validation -> test)."""
+def test_committed_atlas_matches_its_outcomes_and_the_docs(tmp_path):
+    """docs/atlas_results/atlas.json is --table-from of the committed outcomes; docs/atlas.md copies its main-pass
+    table (accuracy in % per plan, best plan's validation -> test) and its across-task table (mixes, heterogeneity)."""
     import re
     from pathlib import Path
+
+    from benchmarks.atlas import docs_mix_table
 
     root = Path(__file__).resolve().parent.parent
     outcomes = root / "docs/atlas_results/atlas.outcomes.jsonl.gz"
     if not outcomes.is_file():
         pytest.skip("no committed atlas outcomes")
     res = main(Config(table_from=str(outcomes), out=str(tmp_path / "p.json"), bootstrap=10000))
-    committed = json.loads((root / "docs/atlas_results/atlas_partial.json").read_text())
-    assert json.loads(json.dumps(res["tasks"])) == committed["tasks"]
-    assert json.loads(json.dumps(res["mix"])) == committed["mix"]
+    committed = json.loads((root / "docs/atlas_results/atlas.json").read_text())
+    for k in ("tasks", "mix", "mix_all", "heterogeneity", "pilot"):
+        assert json.loads(json.dumps(res[k])) == committed[k], k
     doc = (root / "docs/atlas.md").read_text()
     plans = ["8", "0,8", "1,8", "2,8", "3,8", "4,8", "5,8", "6,8", "7,8"]
+    assert len(committed["tasks"]) >= 20
     for t in committed["tasks"]:
         cells = " | ".join(f"{100 * t['accuracy'][p]:.1f}".removesuffix(".0") for p in plans)
         best = ", ".join(map(str, t["best_plan"]))
         row = (f"| {t['task']} | {cells} | `[{best}]` {100 * t['best_val']:.1f} → {100 * t['best_test']:.1f} |")
         row = re.sub(r"(\d+)\.0\b", r"\1", row)
         assert row in doc, f"docs/atlas.md lacks {row!r}"
+    for line in docs_mix_table(committed).splitlines():
+        assert line in doc, f"docs/atlas.md lacks {line!r}"
+    h = committed["mix_all"]["headroom"]  # the reading's claim, with its interval
+    assert h["ci95"][0] <= h["point"] <= h["ci95"][1]

@@ -6,10 +6,13 @@ difficulty its pilot chose. Over all of them, a per-task plan chosen on validati
 ``docs/atlas_results/atlas.json``): the one mix it found with headroom. This source is that mix, each task at
 the atlas's setting, for ``rsim train`` / ``rsim eval`` / the benchmarks (``--data adaptive:train``).
 
-**Splits by generator seed, disjoint by question text**: ``val`` is seed 0 (the atlas's own problems),
-``train`` seed 1, ``test`` seed 2, a seed nothing else uses. ``test`` drops the questions ``val`` has; ``train``
-drops those of ``val`` and ``test`` (small tasks repeat questions across seeds, so a task's ``test`` may hold
-fewer than its share). Problems are interleaved round-robin over the tasks; ids are ``adaptive/SPLIT/ID``.
+**Splits by question text and by generator seed.** Each question belongs to one split by a hash of its text
+(:func:`split_of`: 20 % ``val``, 20 % ``test``, 60 % ``train``), so no question is in two splits whatever the
+sizes; and each split is drawn from its own generator seed: ``val`` 0, ``test`` 1,000,000 (used by nothing
+else), ``train`` 2,000,000 -- far apart because a reasoning-gym generator makes entry ``i`` of seed ``s`` from
+``Random(s + i)``, so nearby seeds share almost every entry. Small tasks have few distinct questions
+(``prime_factorization`` of 2..30 has 29), so their splits hold what the hash gives them (about 6 / 6 / 17).
+Problems are interleaved round-robin over the tasks; ids are ``adaptive/SPLIT/ID``.
 
 :data:`TASKS` is the atlas's list (a test checks it against the committed atlas JSON).
 """
@@ -17,19 +20,61 @@ fewer than its share). Problems are interleaved round-robin over the tasks; ids 
 from __future__ import annotations
 
 import dataclasses
+import zlib
 
 from .problems import Problem
 
-__all__ = ["TASKS", "SEEDS", "SPLITS", "adaptive_problems"]
+__all__ = ["TASKS", "SEEDS", "SPLITS", "adaptive_problems", "split_of"]
 
-TASKS: tuple[str, ...] = ()
+TASKS: tuple[str, ...] = (
+    "rg:base_conversion?min_base=2&max_base=10&max_value=15",
+    "rg:basic_arithmetic?min_terms=2&max_terms=2&min_digits=1&max_digits=1&operators=[\"+\",\"-\"]",
+    "rg:calendar_arithmetic",
+    "rg:chain_sum?min_terms=2&max_terms=2&min_digits=1&max_digits=1",
+    "rg:coin_flip?min_trials=1&max_trials=3",
+    "rg:count_primes?min_n=1&max_n=30",
+    "rg:course_schedule",
+    "rg:decimal_chain_sum?min_terms=2&max_terms=2&min_digits=1&max_digits=1&min_decimal_places=1&max_decimal_places=1",
+    "rg:fraction_simplification?max_value=20&max_factor=5&styles=[\"plain\"]",
+    "rg:game_of_life_halting",
+    "rg:gcd?min_value=1&max_value=20",
+    "rg:isomorphic_strings?min_string_length=2&max_string_length=3",
+    "rg:lcm?min_value=1&max_value=10",
+    "rg:leg_counting?min_animals=1&max_animals=1&max_instances=3",
+    "rg:letter_counting?min_words=1&max_words=3",
+    "rg:number_format",
+    "rg:prime_factorization?min_value=2&max_value=30",
+    "rg:products?min_terms=2&max_terms=2&min_digits=1&max_digits=1",
+    "rg:ransom_note?max_note_length=3&max_magazine_length=6",
+    "rg:self_reference",
+    "rg:spell_backward?min_word_len=3&max_word_len=3",
+    "rg:syllogism",
+    "rg:word_sorting?min_words=3&max_words=3&min_word_length=3&max_word_length=5",
+    "curriculum_task:add2_1d",
+    "curriculum_task:add2_2d",
+    "curriculum_task:add3_1d",
+    "curriculum_task:arith2_1d",
+    "curriculum_task:arith2_1d_mul",
+    "curriculum_task:arith2_2d",
+    "curriculum_task:mul_1d",
+    "curriculum_task:mul_2d1d",
+    "code_tasks",
+)
 """The atlas's main-pass tasks, each as the setting it was played at (an ``rg:`` data spec or
 ``curriculum_task:NAME``), in the atlas's order."""
 
-SEEDS = {"val": 0, "train": 1, "test": 2}
+SEEDS = {"val": 0, "test": 1_000_000, "train": 2_000_000}
 SPLITS = tuple(SEEDS)
 PER_TASK = 40
-"""Problems per task in ``val`` and ``test`` (the atlas's N) when no limit is given; ``train`` takes 5x."""
+"""Problems per task in ``val`` and ``test`` when no limit is given; ``train`` takes 5x."""
+DRAW = 400
+"""Entries drawn per task and split, at least (the hash keeps ~20 % for val and test)."""
+
+
+def split_of(question: str) -> str:
+    """The split a question belongs to, by CRC-32 of its text: 0-1 ``val``, 2-3 ``test``, 4-9 ``train`` (mod 10)."""
+    r = zlib.crc32(question.encode()) % 10
+    return "val" if r < 2 else "test" if r < 4 else "train"
 
 
 def _task(label: str, n: int, seed: int) -> list[Problem]:
@@ -43,14 +88,15 @@ def _task(label: str, n: int, seed: int) -> list[Problem]:
 
 
 def _columns(split: str, per_task: int, tasks: tuple[str, ...]) -> list[list[Problem]]:
-    drop: set[str] = set()
-    for other in {"val": (), "test": ("val",), "train": ("val", "test")}[split]:
-        drop |= {p.question for col in _columns(other, PER_TASK, tasks) for p in col}
     cols = []
     for label in tasks:
-        # draw more than needed so that dropping shared questions still leaves the share where it can
-        ps = _task(label, per_task + (2 * per_task if drop else 0), SEEDS[split])
-        cols.append([p for p in ps if p.question not in drop][:per_task])
+        seen: set[str] = set()
+        kept = []
+        for p in _task(label, max(DRAW, 8 * per_task), SEEDS[split]):
+            if p.question not in seen and split_of(p.question) == split:
+                seen.add(p.question)
+                kept.append(p)
+        cols.append(kept[:per_task])
     return cols
 
 

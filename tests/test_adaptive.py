@@ -23,13 +23,16 @@ def test_splits_are_disjoint_by_question_and_interleaved():
     assert all(p.id.startswith("adaptive/val/") for p in val) and len({p.id for p in train}) == len(train)
 
 
-def test_val_is_the_atlas_problems():
-    """val is seed 0 at the atlas's setting: the same questions the atlas played (first of each task)."""
-    from benchmarks.atlas_tasks import AtlasTask
+def test_each_split_is_its_hash_bucket_from_its_own_far_seed():
+    """A question's split is a function of its text; the seeds are far apart (reasoning-gym's entry i of seed s is
+    Random(s + i), so seeds 0 and 1 would share all but one entry)."""
+    from rsim_env.adaptive import SEEDS, split_of
 
-    val = adaptive_problems(3, "val", SMALL)
-    atlas = AtlasTask("chain_sum", "rg", (SMALL[0],)).load(0, 1, 0)
-    assert val[0].question == atlas[0].question and val[0].answer == atlas[0].answer
+    for s in ("val", "test", "train"):
+        assert all(split_of(p.question) == s for p in adaptive_problems(9, s, SMALL))
+    assert min(abs(a - b) for a in SEEDS.values() for b in SEEDS.values() if a != b) >= 10 ** 6
+    small = adaptive_problems(None, "test", ("rg:prime_factorization?min_value=2&max_value=30",))
+    assert 0 < len(small) < 40  # a 29-question task: the test split holds what the hash gives it
 
 
 def test_errors_name_the_fix():

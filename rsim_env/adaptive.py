@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import zlib
+from typing import Callable
 
 from .problems import Problem
 
@@ -77,22 +78,24 @@ def split_of(question: str) -> str:
     return "val" if r < 2 else "test" if r < 4 else "train"
 
 
-def _task(label: str, n: int, seed: int) -> list[Problem]:
+Loader = Callable[[str, int, int], list[Problem]]
+"""``load(spec, limit, seed)``: :func:`rsim_env.data.load_problems` (passed in: this module sits below it)."""
+
+
+def _task(label: str, n: int, seed: int, load: Loader) -> list[Problem]:
     if label.startswith("curriculum_task:"):
         from .curriculum import curriculum_problems
 
         return curriculum_problems(n, "train", tasks=(label.partition(":")[2],), seed=seed)
-    from .data import load_problems
-
-    return load_problems(label, n, seed=seed)
+    return load(label, n, seed)
 
 
-def _columns(split: str, per_task: int, tasks: tuple[str, ...]) -> list[list[Problem]]:
+def _columns(split: str, per_task: int, tasks: tuple[str, ...], load: Loader) -> list[list[Problem]]:
     cols = []
     for label in tasks:
         seen: set[str] = set()
         kept = []
-        for p in _task(label, max(DRAW, 8 * per_task), SEEDS[split]):
+        for p in _task(label, max(DRAW, 8 * per_task), SEEDS[split], load):
             if p.question not in seen and split_of(p.question) == split:
                 seen.add(p.question)
                 kept.append(p)
@@ -100,8 +103,10 @@ def _columns(split: str, per_task: int, tasks: tuple[str, ...]) -> list[list[Pro
     return cols
 
 
-def adaptive_problems(limit: int | None = None, split: str = "train", tasks: tuple[str, ...] | None = None) -> list[Problem]:
-    """``limit`` problems of ``split`` (``train`` / ``val`` / ``test``), round-robin over :data:`TASKS`.
+def adaptive_problems(load: Loader, limit: int | None = None, split: str = "train",
+                      tasks: tuple[str, ...] | None = None) -> list[Problem]:
+    """``limit`` problems of ``split`` (``train`` / ``val`` / ``test``), round-robin over :data:`TASKS` (or ``tasks``);
+    ``load`` reads a data spec (``load_problems("adaptive:test")`` passes it).
 
     Raises:
         ValueError: unknown split, a limit below 1, or no tasks.
@@ -114,7 +119,7 @@ def adaptive_problems(limit: int | None = None, split: str = "train", tasks: tup
     if limit is not None and (isinstance(limit, bool) or limit < 1):
         raise ValueError(f"limit={limit!r} must be >= 1.")
     per_task = -(-limit // len(tasks)) if limit else PER_TASK * (5 if split == "train" else 1)
-    cols = _columns(split, per_task, tasks)
+    cols = _columns(split, per_task, tasks, load)
     out = [dataclasses.replace(c[i], id=f"adaptive/{split}/{c[i].id}")
            for i in range(max(map(len, cols))) for c in cols if i < len(c)]
     return out[:limit] if limit else out

@@ -143,7 +143,7 @@ def _curriculum(rest: str, a: DataArgs) -> list[Problem]:
 def _adaptive(rest: str, a: DataArgs) -> list[Problem]:
     from .adaptive import adaptive_problems
 
-    return adaptive_problems(a.limit, rest or "train")
+    return adaptive_problems(lambda spec, n, seed: load_problems(spec, n, seed=seed), a.limit, rest or "train")
 
 
 def _hub(name: str) -> Callable[[str, DataArgs], list[Problem]]:

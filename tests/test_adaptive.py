@@ -7,8 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from rsim_env.adaptive import TASKS, adaptive_problems
+from rsim_env.adaptive import TASKS
+from rsim_env.adaptive import adaptive_problems as _adaptive
 from rsim_env.data import load_problems
+
+
+def adaptive_problems(limit, split, tasks):
+    return _adaptive(lambda spec, n, seed: load_problems(spec, n, seed=seed), limit, split, tasks)
 
 SMALL = ("rg:chain_sum?min_terms=2&max_terms=2&min_digits=1&max_digits=1", "curriculum_task:mul_1d",
          "rg:prime_factorization")

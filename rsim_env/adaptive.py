@@ -11,7 +11,7 @@ the atlas's setting, for ``rsim train`` / ``rsim eval`` / the benchmarks (``--da
 sizes; and each split is drawn from its own generator seed: ``val`` 0, ``test`` 1,000,000 (used by nothing
 else), ``train`` 2,000,000 -- far apart because a reasoning-gym generator makes entry ``i`` of seed ``s`` from
 ``Random(s + i)``, so nearby seeds share almost every entry. Small tasks have few distinct questions
-(``prime_factorization`` of 2..30 has 29), so their splits hold what the hash gives them (about 6 / 6 / 17).
+(``prime_factorization`` of 2..30 has 29), so their splits hold what the hash gives them (6 ``val`` and 5 ``test`` questions).
 Problems are interleaved round-robin over the tasks; ids are ``adaptive/SPLIT/ID``.
 
 :data:`TASKS` is the atlas's list (a test checks it against the committed atlas JSON).

@@ -11,7 +11,7 @@ spec                                       problems
                                            ``grading=auto|math|rg`` (a task with non-number golds is
                                            graded by its own scorer: :mod:`rsim_env.kinds.rgym`)
 ``adaptive[:train|val|test]``              the atlas's tasks, where a per-task plan beats the best single
-                                           plan (:mod:`rsim_env.adaptive`; splits by generator seed)
+                                           plan (:mod:`rsim_env.adaptive`; splits by question hash)
 ``tiny``                                   one-digit sums (toy runs and tests; offline, seeded)
 ``code_tasks``                             procedural function-writing tasks with tests (code kind;
                                            offline, seeded; :mod:`rsim_env.code.tasks`)

@@ -130,6 +130,11 @@ class Config:
     """Replay cache of the validation plan table ("" = $RSIM_REPLAY_DIR/steps.sqlite, see agents.replay)."""
     bootstrap_rounds: int = 4000
     """Replicates of the seeds-then-problems bootstrap (benchmarks.seedstats)."""
+    source: str = ""
+    """Held-out evaluation source ("" = the preset's: ``curriculum:heldout`` / ``tiny``), e.g. ``adaptive:test``."""
+    validation: str = ""
+    """Validation source, where every choice is made ("" = the preset's: ``curriculum:train`` / ``tiny``), e.g.
+    ``adaptive:val``. Training problems are ``--set data.source=...`` (e.g. ``adaptive:train``)."""
     table_from: str = ""
     """Only regenerate the outcome table from this ``*_outcomes.jsonl.gz`` (no study runs; --out F.md writes it)."""
 
@@ -158,9 +163,20 @@ class Config:
         if self.trained_learner not in planner_learners:
             raise ValueError(f"Config.trained_learner={self.trained_learner!r}: use "
                              f"{' or '.join(map(repr, planner_learners))}.")
+        if self.source or self.validation:
+            from rsim_env.data import check_spec
+
+            for spec in (self.source, self.validation):
+                if spec:
+                    check_spec(spec)
         bad = [x for x in self.train_set if "=" not in x]
         if bad:
             raise ValueError(f"Config.train_set: {bad} are not KEY=VALUE (e.g. train.grpo.tis_cap=2).")
+
+    def sources(self) -> tuple[str, str]:
+        """(held-out evaluation source, validation source): the given ones, else the preset's."""
+        scale = SCALES[self.preset]
+        return self.source or scale["source"], self.validation or scale["validation"]
 
     def overrides(self) -> dict[str, str]:
         """``train_set`` as a dict for :func:`algos.config.resolve`."""
@@ -255,12 +271,16 @@ class _Study:
         self.cfg, self.cache = cfg, cache
         self.outs, self.timing, self.details = cache.data["outcomes"], cache.data["timing"], cache.data["details"]
         self.run_cfg = resolve(cfg.preset, cfg.shared_overrides())
-        scale = SCALES[cfg.preset]
-        self.test = load_problems(scale["source"], limit=cfg.eval_limit, seed=1000)
-        self.val = load_problems(scale["validation"], limit=cfg.validation_limit, seed=2000)
+        source, validation = cfg.sources()
+        self.test = load_problems(source, limit=cfg.eval_limit, seed=1000)
+        self.val = load_problems(validation, limit=cfg.validation_limit, seed=2000)
+        overlap = {p.question for p in self.test} & {p.question for p in self.val}
+        if overlap and (cfg.source or cfg.validation):  # the presets' own pairs are disjoint by construction
+            raise ValueError(f"{len(overlap)} questions are both test ({source}) and validation ({validation}) problems, "
+                             f"e.g. {sorted(overlap)[0][:80]!r}: give disjoint splits (e.g. adaptive:test, adaptive:val).")
         self.s0 = cfg.seeds[0]
-        self.ecfg = {s: _eval_config(cfg, self.run_cfg, s, scale["source"], cfg.eval_limit) for s in cfg.seeds}
-        self.vcfg = _eval_config(cfg, self.run_cfg, self.s0, scale["validation"], cfg.validation_limit)
+        self.ecfg = {s: _eval_config(cfg, self.run_cfg, s, source, cfg.eval_limit) for s in cfg.seeds}
+        self.vcfg = _eval_config(cfg, self.run_cfg, self.s0, validation, cfg.validation_limit)
         self.lazy: dict[str, Any] = {}
 
     def evaluated(self, key: str, mode: str, problems: Sequence[Any], agents: Any, ecfg: Any,
@@ -428,7 +448,8 @@ def main(cfg: Config) -> dict[str, Any]:
     summary["trained"]["learner"] = {
         "stackelberg": "stackelberg (trained planner + jointly trained reasoner)",
         "planner_only": f"planner_only (trained planner, frozen reasoner {st.run_cfg.model.reasoner})"}[cfg.trained_learner]
-    result = {"config": asdict(cfg), "preset": cfg.preset, "eval_source": SCALES[cfg.preset]["source"],
+    result = {"config": asdict(cfg), "preset": cfg.preset, "eval_source": cfg.sources()[0],
+              "validation_source": cfg.sources()[1],
               "eval_problems": len(st.test), "validation_fixed_accuracy": val_acc, "modes": summary,
               "tests": tests(cfg.seeds, per_seed, st.test, rows, cfg.bootstrap_rounds),
               "plan_table": {"plans": len(tab["plans"]), "validation_accuracy": ex_acc, "replay": tab["replay"],

@@ -372,3 +372,16 @@ def test_efficacy_doc_tables_are_generated_from_the_committed_outcomes():
                           rf"<!-- /{name} -->", doc, re.S)
         assert block, f"docs/efficacy.md lost its generated {name} block"
         assert block.group(1) == f"{COMMITTED}_outcomes.jsonl.gz" and block.group(2) == made[key].rstrip("\n")
+
+
+def test_study_sources_are_given_and_must_be_disjoint(tmp_path):
+    """--source / --validation choose the study's test and validation problems (the adaptive study: adaptive:test,
+    adaptive:val); a pair that shares a question is refused, naming the fix, and a bad spec fails at construction."""
+    cfg = Config(preset="tiny", source="adaptive:test", validation="adaptive:val")
+    assert cfg.sources() == ("adaptive:test", "adaptive:val")
+    assert Config(preset="tiny").sources() == ("tiny", "tiny")
+    with pytest.raises(ValueError, match="both test .* and validation"):
+        main(Config(preset="tiny", seeds=(0,), eval_limit=8, validation_limit=8, source="adaptive:val",
+                    validation="adaptive:val", output_dir=str(tmp_path / "runs")))
+    with pytest.raises(ValueError):
+        Config(source="no_such_source:x")

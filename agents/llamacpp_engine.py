@@ -103,6 +103,21 @@ class Engine:
             self.ctx.kv_cache_clear()
         self.past = [0] * n_seq
 
+    def fork(self) -> "Engine":
+        """An engine on the same loaded weights with its own context (its own KV and sequences).
+
+        Two sets of conversations decoded on one engine would clear and overwrite each other's KV (``reset`` empties
+        every sequence): :mod:`agents.replay` runs a session per set, each on a fork. The fork shares the weights
+        and the adapter handle (a new context applies it); load or clear adapters on the original only.
+        """
+        from llama_cpp import _internals
+
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.ctx, new.capacity, new.past, new._forked = None, 0, [], True
+        new._batch = _internals.LlamaBatch(n_tokens=self.n_batch, embd=0, n_seq_max=1, verbose=False)
+        return new
+
     def _new_context(self, n_seq: int) -> None:
         from llama_cpp import _internals
 
@@ -234,6 +249,8 @@ class Engine:
             if obj is not None:
                 obj.close()
         self.ctx = None
+        if getattr(self, "_forked", False):  # a fork frees its own context only; the weights are the original's
+            return
         if self.adapter is not None:
             self.lib.llama_adapter_lora_free(self.adapter)
             self.adapter = None

@@ -188,3 +188,38 @@ def test_fingerprint_names_the_gguf_bytes_and_refuses_an_adapter(tmp_path):
     a.decoder._adapted = True
     with pytest.raises(TypeError, match="adapter"):
         weights_fingerprint(a)
+
+
+@pytest.mark.slow
+def test_replay_sessions_on_one_engine_do_not_share_its_kv(engine, tmp_path):
+    """A replayed llama.cpp reasoner decodes missed steps in sessions (copies of the reasoner). Sessions used to share
+    the engine's one context, so a second session's reset wiped the first's KV: once a copy read round 0 back and
+    decoded round 1 (a fresh session) while another decoded both rounds (the older one), decoding raised
+    IndexError or wrote wrong steps. Each session now decodes on a fork (same weights, own KV): the steps of the
+    mixed call are the steps a fresh store decodes live."""
+    import sqlite3
+
+    from agents.replay import ReplayReasoner, StepStore
+    from agents.scripted import FixedPlanner
+    from algos.rollout import rollout
+
+    problems = PROBLEMS + [Problem(id="c", question="What is 9 + 16?", answer="25"),
+                           Problem(id="d", question="What is 48 / 6?", answer="8")]
+
+    def play(store, probs):
+        rep = ReplayReasoner(_reasoner(engine), store)
+        env = EnvConfig(max_steps=2, protocol="chat+lead")
+        out = rollout(EnvGroup(probs, 1, config=env), rep, FixedPlanner([3, 8]), seed=0)
+        return [t["info"]["steps"] for t in out.trajectories], rep
+
+    live, _ = play(StepStore(tmp_path / "live.sqlite"), problems)
+    store = StepStore(tmp_path / "mixed.sqlite")
+    first, rep = play(store, problems[:2])  # problems a, b: both rounds stored
+    assert len(store) == 4 and first == live[:2]
+    db = sqlite3.connect(tmp_path / "mixed.sqlite")  # forget round 1 (the newest two steps)
+    db.execute("DELETE FROM steps WHERE rowid IN (SELECT rowid FROM steps ORDER BY rowid DESC LIMIT 2)")
+    db.commit()
+    db.close()
+    mixed, rep = play(store, problems)  # a, b: round 0 read back, round 1 decoded; c, d: both decoded
+    assert rep.stats["sessions"] >= 2 and rep.stats["hits"] >= 1
+    assert mixed == live

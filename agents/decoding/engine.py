@@ -53,6 +53,16 @@ class EngineDecoder:
         self._synced: tuple | None = None
         self._live: set[int] = set()
 
+    def __copy__(self) -> "EngineDecoder":
+        """A decoder with its own sequences on a fork of the engine (same weights, own KV): :mod:`agents.replay`
+        decodes each session on a copy, and two sessions sharing one context clobbered each other's KV (an
+        IndexError, or silently wrong steps, once a copy read back round 0 but decoded round 1)."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.engine = self.engine.fork()
+        new._live = set()
+        return new
+
     @property
     def fingerprint(self) -> str:
         """What :mod:`agents.replay` keys this decoder's steps by: the GGUF's sha256, llama.cpp's version and the

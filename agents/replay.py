@@ -20,7 +20,8 @@ Rules (documented contract):
   ``greedy=True`` attribute (toy agents) or ``deterministic=True`` (your own agent) is accepted.
 * The wrapped reasoner decodes lazily: a copy whose steps are all stored never reaches it. A
   reasoner keeps per-copy state (a KV cache) and drops every copy missing from an ``act`` call, so
-  misses are decoded in *sessions*: shallow copies of the wrapped reasoner (same weights) that
+  misses are decoded in *sessions*: copies of the wrapped reasoner (same weights, own decoding state; a
+  llama.cpp reasoner's copy decodes on a fork of its engine, so sessions never share a KV cache) that
   follow a set of copies. A copy that misses at round ``k`` while no session holds its state
   (it was read back before) starts a new session in which its rounds ``0..k-1`` are decoded again
   (*catch-up*, ``stats["catchup_steps"]``). A catch-up step that differs from the stored one
@@ -177,6 +178,13 @@ class _Session:
         self.local = {c: i for i, c in enumerate(copies)}
         self.written = dict.fromkeys(copies, 0)
 
+    def close(self) -> None:
+        """Free what this session's copy holds of its own (a llama.cpp fork's context, ``release``); torch copies
+        hold nothing beyond Python objects."""
+        release = getattr(self.agent, "release", None)
+        if callable(release):
+            release()
+
     def act(self, copies: list[int], observations: list[dict]) -> list[tuple[str, int]]:
         texts = self.agent.act([self.local[c] for c in copies], observations)
         recs = self.agent.records() if hasattr(self.agent, "records") else None
@@ -219,7 +227,9 @@ class ReplayReasoner:
     # ------------------------------------------------------------------------------ Policy API
 
     def reset(self, num_copies: int, seed: int | None = None) -> None:
-        """Forget all conversations (the wrapped reasoner is used only when a step misses)."""
+        """Forget all conversations (the wrapped reasoner is used only when a step misses) and close their sessions."""
+        for s in {id(c.session): c.session for c in getattr(self, "_copies", ()) if c.session is not None}.values():
+            s.close()
         self.num_copies = num_copies
         self._copies = [_Copy() for _ in range(num_copies)]
 

@@ -67,12 +67,13 @@ POLICY_MODES = ("per_task", "bandit", "trained")
 """Modes whose plan is a policy's choice: :func:`plans_table` lists what they played."""
 
 
-def plans_table(rows: Sequence[Mapping[str, Any]], modes: Sequence[str] = POLICY_MODES) -> str:
+def plans_table(rows: Sequence[Mapping[str, Any]], modes: Sequence[str] = POLICY_MODES, wide: int = 8) -> str:
     """Markdown: per mode and seed, the plan played on each task's test problems (the outcome file's ``plan``
     column; ``[3, 8] x40, [4, 8] x1`` when a task got more than one) and the seed's accuracy.
 
     Cells that differ from the most frequent plan of the table are in bold, so a deviation is read, not
-    counted by hand. Modes absent from ``rows`` are left out.
+    counted by hand. Modes absent from ``rows`` are left out. With more than ``wide`` tasks the table is
+    turned: one row per task, one column per (mode, seed), and the accuracies in the last row.
     """
     cells: dict[tuple[str, Any], dict[str, Counter]] = {}
     acc: dict[tuple[str, Any], list[bool]] = {}
@@ -85,17 +86,26 @@ def plans_table(rows: Sequence[Mapping[str, Any]], modes: Sequence[str] = POLICY
         return ""
     tasks = sorted({t for c in cells.values() for t in c})
     usual = Counter(p for c in cells.values() for t in c.values() for p in t.elements()).most_common(1)[0][0]
+    keys = [k for mode in modes for k in sorted((k for k in cells if k[0] == mode), key=lambda k: str(k[1]))]
+
+    def cell(key: tuple[str, Any], t: str) -> str:
+        got = cells[key].get(t, Counter())
+        text = ", ".join(p if len(got) == 1 else f"{p} x{c}" for p, c in got.most_common()) or "–"
+        return text if list(got) == [usual] or not got else f"**{text}**"
+
+    def accuracy(key: tuple[str, Any]) -> str:
+        a = acc[key]
+        return f"{100 * sum(a) / len(a):.1f}%"
+
+    if len(tasks) > wide:
+        lines = ["| task | " + " | ".join(f"`{m}` {s}" for m, s in keys) + " |", "|---|" + "---|" * len(keys)]
+        lines += [f"| `{t}` | " + " | ".join(cell(k, t) for k in keys) + " |" for t in tasks]
+        lines.append("| accuracy | " + " | ".join(accuracy(k) for k in keys) + " |")
+        return "\n".join(lines) + "\n"
     lines = ["| mode | seed | " + " | ".join(f"`{t}`" for t in tasks) + " | accuracy |",
              "|---|---|" + "---|" * len(tasks) + "---|"]
-    for mode in modes:
-        for (m, seed), by_task in sorted(((k, v) for k, v in cells.items() if k[0] == mode), key=lambda kv: str(kv[0][1])):
-            row = []
-            for t in tasks:
-                got = by_task.get(t, Counter())
-                text = ", ".join(p if len(got) == 1 else f"{p} x{c}" for p, c in got.most_common()) or "–"
-                row.append(text if list(got) == [usual] or not got else f"**{text}**")
-            a = acc[(m, seed)]
-            lines.append(f"| `{m}` | {seed} | " + " | ".join(row) + f" | {100 * sum(a) / len(a):.1f}% |")
+    for key in keys:
+        lines.append(f"| `{key[0]}` | {key[1]} | " + " | ".join(cell(key, t) for t in tasks) + f" | {accuracy(key)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -223,3 +223,8 @@ def test_replay_sessions_on_one_engine_do_not_share_its_kv(engine, tmp_path):
     mixed, rep = play(store, problems)  # a, b: round 0 read back, round 1 decoded; c, d: both decoded
     assert rep.stats["sessions"] >= 2 and rep.stats["hits"] >= 1
     assert mixed == live
+    sessions = {id(c.session): c.session for c in rep._copies if c.session is not None}.values()
+    forks = [s.agent.decoder.engine for s in sessions]
+    assert len(forks) >= 2 and all(f.ctx is not None and f is not engine for f in forks)
+    rep.reset(1)  # a session's fork frees its context (~0.75 GB at 16 copies) when the rollout is over
+    assert all(f.ctx is None for f in forks) and engine.ctx is not None

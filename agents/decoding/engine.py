@@ -63,6 +63,12 @@ class EngineDecoder:
         new._live = set()
         return new
 
+    def release(self) -> None:
+        """Free the context of a copy's forked engine now (:mod:`agents.replay` closes a session's copy when it is
+        done: forks held ~0.75 GB of KV each until garbage collection). The original engine is left alone."""
+        if getattr(self.engine, "_forked", False):
+            self.engine.close()
+
     @property
     def fingerprint(self) -> str:
         """What :mod:`agents.replay` keys this decoder's steps by: the GGUF's sha256, llama.cpp's version and the

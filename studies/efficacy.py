@@ -105,7 +105,9 @@ class Config:
     """JSON result path; ``curves.png`` is written next to it ("" = print only)."""
     train_set: tuple[str, ...] = field(default=(), metadata={"parse": str, "append": True, "flag": "set"})
     """Extra training overrides (--set, repeatable), ``KEY=VALUE`` as in ``rsim train --set`` (e.g. ``reasoner.sample_dtype=bfloat16``):
-    a variant of the study's training. Evaluation is unchanged (the preset's reasoner settings, fp32, greedy)."""
+    a variant of the study's training. Evaluation is unchanged (the preset's reasoner settings, fp32, greedy).
+    ``{seed}`` in a value is the run's seed: ``model.planner=runs/po/planner_only_s{seed}`` warm-starts each seed's
+    planner from the planner-only run of the same seed."""
     trained_learner: str = "stackelberg"
     """Learner of the ``trained`` mode: ``stackelberg`` (planner + reasoner, jointly) or ``planner_only`` (the planner
     alone against the frozen base reasoner; with ``--set model.reasoner=replay:default --set reasoner.greedy=true``
@@ -198,7 +200,8 @@ def _train(cfg: Config, learner: str, seed: int) -> dict[str, Any]:
     from algos.config import resolve
 
     out = Path(cfg.output_dir) / f"{learner}_s{seed}"
-    overrides = {**cfg.overrides(), "learner": learner, "train.seed": seed, "train.output_dir": str(out),
+    given = {k: v.replace("{seed}", str(seed)) for k, v in cfg.overrides().items()}  # per-seed warm starts
+    overrides = {**given, "learner": learner, "train.seed": seed, "train.output_dir": str(out),
                  "train.progress": False}
     if cfg.steps:  # the lambda schedule keeps its shape: half the steps in stage 1
         overrides["train.steps"] = cfg.steps

@@ -392,3 +392,20 @@ def test_study_sources_are_given_and_must_be_disjoint(tmp_path):
                     validation="adaptive:val", output_dir=str(tmp_path / "runs")))
     with pytest.raises(ValueError):
         Config(source="no_such_source:x")
+
+
+def test_seed_placeholder_gives_each_run_its_own_warm_start(monkeypatch, tmp_path):
+    """`--set model.planner=runs/po/planner_only_s{seed}`: each seed's run starts from the planner-only run of the same
+    seed (the Stackelberg runs warm-started from the planner-only heads)."""
+    import algos.cli
+    import algos.config
+    from studies.efficacy import _train
+
+    seen = []
+    monkeypatch.setattr(algos.config, "resolve", lambda preset, overrides: seen.append(overrides) or overrides)
+    monkeypatch.setattr(algos.cli, "train", lambda cfg: {"history": []})
+    cfg = Config(preset="tiny", output_dir=str(tmp_path), train_set=("model.planner=runs/po/planner_only_s{seed}",))
+    for seed in (0, 3):
+        _train(cfg, "stackelberg", seed)
+    assert [o["model.planner"] for o in seen] == ["runs/po/planner_only_s0", "runs/po/planner_only_s3"]
+    assert all("{seed}" not in str(v) for o in seen for v in o.values())

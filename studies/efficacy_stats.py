@@ -56,7 +56,7 @@ DETERMINISTIC = ("none", "best_fixed", "best_fixed_exhaustive", "per_task")
 """Modes whose greedy outcome does not depend on the seed: evaluated once, reused for every seed."""
 
 
-NOT_IN_KEY = ("out", "batch", "random_seeds", "baselines_from", "replay_store", "bootstrap_rounds", "table_from")
+NOT_IN_KEY = ("out", "batch", "random_seeds", "sc_seeds", "baselines_from", "replay_store", "bootstrap_rounds", "table_from")
 """Config fields that do not change a study's runs and outcomes (a resume may change them)."""
 
 

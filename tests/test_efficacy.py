@@ -194,13 +194,16 @@ def test_study_resumes_from_its_cache(tmp_path, monkeypatch):
 
 def test_random_planner_on_fewer_seeds(tmp_path):
     r = main(Config(preset="tiny", plan_rounds=2, bandit_episodes=50, seeds=(0, 1), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "runs"),
-                    fixed=((8,),), random_seeds=1))
+                    fixed=((8,),), random_seeds=1, sc_seeds=1))
     assert list(r["modes"]["random"]["per_seed"]) == ["0"] and r["modes"]["random"]["n"] == 6
+    assert list(r["modes"]["self_consistency"]["per_seed"]) == ["0"]  # sampled once, like random
     assert r["modes"]["trained"]["n"] == 12 and 0 <= r["tests"]["trained_vs_random"]["p_value"] <= 1
     assert "sign_test_seeds" not in r["tests"]["trained_vs_random"]  # 2 seeds against 1: no pairing over seeds
     assert "sign_test_seeds" in r["tests"]["trained_vs_none"]  # a deterministic baseline: every seed against it
     with pytest.raises(ValueError, match="random_seeds"):
         Config(random_seeds=-1)
+    with pytest.raises(ValueError, match="sc_seeds"):
+        Config(sc_seeds=-1)
 
 
 def test_training_variant_reuses_the_base_reasoner_evaluations(tmp_path, monkeypatch):

@@ -87,6 +87,7 @@ class Engine:
         self.adapter_path: Path | None = None
         self.adapter_scale = 1.0
         self._base_tensors: Any = None
+        self._forked = False  # fork(): a context of its own on another engine's weights
 
     def tokenize(self, text: str, special: bool = True) -> list[int]:
         """llama.cpp's own tokenisation of ``text`` (no BOS), to check a tokenizer against the GGUF's."""
@@ -249,7 +250,7 @@ class Engine:
             if obj is not None:
                 obj.close()
         self.ctx = None
-        if getattr(self, "_forked", False):  # a fork frees its own context only; the weights are the original's
+        if self._forked:  # a fork frees its own context only; the weights are the original's
             return
         if self.adapter is not None:
             self.lib.llama_adapter_lora_free(self.adapter)

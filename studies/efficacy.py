@@ -152,10 +152,10 @@ class Config:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"Config.{name}={v!r} is invalid: use an int >= 1.")
-        if isinstance(self.sc_seeds, bool) or not isinstance(self.sc_seeds, int) or self.sc_seeds < 0:
-            raise ValueError(f"Config.sc_seeds={self.sc_seeds!r}: use 0 (every seed) or a positive count.")
-        if isinstance(self.random_seeds, bool) or not isinstance(self.random_seeds, int) or self.random_seeds < 0:
-            raise ValueError(f"Config.random_seeds={self.random_seeds!r}: use 0 (every seed) or a positive count.")
+        for name in ("sc_seeds", "random_seeds"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"Config.{name}={v!r}: use 0 (every seed) or a positive count.")
         if self.steps < 0:
             raise ValueError(f"Config.steps={self.steps!r}: use 0 (the preset's) or a positive count.")
         if not 0 <= self.plan_rounds <= 4:
@@ -170,15 +170,17 @@ class Config:
         if self.trained_learner not in planner_learners:
             raise ValueError(f"Config.trained_learner={self.trained_learner!r}: use "
                              f"{' or '.join(map(repr, planner_learners))}.")
-        if self.source or self.validation:
-            from rsim_env.data import check_spec
+        from rsim_env.data import check_spec
 
-            for spec in (self.source, self.validation):
-                if spec:
-                    check_spec(spec)
+        for spec in filter(None, (self.source, self.validation)):
+            check_spec(spec)
         bad = [x for x in self.train_set if "=" not in x]
         if bad:
             raise ValueError(f"Config.train_set: {bad} are not KEY=VALUE (e.g. train.grpo.tis_cap=2).")
+
+    def first_seeds(self, count: int) -> tuple[int, ...]:
+        """The first ``count`` seeds (0 = every seed): ``random_seeds`` and ``sc_seeds``."""
+        return self.seeds[:count] if count else self.seeds
 
     def sources(self) -> tuple[str, str]:
         """(held-out evaluation source, validation source): the given ones, else the preset's."""
@@ -386,7 +388,7 @@ def _seeded_modes(st: _Study, runs: dict[str, Any], per_seed: dict, details: dic
     from .efficacy_modes import train_bandit
 
     cfg, s0, test = st.cfg, st.s0, st.test
-    random_seeds = cfg.seeds[:cfg.random_seeds] if cfg.random_seeds else cfg.seeds
+    random_seeds = cfg.first_seeds(cfg.random_seeds)
     tab = choices["table"]
     for s in cfg.seeds:
         ecfg = st.ecfg[s]

@@ -205,7 +205,7 @@ def self_consistency(st: Any, per_seed: dict, details: dict) -> dict[str, Any]:
     budget = sum(known) / len(known) if known else None
     per_sample = mean_tokens("none")
     k = sc_samples(budget, per_sample, st.cfg.sc_k)
-    for s in st.cfg.seeds[:st.cfg.sc_seeds] if st.cfg.sc_seeds else st.cfg.seeds:
+    for s in st.cfg.first_seeds(st.cfg.sc_seeds):
         ecfg = dataclasses.replace(st.ecfg[s], k=k, temperature=st.cfg.sc_temperature)
         key = f"self_consistency/k{k}/T{st.cfg.sc_temperature:g}/s{s}"  # sampled, also at k = 1
         per_seed["self_consistency"][s] = st.evaluated(key, "none", st.test,

@@ -283,7 +283,8 @@ def test_results_efficacy_table_is_generated_from_the_committed_outcomes():
             assert block.group(2) == table_from(str(path))["table_md"].rstrip("\n"), f"{page}: the table of {block.group(1)} is stale"
             found.setdefault(page, []).append(block.group(1))
     assert found.get("docs/results.md"), "docs/results.md lost its generated efficacy table block"
-    assert found.get("README.md") == ["docs/efficacy_results/v4_adaptive_outcomes.jsonl.gz"]
+    assert found.get("README.md") == ["docs/efficacy_results/v4_adaptive_outcomes.jsonl.gz",
+                                      "docs/efficacy_results/v4_adaptive_stackelberg_outcomes.jsonl.gz"]
 
 
 def test_self_consistency_samples_even_when_the_budget_allows_one_answer(tmp_path):
@@ -369,7 +370,7 @@ def test_plans_table_marks_what_differs_from_the_usual_plan():
 
 def test_efficacy_doc_tables_are_generated_from_the_committed_outcomes():
     """docs/efficacy.md's accuracy and plans tables are `--table-from` of the committed outcome files (the adaptive
-    study's and the v3 study's)."""
+    study's Stackelberg and planner-only arms, and the v3 study's)."""
     import re
     from pathlib import Path
 
@@ -380,7 +381,8 @@ def test_efficacy_doc_tables_are_generated_from_the_committed_outcomes():
     for name, key in (("efficacy table", "table_md"), ("plans table", "plans_md")):
         blocks = list(re.finditer(rf"<!-- {name}: python -m studies\.efficacy --table-from (\S+) -->\n(.*?)\n"
                                   rf"<!-- /{name} -->", doc, re.S))
-        assert [b.group(1) for b in blocks] == ["docs/efficacy_results/v4_adaptive_outcomes.jsonl.gz",
+        assert [b.group(1) for b in blocks] == ["docs/efficacy_results/v4_adaptive_stackelberg_outcomes.jsonl.gz",
+                                                "docs/efficacy_results/v4_adaptive_outcomes.jsonl.gz",
                                                 f"{COMMITTED}_outcomes.jsonl.gz"], f"docs/efficacy.md: {name} blocks"
         for b in blocks:
             assert b.group(2) == table_from(str(root / b.group(1)))[key].rstrip("\n"), f"{name} of {b.group(1)} is stale"

@@ -210,20 +210,22 @@ def test_a_cut_outcomes_tail_is_dropped_and_later_rows_stay_readable(tmp_path):
     assert [r["problem_id"] for r in read_rows(path)] == ["p0", "p1"]
 
 
-def test_committed_atlas_matches_its_outcomes_and_the_docs(tmp_path):
-    """docs/atlas_results/atlas.json is --table-from of the committed outcomes; docs/atlas.md copies its main-pass
-    table (accuracy in % per plan, best plan's validation -> test) and its across-task table (mixes, heterogeneity)."""
+@pytest.mark.parametrize("name", ["atlas", "atlas_action"])
+def test_committed_atlas_matches_its_outcomes_and_the_docs(tmp_path, name):
+    """docs/atlas_results/{atlas,atlas_action}.json (the default protocol; the action texts on the same tasks) are
+    --table-from of the committed outcomes; docs/atlas.md copies each main-pass table (accuracy in % per plan, best
+    plan's validation -> test) and across-task table (mixes, heterogeneity)."""
     import re
     from pathlib import Path
 
     from benchmarks.atlas import docs_mix_table
 
     root = Path(__file__).resolve().parent.parent
-    outcomes = root / "docs/atlas_results/atlas.outcomes.jsonl.gz"
+    outcomes = root / f"docs/atlas_results/{name}.outcomes.jsonl.gz"
     if not outcomes.is_file():
         pytest.skip("no committed atlas outcomes")
     res = main(Config(table_from=str(outcomes), out=str(tmp_path / "p.json"), bootstrap=10000))
-    committed = json.loads((root / "docs/atlas_results/atlas.json").read_text())
+    committed = json.loads((root / f"docs/atlas_results/{name}.json").read_text())
     for k in ("tasks", "mix", "mix_all", "heterogeneity", "pilot"):
         assert json.loads(json.dumps(res[k])) == committed[k], k
     doc = (root / "docs/atlas.md").read_text()

@@ -100,3 +100,26 @@ def test_docs_quote_the_committed_screen(capsys):
     doc = (ROOT / "docs/atlas.md").read_text()
     for line in table(res).splitlines():
         assert line in doc, f"docs/atlas.md lacks the screen's line {line!r}: python -m studies.strategy_variants"
+
+
+CONFIRM = ("docs/atlas_results/atlas.json", "docs/atlas_results/atlas_action.json")
+
+
+@pytest.mark.skipif(not all((ROOT / p).is_file() for p in CONFIRM), reason="the confirmation is not committed yet")
+def test_docs_quote_the_committed_confirmation_on_every_atlas_task():
+    """The action texts against the default on the whole atlas (docs/atlas.md, "Confirming the action texts"):
+    docs/atlas_results/confirm_action.json and the page's tables are the study's output on the committed atlases."""
+    import os
+
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        res = main(Config(atlases=CONFIRM))
+    finally:
+        os.chdir(cwd)
+    committed = json.loads((ROOT / "docs/atlas_results/confirm_action.json").read_text())
+    assert committed["protocols"] == json.loads(json.dumps(res["protocols"]))
+    assert committed["paired_vs_first"] == json.loads(json.dumps(res["paired_vs_first"]))
+    doc = (ROOT / "docs/atlas.md").read_text()
+    for line in table(res).splitlines():
+        assert line in doc, f"docs/atlas.md lacks the confirmation's line {line!r}: python -m studies.strategy_variants"

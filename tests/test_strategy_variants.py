@@ -84,42 +84,28 @@ def test_missing_atlas_is_named(tmp_path):
         main(Config(atlases=(str(tmp_path / "nope.json"),)))
 
 
-@pytest.mark.skipif(not all((ROOT / p).is_file() for p in SCREEN), reason="the screen is not committed yet")
-def test_docs_quote_the_committed_screen(capsys):
-    import os
-
-    cwd = os.getcwd()
-    os.chdir(ROOT)
-    try:
-        res = main(Config())
-    finally:
-        os.chdir(cwd)
-    committed = json.loads((ROOT / "docs/atlas_results/screen.json").read_text())
-    assert committed["protocols"] == json.loads(json.dumps(res["protocols"]))
-    assert committed["paired_vs_first"] == json.loads(json.dumps(res["paired_vs_first"]))
-    doc = (ROOT / "docs/atlas.md").read_text()
-    for line in table(res).splitlines():
-        assert line in doc, f"docs/atlas.md lacks the screen's line {line!r}: python -m studies.strategy_variants"
-
-
 CONFIRM = ("docs/atlas_results/atlas.json", "docs/atlas_results/atlas_action.json")
 
 
-@pytest.mark.skipif(not all((ROOT / p).is_file() for p in CONFIRM), reason="the confirmation is not committed yet")
-def test_docs_quote_the_committed_confirmation_on_every_atlas_task():
-    """The action texts against the default on the whole atlas (docs/atlas.md, "Confirming the action texts"):
-    docs/atlas_results/confirm_action.json and the page's tables are the study's output on the committed atlases."""
+@pytest.mark.parametrize("atlases, committed_json", [
+    (SCREEN, "docs/atlas_results/screen.json"),  # the screen: 3 protocols on 8 tasks
+    (CONFIRM, "docs/atlas_results/confirm_action.json"),  # the action texts against the default on every atlas task
+])
+def test_docs_quote_the_committed_comparisons(atlases, committed_json):
+    """The committed comparison JSON and docs/atlas.md's tables are the study's output on the committed atlases."""
     import os
 
+    if not all((ROOT / p).is_file() for p in atlases):
+        pytest.skip("the atlases are not committed yet")
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
-        res = main(Config(atlases=CONFIRM))
+        res = main(Config(atlases=atlases))
     finally:
         os.chdir(cwd)
-    committed = json.loads((ROOT / "docs/atlas_results/confirm_action.json").read_text())
+    committed = json.loads((ROOT / committed_json).read_text())
     assert committed["protocols"] == json.loads(json.dumps(res["protocols"]))
     assert committed["paired_vs_first"] == json.loads(json.dumps(res["paired_vs_first"]))
     doc = (ROOT / "docs/atlas.md").read_text()
     for line in table(res).splitlines():
-        assert line in doc, f"docs/atlas.md lacks the confirmation's line {line!r}: python -m studies.strategy_variants"
+        assert line in doc, f"docs/atlas.md lacks {committed_json}'s line {line!r}: python -m studies.strategy_variants"

@@ -210,7 +210,7 @@ def test_a_cut_outcomes_tail_is_dropped_and_later_rows_stay_readable(tmp_path):
     assert [r["problem_id"] for r in read_rows(path)] == ["p0", "p1"]
 
 
-@pytest.mark.parametrize("name", ["atlas", "atlas_action"])
+@pytest.mark.parametrize("name", ["atlas", "atlas_action", "atlas_l3"])
 def test_committed_atlas_matches_its_outcomes_and_the_docs(tmp_path, name):
     """docs/atlas_results/{atlas,atlas_action}.json (the default protocol; the action texts on the same tasks) are
     --table-from of the committed outcomes; docs/atlas.md copies each main-pass table (accuracy in % per plan, best
@@ -230,7 +230,7 @@ def test_committed_atlas_matches_its_outcomes_and_the_docs(tmp_path, name):
         assert json.loads(json.dumps(res[k])) == committed[k], k
     doc = (root / "docs/atlas.md").read_text()
     plans = ["8", "0,8", "1,8", "2,8", "3,8", "4,8", "5,8", "6,8", "7,8"]
-    assert len(committed["tasks"]) >= 20
+    assert len(committed["tasks"]) >= (2 if name == "atlas_l3" else 20)
     for t in committed["tasks"]:
         cells = " | ".join(f"{100 * t['accuracy'][p]:.1f}".removesuffix(".0") for p in plans)
         best = ", ".join(map(str, t["best_plan"]))

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
+import random
 import sqlite3
 import time
 import warnings
@@ -82,7 +84,28 @@ class StepStore:
         self._db = self._open(timeout_s)
 
     def _open(self, timeout_s: float) -> sqlite3.Connection:
-        """Connect, refuse a corrupt or foreign file before writing to it, then switch to WAL and create the table."""
+        """Connect, refuse a corrupt or foreign file before writing to it, then switch to WAL and create the table.
+
+        Any number of processes may open (and create) one store at the same instant. SQLite answers
+        ``SQLITE_BUSY`` at once, without waiting for ``busy_timeout``, in some steps of this sequence
+        while another connection switches the file to WAL or creates the table (the journal-mode
+        change and WAL recovery take locks that the busy handler does not wait for). So the whole
+        sequence is retried, on a new connection, until ``timeout_s`` has passed; every step of it is
+        idempotent. Any other error, or a busy store past the deadline, raises :class:`ReplayStoreError`.
+        """
+        deadline = time.monotonic() + timeout_s
+        for attempt in itertools.count():
+            try:
+                return self._open_once(timeout_s)
+            except _Busy as busy:
+                if time.monotonic() >= deadline:
+                    raise self._error(busy.error) from None
+                # Short, growing, jittered waits: the other opener holds its lock for milliseconds.
+                time.sleep(min(0.2, 0.005 * 2 ** min(attempt, 6)) * (0.5 + random.random()))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _open_once(self, timeout_s: float) -> sqlite3.Connection:
+        """One try of :meth:`_open`; raises :class:`_Busy` where another opener holds a lock."""
         try:
             db = sqlite3.connect(str(self.path), timeout=timeout_s, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as e:
@@ -103,6 +126,8 @@ class StepStore:
             db.close()
             if isinstance(e, ReplayStoreError):
                 raise
+            if _busy(e):
+                raise _Busy(e) from None
             raise self._error(e) from None
         return db
 
@@ -263,6 +288,22 @@ class _Tx:
                 self.db.execute("ROLLBACK")
             except sqlite3.Error:  # already rolled back by SQLite: nothing left to undo
                 pass
+
+
+class _Busy(Exception):
+    """Another connection held a lock during :meth:`StepStore._open_once`: try the open again."""
+
+    def __init__(self, error: sqlite3.Error) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _busy(error: BaseException) -> bool:
+    """True for SQLite's "database is locked" family (``SQLITE_BUSY*``, ``SQLITE_LOCKED*``)."""
+    name = getattr(error, "sqlite_errorname", None)  # Python >= 3.11
+    if name is not None:
+        return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
+    return isinstance(error, sqlite3.OperationalError) and "locked" in str(error)
 
 
 def _no_space(error: BaseException) -> bool:

@@ -6,12 +6,27 @@ this conftest and no torch, so torch-based fakes are built inside their fixtures
 * ``scripted_lm``: the class of a fake causal LM that writes fixed scripts (byte-level tiny tokenizer);
 * ``gguf``: the embedded GGUF's path (skips without llama-cpp-python or the fetched file);
 * ``single_thread``: torch on one thread for a module whose timings or results need it
-  (``pytestmark = pytest.mark.usefixtures("single_thread")``).
+  (``pytestmark = pytest.mark.usefixtures("single_thread")``);
+* ``_torch_threads_restored`` (autouse): a test that runs a CLI in-process (``algos.threads.use_threads`` sets
+  torch's thread count for the whole process, from the machine's load) leaves the count as it found it, so a
+  later test's float reductions do not depend on which tests ran before it or on the load when they did.
 """
 
 from __future__ import annotations
 
+import sys
+
 import pytest
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads_restored():
+    torch = sys.modules.get("torch")  # never imports torch (the env-only install check has none)
+    before = torch.get_num_threads() if torch is not None else None
+    yield
+    torch = sys.modules.get("torch")
+    if torch is not None and before is not None and torch.get_num_threads() != before:
+        torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")

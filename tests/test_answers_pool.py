@@ -140,3 +140,12 @@ def test_long_request_is_demoted_then_retired():
         assert pool.run({"mode": "ok"}, 60.0)["pid"] != reply["pid"]
     finally:
         pool.close()
+
+
+def test_the_worker_warms_up_on_a_check_that_runs_the_whole_path():
+    """A new worker decides WARM_UP before it says ready, so its first real check is not charged for the lazy
+    imports (about 0.5 s, past the pool's demotion threshold). The warm-up must run the full symbolic path:
+    an equal pair the parser and sympy both decide, not one refused early."""
+    from rsim_env.answers import worker
+
+    assert worker.handle(dict(worker.WARM_UP)) == {"correct": True, "reason": "ok"}

@@ -14,7 +14,7 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 PYTEST_ARGS ?=
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF
 
-.PHONY: install demo test test-fast test-float bench clean sandbox-tools browser-tools
+.PHONY: install demo test test-fast test-float test-load bench clean sandbox-tools browser-tools
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,17 @@ test-fast: install
 # tests assert properties with a margin over seeds, and CI runs them here to keep it so.
 test-float: install
 	PYTHONHASHSEED=0 ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=2 $(PY) -m pytest -m training_outcome -p no:cacheprovider $(PYTEST_ARGS)
+
+# The tests that start processes, threads, servers or timers, again with every core kept busy by
+# tools.cpu_load (CI runs this after `make test`): a test that passes only on a quiet machine fails here
+# instead of on a user's laptop. Slow tests included; add a file here when its tests start processes.
+LOAD_TESTS := tests/test_replay.py tests/test_replay_store_faults.py tests/test_answers_pool.py \
+	tests/test_answers_hostile.py tests/test_eval_resume.py tests/test_code_sandbox.py tests/test_code_execute.py \
+	tests/test_sandbox_fail_closed.py tests/test_soak.py tests/test_threads.py tests/test_train_faults.py \
+	tests/test_checkpoint_faults.py tests/test_serve.py tests/test_openai_reasoner.py tests/test_rg_hash_seed.py \
+	tests/test_rg_kind.py tests/test_llama_server.py tests/test_cpu_load.py
+test-load: install sandbox-tools
+	PYTHONHASHSEED=0 $(PY) -m tools.cpu_load -- $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) $(LOAD_TESTS)
 
 bench: install
 	mkdir -p results

@@ -212,6 +212,8 @@ def test_replay_sessions_on_one_engine_do_not_share_its_kv(engine, tmp_path):
         out = rollout(EnvGroup(probs, 1, config=env), rep, FixedPlanner([3, 8]), seed=0)
         return [t["info"]["steps"] for t in out.trajectories], rep
 
+    engine.reset(1)  # the original holds a context of its own (whichever test used it first): forks must not free it
+    own = engine.ctx
     live, _ = play(StepStore(tmp_path / "live.sqlite"), problems)
     store = StepStore(tmp_path / "mixed.sqlite")
     first, rep = play(store, problems[:2])  # problems a, b: both rounds stored
@@ -227,4 +229,4 @@ def test_replay_sessions_on_one_engine_do_not_share_its_kv(engine, tmp_path):
     forks = [s.agent.decoder.engine for s in sessions]
     assert len(forks) >= 2 and all(f.ctx is not None and f is not engine for f in forks)
     rep.reset(1)  # a session's fork frees its context (~0.75 GB at 16 copies) when the rollout is over
-    assert all(f.ctx is None for f in forks) and engine.ctx is not None
+    assert all(f.ctx is None for f in forks) and engine.ctx is own is not None

@@ -6,7 +6,9 @@ this conftest and no torch, so torch-based fakes are built inside their fixtures
 * ``scripted_lm``: the class of a fake causal LM that writes fixed scripts (byte-level tiny tokenizer);
 * ``gguf``: the embedded GGUF's path (skips without llama-cpp-python or the fetched file);
 * ``single_thread``: torch on one thread for a module whose timings or results need it
-  (``pytestmark = pytest.mark.usefixtures("single_thread")``).
+  (``pytestmark = pytest.mark.usefixtures("single_thread")``);
+* ``seeded(env)``: an env (AEC or parallel, wrapped or not) whose spaces and problem draws are seeded, for
+  PettingZoo's stock tests, which sample actions from unseeded spaces.
 """
 
 from __future__ import annotations
@@ -66,3 +68,18 @@ def single_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+def seeded(env, seed: int = 0):
+    """``env`` with every agent's action and observation space seeded and its own generator reset with ``seed``.
+
+    PettingZoo's ``api_test``/``parallel_api_test`` call ``action_space(agent).sample()`` on spaces nobody seeded
+    and ``reset()`` without a seed, so each run would play other actions on other problems: the same checks, but a
+    failure could not be replayed. The spaces are the env's own objects (the API test insists), so seeding them
+    here fixes every sample the test draws.
+    """
+    env.reset(seed=seed)
+    for i, agent in enumerate(env.possible_agents):
+        env.action_space(agent).seed(seed + i)
+        env.observation_space(agent).seed(seed + i)
+    return env

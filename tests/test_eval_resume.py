@@ -153,7 +153,8 @@ def test_killed_twice_then_rerun_the_same_command(tmp_path):
     import subprocess
 
     argv = ["--reasoner", "tiny", "--source", "tiny", "--limit", "24", "--batch", "2", "--k", "2",
-            "--modes", "none,random", "--max-steps", "2", "--max-step-tokens", "6", "--no-progress", "--no-plots"]
+            "--modes", "none,random", "--max-steps", "2", "--max-step-tokens", "6", "--no-progress", "--no-plots",
+            "--threads", "1"]  # the same count in this process and in the child, whatever the machine's load
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     main(argv + ["--out", str(whole)])
     env = dict(os.environ, PYTHONPATH=os.getcwd(), OMP_NUM_THREADS="1")

@@ -5,7 +5,9 @@ boxed final answer — gets the boxed sum of the "What is A + B?" question; one 
 (code) a fenced ``double`` with blank lines in it; anything else a validation-flavoured step followed by a second
 paragraph, which ``stop=["\\n\\n"]`` cuts off as a real server does). Faults are injected per
 request from ``server.faults`` (an HTTP status, ``(status, body)`` to answer that JSON body, ``("slow", seconds)``,
-``"garbage"``, ``"empty"``), consumed in order.
+``"hang"`` (no reply until :meth:`ChatServer.close`: a client timeout that holds on any machine), ``"garbage"``,
+``"empty"``), consumed in order. ``server.gather = n`` holds every request until ``n`` have been in flight at once
+(at most 60 s), so a test of concurrency sees the overlap whatever the machine's load.
 
 A chat-only server by default (``/v1/completions`` answers 404, as on hosted chat APIs); with
 ``ChatServer(completions=True)`` it also answers ``/v1/completions`` with a fixed text and counts the
@@ -60,8 +62,11 @@ class ChatServer:
         self.headers: list[dict[str, str]] = []
         self.faults: list[Any] = []
         self.delay_s = 0.0
+        self.gather = 0
         self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
+        self._overlap = threading.Condition(self._lock)
+        self._closed = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -76,6 +81,8 @@ class ChatServer:
                     fault = server.faults.pop(0) if server.faults else None
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                    server._overlap.notify_all()
+                    server._overlap.wait_for(lambda: server.max_in_flight >= server.gather, timeout=60)
                 self._counted = True
                 try:
                     self._answer(body, fault)
@@ -107,6 +114,9 @@ class ChatServer:
                     return self._send(fault, {"error": {"message": f"injected {fault}"}}, headers)
                 if isinstance(fault, tuple) and fault[0] == "slow":
                     time.sleep(fault[1])
+                if fault == "hang":
+                    server._closed.wait(300)
+                    return
                 if fault == "garbage":
                     return self._send(200, None, raw=b"<html>not json</html>")
                 if fault == "empty":  # headers, then no body: a server that died mid-reply
@@ -143,5 +153,6 @@ class ChatServer:
         self._thread.start()
 
     def close(self) -> None:
+        self._closed.set()
         self.httpd.shutdown()
         self.httpd.server_close()

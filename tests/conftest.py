@@ -9,7 +9,9 @@ this conftest and no torch, so torch-based fakes are built inside their fixtures
   (``pytestmark = pytest.mark.usefixtures("single_thread")``);
 * ``_torch_threads_restored`` (autouse): a test that runs a CLI in-process (``algos.threads.use_threads`` sets
   torch's thread count for the whole process, from the machine's load) leaves the count as it found it, so a
-  later test's float reductions do not depend on which tests ran before it or on the load when they did.
+  later test's float reductions do not depend on which tests ran before it or on the load when they did;
+* ``seeded(env)``: an env (AEC or parallel, wrapped or not) whose spaces and problem draws are seeded, for
+  PettingZoo's stock tests, which sample actions from unseeded spaces.
 """
 
 from __future__ import annotations
@@ -81,3 +83,18 @@ def single_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+def seeded(env, seed: int = 0):
+    """``env`` with every agent's action and observation space seeded and its own generator reset with ``seed``.
+
+    PettingZoo's ``api_test``/``parallel_api_test`` call ``action_space(agent).sample()`` on spaces nobody seeded
+    and ``reset()`` without a seed, so each run would play other actions on other problems: the same checks, but a
+    failure could not be replayed. The spaces are the env's own objects (the API test insists), so seeding them
+    here fixes every sample the test draws.
+    """
+    env.reset(seed=seed)
+    for i, agent in enumerate(env.possible_agents):
+        env.action_space(agent).seed(seed + i)
+        env.observation_space(agent).seed(seed + i)
+    return env

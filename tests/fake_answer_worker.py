@@ -2,7 +2,8 @@
 
 Requests: ``{"mode": "ok"}`` answers at once; ``"sleep"`` blocks (an expression bomb that uses no
 CPU); ``"garbage"`` answers a line that is not JSON; ``"die"`` exits without answering; ``"slow"``
-answers after 1.5 s with its pid and final CPU priority.
+is a long but finite check: it answers once the pool has lowered its CPU priority (at most 30 s), with its pid
+and that priority (waiting for the demotion, not for a fixed time, keeps the test right on a loaded machine).
 """
 
 import json
@@ -24,7 +25,9 @@ def main() -> None:
         elif mode == "die":
             os._exit(3)
         elif mode == "slow":  # a long but finite check: reports the priority it ended with
-            time.sleep(1.5)
+            start, end = os.getpriority(os.PRIO_PROCESS, 0), time.monotonic() + 30
+            while os.getpriority(os.PRIO_PROCESS, 0) == start and time.monotonic() < end:
+                time.sleep(0.01)
             reply = {"correct": True, "reason": "ok", "pid": os.getpid(), "nice": os.getpriority(os.PRIO_PROCESS, 0)}
             sys.stdout.write(json.dumps(reply) + "\n")
         else:

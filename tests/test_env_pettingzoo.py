@@ -5,11 +5,12 @@ from pettingzoo.test import api_test, parallel_api_test, render_test, seed_test
 from pettingzoo.utils.conversions import turn_based_aec_to_parallel
 
 import rsim_env
+from tests.conftest import seeded
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"max_steps": 3}, {"planner": False}], ids=["default", "short", "no_planner"])
 def test_api_test(kwargs):
-    api_test(rsim_env.env(**kwargs), num_cycles=1000)
+    api_test(seeded(rsim_env.env(**kwargs)), num_cycles=1000)
 
 
 def test_seed_test():
@@ -21,7 +22,7 @@ def test_render_test(capsys):
 
 
 def test_turn_based_parallel_api():
-    parallel_api_test(turn_based_aec_to_parallel(rsim_env.env(max_steps=4)), num_cycles=1000)
+    parallel_api_test(seeded(turn_based_aec_to_parallel(rsim_env.env(max_steps=4))), num_cycles=1000)
 
 
 def test_declared_not_parallelizable():

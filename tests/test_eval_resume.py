@@ -121,33 +121,48 @@ def test_other_settings_are_refused_in_one_line(tmp_path, monkeypatch, capsys, c
     assert json.loads((out / "results.json").read_text())["config"]["limit"] == {**ARGS, **change}["limit"]
 
 
-def test_kill_at_a_random_moment_then_rerun_the_same_command(tmp_path):
-    """The real thing: ``rsim eval`` in a subprocess, SIGKILLed once some batches are journaled (a
-    random point of a batched rollout), rerun with the same command line."""
-    import os
-    import random
+KILL_AFTER = (4, 16)
+"""Batches journaled (of 24: 12 per mode) when each run is SIGKILLed: in the first mode, then in the second mode
+of the resumed run. Fixed points, so every run kills at the same places; at least 8 batches stay unplayed after
+each, so a fast machine cannot finish before the kill, and a slow one only takes longer to get there."""
+
+
+def _run_until_killed(cmd, env, journal: Path, batches: int) -> None:
+    """Start ``cmd`` and SIGKILL it once ``batches`` batches are journaled (a moment inside a batched rollout)."""
     import signal
     import subprocess
     import time
 
-    argv = ["--reasoner", "tiny", "--source", "tiny", "--limit", "24", "--batch", "2", "--k", "2",
-            "--modes", "none,random", "--max-steps", "2", "--max-step-tokens", "6", "--no-progress", "--no-plots"]
-    whole, killed = tmp_path / "whole", tmp_path / "killed"
-    main(argv + ["--out", str(whole)])
-    env = dict(os.environ, PYTHONPATH=os.getcwd(), OMP_NUM_THREADS="1")
-    cmd = [sys.executable, "-m", "algos.cli", "eval", *argv, "--out", str(killed)]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    want = random.Random().randint(2, 12)  # batches journaled before the kill (of 24)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 600  # only bounds a hang: a loaded 2-core machine takes seconds
     while time.monotonic() < deadline and proc.poll() is None:
-        if (killed / NAME).exists() and len((killed / NAME).read_bytes().splitlines()) > want:
+        if journal.exists() and len(journal.read_bytes().splitlines()) > batches:  # the header + the batches
             break
         time.sleep(0.01)
     assert proc.poll() is None, f"the run ended before the kill: {proc.stderr.read().decode()[-500:]}"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert not (killed / "results.json").exists()
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    proc.stderr.close()
+
+
+def test_killed_twice_then_rerun_the_same_command(tmp_path):
+    """The real thing: ``rsim eval`` in a subprocess, SIGKILLed once some batches are journaled, rerun with the
+    same command line and SIGKILLed again later (a resumed run dies too), rerun to the end: the same results as
+    an uninterrupted run."""
+    import os
+    import subprocess
+
+    argv = ["--reasoner", "tiny", "--source", "tiny", "--limit", "24", "--batch", "2", "--k", "2",
+            "--modes", "none,random", "--max-steps", "2", "--max-step-tokens", "6", "--no-progress", "--no-plots",
+            "--threads", "1"]  # the same count in this process and in the child, whatever the machine's load
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    main(argv + ["--out", str(whole)])
+    env = dict(os.environ, PYTHONPATH=os.getcwd(), OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "algos.cli", "eval", *argv, "--out", str(killed)]
+    for batches in KILL_AFTER:
+        _run_until_killed(cmd, env, killed / NAME, batches)
+        assert not (killed / "results.json").exists()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "finished batches kept" in done.stderr
     assert _results(killed) == _results(whole)

@@ -13,8 +13,10 @@ ISOLATION = "bwrap" if shutil.which("bwrap") else "rlimits"
 
 def test_soak_smoke_all_sections(tmp_path, capsys):
     out = tmp_path / "soak.json"
+    # exec_timeout_s 3 s: every benign program must pass, next to hostile ones, with its bound counted from process
+    # start; 1 s left a loaded 2-core machine about 5x the 0.2 s such a run takes
     r = main(SoakConfig(out=str(out), train_steps=4, sample_every=2, executions=12, hostile_every=1, check_every=6,
-                        exec_timeout_s=1.0, isolation=ISOLATION, uid_base=62100, requests=24, batch_episodes=4,
+                        exec_timeout_s=3.0, isolation=ISOLATION, uid_base=62100, requests=24, batch_episodes=4,
                         down_s=0.3, backoff_s=0.05))
     saved = json.loads(out.read_text())
     t, s, v = saved["train"], saved["sandbox"], saved["served"]

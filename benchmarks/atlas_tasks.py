@@ -7,8 +7,10 @@ rung per task. Four families:
   first rung, :data:`LADDERS` or the generator's defaults, on :data:`SAMPLES` problems of seed 0): not
   refused by the ``rg`` kind (:data:`rsim_env.kinds.rgym.REFUSED`), every gold is a single answer (not
   ``"None"``, which marks generators whose answer is any solution a simulator accepts), every gold has
-  at most ``max_gold_chars`` characters and every question at most ``max_question_chars``. The rest are
-  left out, each with its reason.
+  at most ``max_gold_chars`` characters and every question at most ``max_question_chars``, and its scorer
+  passes the sanity check (:func:`rsim_env.scorer_check.check`: no full credit to another entry's gold, the
+  opposite boolean or an empty answer; ``game_of_life_halting`` fails it). The rest are left out, each with
+  its reason.
 * ``curriculum``: each task of :data:`rsim_env.curriculum.TASKS` (one rung: its difficulty is the task).
 * ``code``: the procedural function-writing tasks (``code_tasks``, graded in the sandbox).
 * ``local``: each file in ``local_dir`` named after a hub loader (``gsm8k.jsonl``, ``math500.jsonl``, ...),
@@ -126,6 +128,7 @@ def _rule(generator: str, options: dict[str, Any], max_gold: int, max_question: 
     """"" if the generator is in the catalogue, else why it is left out (module docstring)."""
     from rsim_env.kinds.rgym import REFUSED
     from rsim_env.rg_tasks import entries
+    from rsim_env.scorer_check import check
 
     if generator in REFUSED:
         return "refused by the rg kind: its scorer runs sympy.parse_expr on the answer"
@@ -141,7 +144,8 @@ def _rule(generator: str, options: dict[str, Any], max_gold: int, max_question: 
         return f"gold up to {gold} characters > {max_gold}"
     if question > max_question:
         return f"question up to {question} characters > {max_question}"
-    return ""
+    bad_scorer = check(generator, options)
+    return f"scorer check failed: {bad_scorer}" if bad_scorer else ""
 
 
 def _local_tasks(local_dir: str) -> list[AtlasTask]:

@@ -19,6 +19,7 @@ from typing import Any, Iterator, Sequence
 
 from .rg_tasks import REFUSED, is_number, spec
 from .rg_tasks import entries as rg_entries
+from .scorer_check import require_sound
 
 ANSWER_TYPES = ("auto", "number", "expression", "choice", "bool", "list", "text")
 """Answer types understood by :func:`rsim_env.answers.check` (``auto`` guesses from the gold)."""
@@ -92,11 +93,17 @@ def reasoning_gym_problems(
         grading: ``"auto"``: a task whose golds are all plain numbers is a ``math`` problem (as always),
             any other task is graded by its generator's own ``score_answer`` (kind ``rg``,
             :mod:`rsim_env.kinds.rgym`) unless that scorer is refused (:data:`rsim_env.kinds.rgym.REFUSED`:
-            then ``math``); ``"math"`` or ``"rg"`` forces the kind for every task.
+            then ``math``); ``"math"`` or ``"rg"`` forces the kind for every task. A task graded by its own
+            scorer must pass the scorer sanity check (:mod:`rsim_env.scorer_check`: no full credit to a known-wrong
+            answer), else it is refused.
         **options: Passed to every task's generator (``reasoning_gym.create_dataset``), e.g. ``min_terms=3``.
 
     Returns:
         ``size`` problems with ids ``"<task>/<index>"``.
+
+    Raises:
+        ValueError: a bad argument, or a task graded by its own scorer fails the scorer sanity check (the
+            message names the task and the wrong answer its scorer gives full credit).
     """
     try:
         import reasoning_gym  # noqa: F401  (fails early with the install hint)
@@ -117,6 +124,7 @@ def reasoning_gym_problems(
     for task, n in zip(tasks, per_task):
         items = [{"question": q, "answer": a} for q, a in rg_entries(task, n, seed, options)]  # one hash seed
         if _rg_kind(task, [str(item["answer"]) for item in items], grading):
+            require_sound(task, options)  # its scorer is the grader: it must tell right from wrong
             columns.append([Problem(id=f"{task}/{i}", question=str(item["question"]), answer=str(item["answer"]),
                                     answer_type="text", source=f"reasoning_gym:{task}", kind="rg",
                                     metadata={"rg": spec(task, options, seed, n, i)})

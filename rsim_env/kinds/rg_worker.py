@@ -15,7 +15,8 @@ config) or ``"bad_request"`` (the dataset could not be created).
 
 ``{"op": "entries", "dataset", "config", "seed", "size", "start", "stop"}`` asks for the ``[question, answer]``
 pairs of entries ``start`` to ``stop`` instead (:func:`rsim_env.rg_tasks.entries`: the pool's workers run under
-``PYTHONHASHSEED=0``, so they make the same entries in every run).
+``PYTHONHASHSEED=0``, so they make the same entries in every run), and ``{"op": "scorer_check", "dataset",
+"config", "seed", "samples"}`` for the scorer sanity check's failures (:func:`rsim_env.scorer_check.check`).
 """
 
 from __future__ import annotations
@@ -82,10 +83,25 @@ def make_entries(req: dict) -> dict:
     return {"entries": rows, "reason": "ok"}
 
 
+def scorer_check(req: dict) -> dict:
+    """``{"failures": [...], "reason": "ok"}`` of :func:`rsim_env.scorer_check.dataset_failures`, or
+    ``{"reason": "bad_request", "detail": ...}`` when the generator refuses the options."""
+    from ..scorer_check import dataset_failures
+
+    try:
+        ds = _dataset({**req, "size": max(req["samples"], 2)})
+        found = dataset_failures(ds, req["dataset"], req["seed"], req["samples"])
+    except Exception as exc:  # the generator's own refusal: the parent raises it as ValueError
+        return {"reason": "bad_request", "detail": f"{type(exc).__name__}: {exc}"[:300]}
+    return {"failures": found, "reason": "ok"}
+
+
 def handle(req: dict) -> dict:
-    """Score one request, or make entries for an ``{"op": "entries"}`` one (see module docstring)."""
+    """Score one request, or answer an ``{"op": "entries"}`` / ``{"op": "scorer_check"}`` one (module docstring)."""
     if req.get("op") == "entries":
         return make_entries(req)
+    if req.get("op") == "scorer_check":
+        return scorer_check(req)
     try:
         ds = _dataset(req)
         entry = make_entry(ds, req["dataset"], req["seed"], req["index"])

@@ -179,6 +179,19 @@ def make_entries(dataset: str, size: int, seed: int, config: dict) -> tuple[tupl
 rg_tasks.set_entries_maker(make_entries)
 
 
+def check_scorer(dataset: str, config: dict, seed: int, samples: int) -> list[str]:
+    """The scorer sanity check's failures (:func:`rsim_env.scorer_check.check`), computed in this kind's workers
+    (started under ``PYTHONHASHSEED=0``): the route of a process started without it."""
+    req = {"op": "scorer_check", "dataset": dataset, "config": config, "seed": seed, "samples": samples}
+    try:
+        reply = _pool().run(req, rg_tasks.ENTRIES_TIMEOUT_S)
+    except (ProtocolError, WorkerFailure) as exc:
+        raise RuntimeError(f"checking the scorer of reasoning-gym {dataset!r} failed in a worker: {exc}") from None
+    if reply.get("reason") != "ok":
+        raise ValueError(f"reasoning-gym {dataset!r} with {config}: {reply.get('detail')}")
+    return [str(f) for f in reply["failures"]]
+
+
 class ReasoningGymKind(MathKind):
     """See module docstring."""
 

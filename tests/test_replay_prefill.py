@@ -175,3 +175,49 @@ def test_prefill_refuses_a_step_that_does_not_end_where_the_stop_rules_end_it():
     r.reset(1)
     assert r.prefill([0], [obs], [r.turns.encode("ab\n\n")]) == ["ab"]
     assert r.step_ids(0) == r.turns.encode("ab\n\n")
+
+
+LLAMA_PROBLEMS = [Problem(id="a", question="What is 17 * 23?", answer="391"),
+                  Problem(id="b", question="Solve for x: 3x + 7 = 25.", answer="6"),
+                  Problem(id="c", question="What is 9 + 16?", answer="25"),
+                  Problem(id="d", question="What is 48 / 6?", answer="8"),
+                  Problem(id="e", question="What is 12 squared?", answer="144"),
+                  Problem(id="f", question="What is 100 - 37?", answer="63")]
+
+
+@pytest.mark.slow
+def test_llamacpp_session_caught_up_under_other_batch_shapes_holds_the_stored_steps(gguf, tmp_path):
+    """llamacpp:default: [3, 8] stored with two copies of each of 6 problems in one batch of 12, then [3, 4, 8]
+    replayed one copy per problem in batches of 3. Every caught-up session holds exactly the stored round-0 tokens
+    (the store's ids, and the storing session's whole conversation up to there), and no catch-up step mismatches
+    (re-decoding them differed in 2 of 15 steps on this model)."""
+    from agents.llamacpp import LlamaCppReasoner, load_tokenizer
+    from agents.llamacpp_engine import Engine
+
+    engine = Engine(gguf, n_ctx=1024)
+    cfg = ReasonerConfig(max_step_tokens=24, max_answer_tokens=48, greedy=True)
+    store = StepStore(tmp_path / "s.sqlite")
+    rep = ReplayReasoner(LlamaCppReasoner(engine, load_tokenizer(gguf), cfg), store)
+    stored = play(rep, [3, 8], group_size=2, problems=LLAMA_PROBLEMS)
+    storing = {}  # problem id -> the record of its first copy in the session that decoded it
+    for c, rec in session_records(rep).items():
+        storing.setdefault(stored[c]["info"]["problem_id"], rec)
+    assert len(storing) == len(LLAMA_PROBLEMS) and rep.stats["hits"] == 0
+
+    caught_up = 0
+    for lo in range(0, len(LLAMA_PROBLEMS), 3):
+        replayed = play(rep, [3, 4, 8], group_size=1, problems=LLAMA_PROBLEMS[lo:lo + 3])
+        for c, rec in session_records(rep).items():
+            first = storing[replayed[c]["info"]["problem_id"]]
+            start, end = rec.step_spans[0]
+            key = rep._copies[c].keys[0]
+            assert tuple(rec.input_ids[start:end]) == store.get_many([key])[key].ids  # the stored step's tokens
+            assert rec.input_ids[:end] == first.input_ids[:end] and rec.step_spans[0] == first.step_spans[0]
+            assert all(lp == 0.0 for lp in rec.logprobs[start:end])  # fed, not decoded again
+            assert rep.records()[c].replayed == [True, False, False]
+            caught_up += 1
+        rep.reset(0)  # close the sessions' forked contexts
+    assert caught_up == len(LLAMA_PROBLEMS)
+    assert rep.stats["catchup_steps"] == len(LLAMA_PROBLEMS) and rep.stats["catchup_mismatch"] == 0
+    assert rep.stats["hits"] == len(LLAMA_PROBLEMS)
+    engine.close()

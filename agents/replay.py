@@ -59,8 +59,11 @@ from typing import Any, Sequence
 from .base import Prefilling, check_act_args
 from .replay_store import StepStore, StoredStep
 
-__all__ = ["ReplayReasoner", "ReplayRecord", "StepStore", "decoding_settings", "weights_fingerprint", "replay_kind", "build",
-           "default_store_path"]
+__all__ = ["ReplayReasoner", "ReplayRecord", "StepStore", "STATS", "decoding_settings", "weights_fingerprint",
+           "replay_kind", "build", "default_store_path"]
+
+STATS = ("hits", "misses", "catchup_steps", "catchup_mismatch", "sessions")
+"""The counts in :attr:`ReplayReasoner.stats` (every run summary and study JSON records them)."""
 
 VERSION = 2
 """Bumped when the key layout changes (old entries then simply miss). 2: the chain hashes each step's token ids
@@ -242,9 +245,15 @@ class ReplayReasoner:
                             str(getattr(device, "type", device)), torch.__version__)
         self.prefills = isinstance(inner, Prefilling)
         """Catch-up gives sessions the stored steps (True for every LLM reasoner) instead of decoding them again."""
-        self.stats = {"hits": 0, "misses": 0, "catchup_steps": 0, "catchup_mismatch": 0, "sessions": 0}
+        self.stats = dict.fromkeys(STATS, 0)
         self._copies: list[_Copy] = []
         self.num_copies = 0
+
+    @property
+    def catch_up(self) -> str:
+        """How a session catches up to stored rounds: ``"prefill"`` (the stored token ids are fed) or ``"decode"``
+        (decoded again: an agent with no tokens, for which a step is a function of the observations alone)."""
+        return "prefill" if self.prefills else "decode"
 
     # ------------------------------------------------------------------------------ Policy API
 

@@ -221,3 +221,27 @@ def test_llamacpp_session_caught_up_under_other_batch_shapes_holds_the_stored_st
     assert rep.stats["catchup_steps"] == len(LLAMA_PROBLEMS) and rep.stats["catchup_mismatch"] == 0
     assert rep.stats["hits"] == len(LLAMA_PROBLEMS)
     engine.close()
+
+
+def test_prefill_benchmark_smoke_on_the_tiny_model(tmp_path):
+    """benchmarks/replay_prefill.py runs its four arms and counts what it compares (the figure is on llama.cpp)."""
+    from benchmarks.replay_prefill import Config, main
+
+    res = main(Config(reasoner="tiny", source="tiny", problems=3, max_step_tokens=4, out=str(tmp_path / "p.json")))
+    rows = res["rows"]
+    assert res["compared"] == rows["prefill_vs_decode"]["of"] == rows["prefill_vs_batched_decode"]["of"] > 0
+    assert all(0 <= r["differ"] <= r["of"] for r in rows.values())
+    assert json.loads((tmp_path / "p.json").read_text())["rows"] == rows
+    with pytest.raises(ValueError, match="cannot prefill"):
+        main(Config(reasoner="toy", source="tiny", problems=1))
+
+
+def test_a_chat_server_reasoner_prefills_its_step_texts():
+    """Through a chat endpoint no token ids are kept (the server renders the chat from the observations): a prefilled
+    step is its text, and the conversation records the round."""
+    cfg = ReasonerConfig(greedy=True)
+    r = Reasoner(config=cfg, decoder=HistoryDecoder(tiny_tokenizer()), turns=Turns(None, cfg))
+    r.reset(1)
+    obs = {"question": "Q?", "round": 0, "strategy": 3, "injected": "", "instruction": "Q?"}
+    assert r.prefill([0], [obs], [[]], ["First, add."]) == ["First, add."]
+    assert r.step_ids(0) == [] and len(r.records()[0].step_spans) == 1

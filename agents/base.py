@@ -82,6 +82,26 @@ class Trainable(Policy, Protocol):
         ...
 
 
+@runtime_checkable
+class Prefilling(Policy, Protocol):
+    """A reasoner that can be handed steps it wrote before instead of writing them again.
+
+    :mod:`agents.replay` uses it to catch a fresh copy up to a stored history: the copy then holds exactly the
+    stored steps, and its next :meth:`Policy.act` is conditioned on them (fed as a prompt continuation) instead of
+    on a re-decoded step that batched floating-point noise may have changed. :class:`agents.reasoner.Reasoner`
+    implements it for every decoder.
+    """
+
+    def prefill(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]], steps: Sequence[Sequence[int]],
+                texts: Sequence[str] | None = None) -> list[str]:
+        """Append each copy's step (the token ids its turn wrote) for this round without decoding; return the texts."""
+        ...
+
+    def step_ids(self, copy_id: int, round: int = -1) -> list[int]:
+        """The token ids the turn of ``round`` wrote for ``copy_id`` (what :meth:`prefill` takes)."""
+        ...
+
+
 def check_trainable(agent: Any, role: str) -> None:
     """Raise a clear TypeError if ``agent`` cannot be trained as ``role``."""
     missing = [m for m in ("module", "score", "act", "reset", "records") if not hasattr(agent, m)]

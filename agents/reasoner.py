@@ -225,6 +225,35 @@ class Reasoner:
         texts = {t.copy: turns.finish(t) for t in open_turns}
         return [texts[c] for c in copy_ids]
 
+    def prefill(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]], steps: Sequence[Sequence[int]],
+                texts: Sequence[str] | None = None) -> list[str]:
+        """Give every listed copy the step it wrote before for this round, without decoding it
+        (:class:`agents.base.Prefilling`; :meth:`agents.decoding.turns.Turns.prefill` says exactly what the
+        conversation then holds). The decoder reads the step with the copy's next :meth:`act`, as a prompt
+        continuation; no copy is dropped.
+
+        Args:
+            copy_ids: The copies.
+            observations: This round's observation of each.
+            steps: Each copy's step as the token ids its turn wrote (:meth:`step_ids` of the run that wrote it).
+            texts: Each step's text (needed only by a chat-server reasoner, which keeps no token ids).
+
+        Returns:
+            The step texts, as :meth:`act` returned them when they were written.
+        """
+        check_act_args(copy_ids, observations, self.num_copies)
+        texts = [""] * len(copy_ids) if texts is None else list(texts)
+        if not len(steps) == len(texts) == len(copy_ids):
+            raise ValueError(f"prefill() got {len(copy_ids)} copy ids, {len(steps)} steps and {len(texts)} texts; "
+                             "pass one step (and text) per copy.")
+        return [self.turns.prefill(c, self._convs[c], obs, ids, text)
+                for c, obs, ids, text in zip(copy_ids, observations, steps, texts)]
+
+    def step_ids(self, copy_id: int, round: int = -1) -> list[int]:
+        """The token ids the turn of ``round`` (default: the newest) wrote for ``copy_id``: what :meth:`prefill`
+        takes to give another copy of this reasoner the same step."""
+        return self.turns.step_ids(self._convs[copy_id], round)
+
     def records(self) -> list[ReasonerRecord]:
         """Per copy: everything a learner needs to recompute and weight the log-probs."""
         return [self.turns.record(c) for c in self._convs]

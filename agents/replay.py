@@ -7,7 +7,7 @@ stores every step it writes in a :class:`StepStore` (SQLite in WAL mode, safe un
 writers, bounded size), keyed by a hash chain::
 
     key_{-1} = sha256(fingerprint of the weights, decoding settings, reasoner class, device, torch)
-    key_k    = sha256(key_{k-1}, step_{k-1} as the reasoner wrote it, observation of round k)
+    key_k    = sha256(key_{k-1}, step_{k-1} as the reasoner wrote it (text and token ids), observation of round k)
 
 A step whose key is stored is read back instead of decoded, so planner-only training and every
 evaluation re-use each step ever generated (``benchmarks/replay.py`` measures the speed-up and
@@ -23,10 +23,17 @@ Rules (documented contract):
   misses are decoded in *sessions*: copies of the wrapped reasoner (same weights, own decoding state; a
   llama.cpp reasoner's copy decodes on a fork of its engine, so sessions never share a KV cache) that
   follow a set of copies. A copy that misses at round ``k`` while no session holds its state
-  (it was read back before) starts a new session in which its rounds ``0..k-1`` are decoded again
-  (*catch-up*, ``stats["catchup_steps"]``). A catch-up step that differs from the stored one
-  (batched floating-point noise) is counted in ``stats["catchup_mismatch"]`` and that copy's later
-  steps are returned but not stored.
+  (it was read back before) starts a new session that is first *caught up* to its stored rounds
+  ``0..k-1`` (``stats["catchup_steps"]``). An LLM reasoner (:class:`agents.base.Prefilling`: every
+  :class:`agents.reasoner.Reasoner`, torch, llama.cpp or served) is given the stored steps' token ids
+  (``Reasoner.prefill``): the session's conversation holds exactly the stored tokens and the step decoded at
+  round ``k`` reads them as a prompt continuation, so it is conditioned on exactly the history its key names
+  whatever batch shapes stored those steps (``tests/test_replay_prefill.py``; a slow test there on llama.cpp).
+  Prefilled and step-by-step decoded KV differ in floating-point rounding; ``benchmarks/replay_prefill.py``
+  measures how often that alone changes a greedy step. Any other reasoner (scripted, toy: no numerics) decodes
+  its stored rounds again. ``stats["catchup_mismatch"]`` counts catch-up steps whose text differs from the
+  stored one (0 by construction with prefill: a nonzero count is a store inconsistent with its keys); that
+  copy's later steps are returned but not stored.
 * Copies that share a key in one call are each decoded (a session cannot branch a KV cache); the
   store keeps the first.
 * Greedy decoding of a batch is not exactly invariant to the batch's other rows (padding, matrix
@@ -49,14 +56,18 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from .base import check_act_args
-from .replay_store import StepStore
+from .base import Prefilling, check_act_args
+from .replay_store import StepStore, StoredStep
 
-__all__ = ["ReplayReasoner", "ReplayRecord", "StepStore", "decoding_settings", "weights_fingerprint", "replay_kind", "build",
-           "default_store_path"]
+__all__ = ["ReplayReasoner", "ReplayRecord", "StepStore", "STATS", "decoding_settings", "weights_fingerprint",
+           "replay_kind", "build", "default_store_path"]
 
-VERSION = 1
-"""Bumped when the key layout changes (old entries then simply miss)."""
+STATS = ("hits", "misses", "catchup_steps", "catchup_mismatch", "sessions")
+"""The counts in :attr:`ReplayReasoner.stats` (every run summary and study JSON records them)."""
+
+VERSION = 2
+"""Bumped when the key layout changes (old entries then simply miss). 2: the chain hashes each step's token ids
+too, and steps are stored with them (catch-up by prefill)."""
 
 
 def default_store_path() -> Path:
@@ -163,6 +174,8 @@ class _Copy:
     keys: list[str] = dataclasses.field(default_factory=list)
     observations: list[dict] = dataclasses.field(default_factory=list)
     record: ReplayRecord = dataclasses.field(default_factory=ReplayRecord)
+    ids: list[tuple[int, ...] | None] = dataclasses.field(default_factory=list)
+    """Each step's token ids (None for an agent without tokens): what a catch-up prefills."""
     session: Any = None
     """The :class:`_Session` holding this copy's decoding state, if any."""
     diverged: bool = False
@@ -185,7 +198,8 @@ class _Session:
         if callable(release):
             release()
 
-    def act(self, copies: list[int], observations: list[dict]) -> list[tuple[str, int]]:
+    def act(self, copies: list[int], observations: list[dict]) -> list[StoredStep]:
+        """Decode the next step of ``copies`` (every other copy of the session is dropped, as the reasoner drops it)."""
         texts = self.agent.act([self.local[c] for c in copies], observations)
         recs = self.agent.records() if hasattr(self.agent, "records") else None
         for c in list(self.local):  # the reasoner dropped every copy not in this call
@@ -194,8 +208,17 @@ class _Session:
         out = []
         for c, text in zip(copies, texts):
             self.written[c] += 1
-            out.append((text, _last_step_tokens(recs[self.local[c]] if recs else None, text)))
+            ids = tuple(self.agent.step_ids(self.local[c])) if isinstance(self.agent, Prefilling) else None
+            out.append(StoredStep(text, _last_step_tokens(recs[self.local[c]] if recs else None, text), ids))
         return out
+
+    def prefill(self, copies: list[int], observations: list[dict], steps: list[StoredStep]) -> list[str]:
+        """Give ``copies`` their stored steps of this round without decoding (:meth:`agents.reasoner.Reasoner.prefill`)."""
+        texts = self.agent.prefill([self.local[c] for c in copies], observations, [s.ids for s in steps],
+                                   [s.text for s in steps])
+        for c in copies:
+            self.written[c] += 1
+        return texts
 
 
 class ReplayReasoner:
@@ -220,9 +243,17 @@ class ReplayReasoner:
 
         self.root = _digest("rsim-replay", VERSION, self.fingerprint, self.settings, replay_kind(inner),
                             str(getattr(device, "type", device)), torch.__version__)
-        self.stats = {"hits": 0, "misses": 0, "catchup_steps": 0, "catchup_mismatch": 0, "sessions": 0}
+        self.prefills = isinstance(inner, Prefilling)
+        """Catch-up gives sessions the stored steps (True for every LLM reasoner) instead of decoding them again."""
+        self.stats = dict.fromkeys(STATS, 0)
         self._copies: list[_Copy] = []
         self.num_copies = 0
+
+    @property
+    def catch_up(self) -> str:
+        """How a session catches up to stored rounds: ``"prefill"`` (the stored token ids are fed) or ``"decode"``
+        (decoded again: an agent with no tokens, for which a step is a function of the observations alone)."""
+        return "prefill" if self.prefills else "decode"
 
     # ------------------------------------------------------------------------------ Policy API
 
@@ -248,12 +279,13 @@ class ReplayReasoner:
         self.store.put_many([(self._copies[c].keys[-1], *decoded[c]) for c in missed if not self._copies[c].diverged])
         texts = []
         for c, key in zip(copy_ids, keys):
-            text, tokens = decoded[c] if c in decoded else found[key]
-            rec = self._copies[c].record
-            rec.steps.append(text)
-            rec.tokens.append(tokens)
-            rec.replayed.append(c not in decoded)
-            texts.append(text)
+            step = decoded[c] if c in decoded else found[key]
+            cp = self._copies[c]
+            cp.ids.append(step.ids)
+            cp.record.steps.append(step.text)
+            cp.record.tokens.append(step.tokens)
+            cp.record.replayed.append(c not in decoded)
+            texts.append(step.text)
         return texts
 
     def records(self) -> list[ReplayRecord]:
@@ -273,10 +305,10 @@ class ReplayReasoner:
     def _key(self, c: int, obs: dict[str, Any]) -> str:
         copy_ = self._copies[c]
         if copy_.keys:
-            return _digest(copy_.keys[-1], copy_.record.steps[-1], obs)
+            return _digest(copy_.keys[-1], copy_.record.steps[-1], copy_.ids[-1], obs)
         return _digest(self.root, obs)
 
-    def _decode(self, copies: list[int]) -> dict[int, tuple[str, int]]:
+    def _decode(self, copies: list[int]) -> dict[int, StoredStep]:
         """Decode the newest round of ``copies``: in the session that holds a copy's state, or in a new
         session after catching the copy up (module docstring)."""
         by_session: dict[int, tuple[_Session, list[int]]] = {}
@@ -294,7 +326,7 @@ class ReplayReasoner:
             self.stats["sessions"] += 1
             self._catch_up(s, group)
             by_session[id(s)] = (s, group)
-        out: dict[int, tuple[str, int]] = {}
+        out: dict[int, StoredStep] = {}
         for s, cs in by_session.values():
             for c in cs:
                 self._copies[c].session = s
@@ -302,11 +334,25 @@ class ReplayReasoner:
         return out
 
     def _catch_up(self, session: _Session, copies: list[int]) -> None:
-        """Decode the stored rounds of ``copies`` again in ``session``, one batched call per round."""
+        """Bring ``copies`` to their stored rounds in ``session``, one call per round: prefilled with the stored
+        steps (an LLM reasoner), else decoded again (module docstring)."""
         for r in range(len(self._copies[copies[0]].keys) - 1):  # every copy here is at the same round
-            for c, (text, _) in zip(copies, session.act(copies, [self._copies[c].observations[r] for c in copies])):
+            obs = [self._copies[c].observations[r] for c in copies]
+            stored = [StoredStep(self._copies[c].record.steps[r], self._copies[c].record.tokens[r], self._copies[c].ids[r])
+                      for c in copies]
+            if self.prefills:
+                missing = [c for c, s in zip(copies, stored) if s.ids is None]
+                if missing:
+                    raise ValueError(f"replay: the stored round {r} of copies {missing} has no token ids, so a "
+                                     f"{type(self.inner).__name__} cannot be caught up to it; the store "
+                                     f"{self.store.path} holds steps of another agent under this reasoner's keys: "
+                                     "delete it (it only caches steps, which are decoded again).")
+                texts = session.prefill(copies, obs, stored)
+            else:
+                texts = [step.text for step in session.act(copies, obs)]
+            for c, text, step in zip(copies, texts, stored):
                 self.stats["catchup_steps"] += 1
-                if text != self._copies[c].record.steps[r]:
+                if text != step.text:
                     self.stats["catchup_mismatch"] += 1
                     self._copies[c].diverged = True
 

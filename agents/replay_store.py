@@ -10,6 +10,12 @@ Bounded size (documented contract): after every write the store checks, at most 
 (insertion order) down to 90 % of the cap, counts them in ``evicted`` and warns once per process.
 Evicted steps are simply decoded again when next needed.
 
+Rows: ``key -> (text, tokens, ids)``: the step's text (what the environment sees), the tokens it cost, and
+every token id its turn wrote as a JSON list (what :mod:`agents.replay` feeds a session that catches up; NULL
+for an agent that writes no tokens). A store written before the ``ids`` column existed gets the column on open
+(its rows keep NULL ids; their keys are of an older key layout, so they are never read again and leave first
+when the cap evicts).
+
 Faults (documented contract, ``tests/test_replay_store_faults.py``):
 
 * Crash: one transaction per :meth:`StepStore.put_many`; a step whose ``put_many`` returned is in the
@@ -33,24 +39,39 @@ from __future__ import annotations
 import contextlib
 import errno
 import itertools
+import json
 import random
 import sqlite3
 import time
 import warnings
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, NamedTuple, Sequence
 
-__all__ = ["StepStore", "ReplayStoreError", "APPLICATION_ID"]
+__all__ = ["StepStore", "StoredStep", "ReplayStoreError", "APPLICATION_ID"]
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS steps (
-    key TEXT PRIMARY KEY, text TEXT NOT NULL, tokens INTEGER NOT NULL, created REAL NOT NULL)"""
-_COLUMNS = ["key", "text", "tokens", "created"]
+    key TEXT PRIMARY KEY, text TEXT NOT NULL, tokens INTEGER NOT NULL, created REAL NOT NULL, ids TEXT)"""
+_COLUMNS = ["key", "text", "tokens", "created", "ids"]
+_COLUMNS_BEFORE_IDS = _COLUMNS[:4]
+"""The columns of a store written before token ids were stored (``ids`` is added on open)."""
 
 APPLICATION_ID = 0x7253494D
 """``PRAGMA application_id`` of a replay store ("rSIM"): tells it from any other SQLite file."""
 
+_ROW_BYTES = "length(key) + length(CAST(text AS BLOB)) + coalesce(length(ids), 0)"
 _BAD_FILE = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+class StoredStep(NamedTuple):
+    """One stored step."""
+
+    text: str
+    """The step as the environment saw it."""
+    tokens: int
+    """Tokens it cost when it was decoded."""
+    ids: tuple[int, ...] | None = None
+    """Every token id its turn wrote (end-of-turn included when written); None for an agent without tokens."""
 
 
 class ReplayStoreError(ValueError):
@@ -58,11 +79,11 @@ class ReplayStoreError(ValueError):
 
 
 class StepStore:
-    """``key -> (step text, tokens)`` in the SQLite file ``path`` (created with its parent dirs).
+    """``key -> StoredStep(text, tokens, ids)`` in the SQLite file ``path`` (created with its parent dirs).
 
     Args:
         path: the database file (shared by every process replaying the same reasoner).
-        max_mb: cap on the bytes of stored keys and texts; the oldest rows are evicted above it.
+        max_mb: cap on the bytes of stored keys, texts and token ids; the oldest rows are evicted above it.
         check_every: rows inserted between two size checks.
         timeout_s: how long a writer waits for another one before raising.
     """
@@ -112,15 +133,17 @@ class StepStore:
             raise self._error(e) from None
         try:
             db.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
-            stamped = self._check_schema(db)
+            state = self._check_schema(db)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             problems = [r[0] for r in db.execute("PRAGMA quick_check(1)").fetchall()]
             if problems != ["ok"]:
                 raise sqlite3.DatabaseError(f"quick_check: {problems[0]}")
-            if not stamped:
-                with _Tx(db):
+            if state != "current":
+                with _Tx(db):  # under the write lock: another process may have done it since the check
                     db.execute(_SCHEMA)
+                    if [r[1] for r in db.execute("PRAGMA table_info(steps)")] == _COLUMNS_BEFORE_IDS:
+                        db.execute("ALTER TABLE steps ADD COLUMN ids TEXT")
                     db.execute(f"PRAGMA application_id={APPLICATION_ID}")
         except (sqlite3.Error, ReplayStoreError) as e:
             db.close()
@@ -131,19 +154,21 @@ class StepStore:
             raise self._error(e) from None
         return db
 
-    def _check_schema(self, db: sqlite3.Connection) -> bool:
-        """Raise :class:`ReplayStoreError` for another program's database; return whether it is a stamped store."""
+    def _check_schema(self, db: sqlite3.Connection) -> str:
+        """Raise :class:`ReplayStoreError` for another program's database; else return ``"current"`` (a stamped store
+        of today's columns) or ``"upgrade"`` (empty, unstamped, or without the ``ids`` column)."""
         app = int(db.execute("PRAGMA application_id").fetchone()[0])
         tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         columns = [r[1] for r in db.execute("PRAGMA table_info(steps)")]
         if app == APPLICATION_ID and tables == ["steps"] and columns == _COLUMNS:
-            return True
+            return "current"
+        known = columns in (_COLUMNS, _COLUMNS_BEFORE_IDS)
         if app not in (0, APPLICATION_ID):
             why = f"its application_id is {app:#x}, not rSIM's {APPLICATION_ID:#x}"
-        elif tables and (tables != ["steps"] or columns != _COLUMNS):  # empty: a new store; steps alone: an old one
+        elif tables and (tables != ["steps"] or not known):  # empty: a new store; steps alone: an older one
             why = f"it holds the tables {tables}" + (f" and steps has the columns {columns}" if "steps" in tables else "")
         else:
-            return False
+            return "upgrade"
         raise ReplayStoreError(f"{self.path} is an SQLite database but not a replay store ({why}); point "
                                "RSIM_REPLAY_DIR at another directory or move that file away.")
 
@@ -158,25 +183,27 @@ class StepStore:
         return ReplayStoreError(f"cannot open the replay store {self.path} ({detail}); check that the path is a "
                                 "writable file, or point RSIM_REPLAY_DIR elsewhere.")
 
-    def get_many(self, keys: Sequence[str]) -> dict[str, tuple[str, int]]:
-        """The stored ``(text, tokens)`` of every key in ``keys`` that is stored."""
-        out: dict[str, tuple[str, int]] = {}
+    def get_many(self, keys: Sequence[str]) -> dict[str, StoredStep]:
+        """The stored step of every key in ``keys`` that is stored."""
+        out: dict[str, StoredStep] = {}
         unique = list(dict.fromkeys(keys))
         with self._guard():
             for i in range(0, len(unique), 500):  # SQLite's bound-parameter limit
                 chunk = unique[i:i + 500]
-                rows = self._db.execute(f"SELECT key, text, tokens FROM steps WHERE key IN ({','.join('?' * len(chunk))})",
-                                        chunk).fetchall()
-                out.update({k: (t, int(n)) for k, t, n in rows})
+                rows = self._db.execute(f"SELECT key, text, tokens, ids FROM steps WHERE key IN "
+                                        f"({','.join('?' * len(chunk))})", chunk).fetchall()
+                out.update({k: StoredStep(t, int(n), None if ids is None else tuple(json.loads(ids)))
+                            for k, t, n, ids in rows})
         return out
 
-    def put_many(self, rows: Iterable[tuple[str, str, int]]) -> None:
-        """Store ``(key, text, tokens)`` rows in one transaction (a key already stored keeps its row).
+    def put_many(self, rows: Iterable[tuple]) -> None:
+        """Store ``(key, text, tokens)`` or ``(key, text, tokens, ids)`` rows in one transaction (a key already
+        stored keeps its row; ``ids``: the step's token ids, or None).
 
         When it returns the rows survive a crash of this process. On a full disk nothing of the call is
         stored and writing stops with one warning (module docstring); it does not raise.
         """
-        rows = [(k, t, int(n), time.time()) for k, t, n in rows]
+        rows = [(k, t, int(n), time.time(), _ids_json(rest[0] if rest else None)) for k, t, n, *rest in rows]
         if not rows:
             return
         if self.stopped is not None:
@@ -200,9 +227,10 @@ class StepStore:
                     raise
                 self._stop(e, 0)
 
-    def _insert(self, rows: list[tuple[str, str, int, float]]) -> None:
+    def _insert(self, rows: list[tuple[str, str, int, float, str | None]]) -> None:
         with self._transaction():
-            self._db.executemany("INSERT OR IGNORE INTO steps (key, text, tokens, created) VALUES (?, ?, ?, ?)", rows)
+            self._db.executemany("INSERT OR IGNORE INTO steps (key, text, tokens, created, ids) VALUES (?, ?, ?, ?, ?)",
+                                 rows)
 
     def _stop(self, error: BaseException, lost: int) -> None:
         """Stop writing after a full disk: one warning; the steps of the failed call are counted as unstored."""
@@ -213,9 +241,9 @@ class StepStore:
                       "on that disk or point RSIM_REPLAY_DIR elsewhere to cache again.", stacklevel=3)
 
     def size_bytes(self) -> int:
-        """Bytes held by stored keys and texts."""
+        """Bytes held by stored keys, texts and token ids."""
         with self._guard():
-            return int(self._db.execute("SELECT total(length(key) + length(CAST(text AS BLOB))) FROM steps").fetchone()[0])
+            return int(self._db.execute(f"SELECT total({_ROW_BYTES}) FROM steps").fetchone()[0])
 
     def __len__(self) -> int:
         with self._guard():
@@ -228,7 +256,7 @@ class StepStore:
             return 0
         target = int(self.max_bytes * 0.9)
         with self._guard(), self._transaction():
-            rows = self._db.execute("SELECT rowid, length(key) + length(CAST(text AS BLOB)) FROM steps ORDER BY rowid").fetchall()
+            rows = self._db.execute(f"SELECT rowid, {_ROW_BYTES} FROM steps ORDER BY rowid").fetchall()
             drop, freed = [], 0
             for rowid, n in rows:
                 if size - freed <= target:
@@ -304,6 +332,13 @@ def _busy(error: BaseException) -> bool:
     if name is not None:
         return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
     return isinstance(error, sqlite3.OperationalError) and "locked" in str(error)
+
+
+def _ids_json(ids: Sequence[int] | None) -> str | None:
+    """A step's token ids as stored: a JSON list of ints (None stays NULL)."""
+    if ids is None:
+        return None
+    return json.dumps([int(t) for t in ids], separators=(",", ":"))
 
 
 def _no_space(error: BaseException) -> bool:

@@ -17,8 +17,9 @@ SUMMARY_FILE = "summary.json"
 
 
 def summary_dict(out: dict[str, Any]) -> dict[str, Any]:
-    """``train()``'s result without tensors and history: every field plus ``last`` (the last step's
-    rewards and the metrics without a ``/``, rounded)."""
+    """``train()``'s result without tensors and history: every field (``replay``: the replayed reasoner's hits,
+    misses, catch-up steps and mismatches, or None) plus ``last`` (the last step's rewards and the metrics without
+    a ``/``, rounded)."""
     shown = {k: v for k, v in out.items() if k not in ("history", "params")}
     last = out["history"][-1] if out.get("history") else {}
     shown["last"] = {k: round(v, 4) for k, v in last.items() if "/" not in k or k.endswith("/reward")}
@@ -42,6 +43,10 @@ def summary_text(cfg: Any, shown: dict[str, Any]) -> str:
     ]
     if rewards:
         lines.append(f"  last step    {rewards}")
+    replay = shown.get("replay")
+    if replay:
+        lines.append(f"  replay       {replay['hits']} steps read back, {replay['misses']} decoded, "
+                     f"{replay['catchup_steps']} caught up ({replay['catchup_mismatch']} mismatched)")
     lines += [
         f"  run dir      {run}",
         f"  checkpoint   {shown.get('checkpoint') or '(none written)'}",

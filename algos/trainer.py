@@ -193,11 +193,23 @@ class Trainer(PolicyUpdate):
                 bar.set_postfix({k: f"{m[k]:.3f}" for k in ("planner/reward", "reasoner/reward", "accuracy") if k in m})
                 if (self.cfg.save_every and self.step % self.cfg.save_every == 0) or self.step == self.cfg.steps:
                     path = self.save()
+            replay = self.replay_stats()  # a collective: before end_training drops the process group
         finally:  # flush the logs even when the run stops on an error
             bar.close()
             self.acc.end_training()
         return {"steps": self.step, "checkpoint": str(path) if path else None, "output_dir": str(self.out),
-                "history": self.history}
+                "replay": replay, "history": self.history}
+
+    def replay_stats(self) -> dict[str, int] | None:
+        """The replayed reasoner's counts this run (:mod:`agents.replay`: ``hits``, ``misses``, ``catchup_steps``,
+        ``catchup_mismatch``, ``sessions``) summed over processes; None when the reasoner is not replayed."""
+        from agents.replay import ReplayReasoner
+
+        reasoner = self.agents["reasoner"]
+        if not isinstance(reasoner, ReplayReasoner):
+            return None
+        per = gather_object([dict(reasoner.stats)]) if self.acc.num_processes > 1 else [dict(reasoner.stats)]
+        return {k: int(sum(s[k] for s in per)) for k in per[0]}
 
     # ------------------------------------------------------------------ checkpoints
     def save(self) -> Path | None:

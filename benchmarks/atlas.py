@@ -490,11 +490,14 @@ def main(cfg: Config) -> dict[str, Any]:
     runner.bar.close()
     rep = runner._reasoner
     wall = round(time.perf_counter() - t0, 1)
-    outcomes.append([{"row": "run", "wall_seconds": wall, "replay": dict(rep.stats) if rep else {"hits": 0, "misses": 0},
+    from agents.replay import STATS
+
+    counts = dict(rep.stats) if rep else dict.fromkeys(STATS, 0)  # nothing played: no reasoner was built
+    outcomes.append([{"row": "run", "wall_seconds": wall, "replay": counts,
                       "fingerprint": rep.fingerprint if rep else None}])
     result = report(outcomes.rows, cfg)
-    result["replay"] = {**(dict(rep.stats) if rep else {"hits": 0, "misses": 0}),
-                        "store": str(rep.store.path) if rep else None}
+    result["replay"] = {**counts, "store": str(rep.store.path) if rep else None,
+                        "catch_up": rep.catch_up if rep else None}
     result["decoder"]["fingerprint"] = result["decoder"]["fingerprint"] or (rep.fingerprint if rep else None)
     result["wall_seconds"] = round(sum(r["wall_seconds"] for r in result["runs"]), 1)  # every (resumed) run
     result["run_seconds"] = wall

@@ -187,7 +187,7 @@ def main(cfg: Config) -> dict[str, Any]:
     result = plan_stats.summarise(rows, [p.id for p in problems], plans, cfg.val_fraction, cfg.split_seed,
                                   cfg.bootstrap, cfg.seed)
     result |= {"config": asdict(cfg), "replay": {**reasoner.stats, "fingerprint": reasoner.fingerprint,
-                                                  "store": str(reasoner.store.path)},
+                                                  "store": str(reasoner.store.path), "catch_up": reasoner.catch_up},
                "wall_s": round(time.perf_counter() - t0, 1)}
     print(plan_stats.markdown(result))
     if cfg.out:

@@ -217,7 +217,7 @@ def _train(cfg: Config, learner: str, seed: int) -> dict[str, Any]:
     res = train(resolve(cfg.preset, overrides))
     curve = [{k: float(v) for k, v in m.items() if isinstance(v, (int, float)) and math.isfinite(v)}
              for m in res["history"]]
-    return {"run_dir": str(out), "seconds": time.perf_counter() - t0, "curve": curve}
+    return {"run_dir": str(out), "seconds": time.perf_counter() - t0, "curve": curve, "replay": res.get("replay")}
 
 
 def _outcomes(mode: str, problems: Sequence[Any], reasoner: Any, planner: Any, ecfg: Any,
@@ -267,6 +267,25 @@ def _agents(spec_r: str, spec_p: str | None, ecfg: Any, problems: Sequence[Any])
     return reasoner, planner
 
 
+def replay_counts(reasoner: Any) -> dict[str, int] | None:
+    """A replayed reasoner's counts so far (:mod:`agents.replay`), None for a reasoner that is not replayed."""
+    from agents.replay import ReplayReasoner
+
+    return dict(reasoner.stats) if isinstance(reasoner, ReplayReasoner) else None
+
+
+def _minus(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: int(after[k] - before.get(k, 0)) for k in after}
+
+
+def _total(counts: Any) -> dict[str, int] | None:
+    """The sum of replay counts (None entries skipped); None when there are none."""
+    parts = [c for c in counts if c]
+    if not parts:
+        return None
+    return {k: int(sum(c.get(k, 0) for c in parts)) for k in sorted({k for c in parts for k in c})}
+
+
 def _log(msg: str) -> None:
     print(f"[efficacy {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
@@ -302,8 +321,11 @@ class _Study:
             reasoner, planner = agents()
             path = Path(self.cfg.output_dir) / "episodes" / (
                 key.replace("/", "_").replace(":", "-").replace(",", "-") + ".jsonl") if episodes else None
+            before = replay_counts(reasoner)
             self.outs[key], self.details[key] = _outcomes(mode, problems, reasoner, planner, ecfg, path)
             self.timing[key] = time.perf_counter() - t
+            if before is not None:  # what this evaluation read back and decoded (the base reasoner is shared)
+                self.cache.data.setdefault("replay", {})[key] = _minus(replay_counts(reasoner), before)
             self.cache.save()
             _log(f"{key}: {sum(self.outs[key].values())}/{len(self.outs[key])} right in {self.timing[key]:.0f} s")
         return self.outs[key]
@@ -368,8 +390,10 @@ class _Study:
             t = time.perf_counter()
             reasoner, _ = self.base(self.vcfg, self.val)
             batch = max(1, self.cfg.batch // len(plans))  # each problem is len(plans) copies in one rollout
+            before = replay_counts(reasoner) or {}
             table, rows, stats = validation_table(self.val, reasoner, plans, min(steps, 4), self.run_cfg.env.protocol,
                                                   batch, self.cfg.replay_store, log=_log)
+            stats = _minus(stats, before)  # the table's own counts (the base reasoner may have evaluated before)
             path = Path(self.cfg.output_dir) / "episodes" / f"plan_table_{key.replace('/', '_')}.jsonl.gz"
             path.parent.mkdir(parents=True, exist_ok=True)
             with gzip.open(path, "wt", encoding="utf-8") as f:
@@ -465,7 +489,10 @@ def main(cfg: Config) -> dict[str, Any]:
               "plan_table": {"plans": len(tab["plans"]), "validation_accuracy": ex_acc, "replay": tab["replay"],
                              "seconds": tab["seconds"], "episodes": tab["episodes"],
                              "bandit_pulls": {s: b["pulls"] for s, b in choices["bandit"].items()}},
-              "runs": runs, "eval_seconds": st.timing, "wall_s": time.perf_counter() - t0,
+              "runs": runs, "replay": {"training": _total(r.get("replay") for r in runs.values()),
+                                       "evaluation": _total(cache.data.get("replay", {}).values()),
+                                       "plan_table": tab["replay"]},
+              "eval_seconds": st.timing, "wall_s": time.perf_counter() - t0,
               "total_compute_s": sum(r["seconds"] for r in runs.values()) + sum(st.timing.values())}
     result["table_md"] = efficacy_report.table(result)
     print(result["table_md"])

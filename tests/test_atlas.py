@@ -127,6 +127,10 @@ def test_rerun_decodes_nothing_and_table_from_reproduces(run, tmp_path):
     n_rows = len(_outcomes(tmp))
     again = main(_cfg(tmp))
     assert again["replay"]["misses"] == 0 and len(_outcomes(tmp)) == n_rows
+    # the scripted fake writes no tokens: its catch-up decodes again; a rerun that plays nothing builds no reasoner
+    assert first["replay"]["catch_up"] == "decode" and again["replay"]["catch_up"] is None
+    assert first["replay"]["catchup_mismatch"] == 0
+    assert all(set(r["replay"]) >= {"hits", "misses", "catchup_steps", "catchup_mismatch"} for r in again["runs"])
     rebuilt = main(Config(table_from=str(tmp / "a.outcomes.jsonl.gz"), out=str(tmp_path / "b.json")))
     for k in ("tasks", "heterogeneity", "mix", "mix_all", "left_out", "pilot"):
         assert rebuilt[k] == first[k], k

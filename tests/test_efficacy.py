@@ -59,6 +59,8 @@ def test_exhaustive_per_task_and_bandit_modes_choose_on_the_validation_table(tmp
     assert ex["val_accuracy"] == max(table["validation_accuracy"].values())
     assert table["validation_accuracy"][ex["plan"]] == ex["val_accuracy"]
     assert table["replay"]["misses"] > 0  # played through the replay cache: a second study decodes no step again
+    assert r["replay"]["plan_table"] == table["replay"] and table["replay"]["catchup_mismatch"] == 0
+    assert r["replay"]["training"] is None and all(run["replay"] is None for run in r["runs"].values())  # tiny: live
     again = main(Config(preset="tiny", seeds=(0,), eval_limit=8, validation_limit=6, output_dir=str(tmp_path / "again"),
                         plan_rounds=2, bandit_episodes=300, bootstrap_rounds=200, fixed=((8,),)))
     assert again["plan_table"]["replay"]["misses"] == 0 and again["plan_table"]["replay"]["hits"] > 0

@@ -40,6 +40,7 @@ def test_smoke_on_the_tiny_model_resumes_from_the_cache(tmp_path):
     for key in ("plans", "problems", "best_fixed", "per_task", "oracle", "headroom"):
         assert key in data
     assert len(data["plans"]) == 9 and data["replay"]["hits"] == 0
+    assert data["replay"]["catch_up"] == "prefill" and data["replay"]["catchup_mismatch"] == 0
     assert set(data["best_fixed"]) >= {"plan", "val_accuracy", "test_accuracy"} and "ci95" in data["headroom"]
     with gzip.open(tmp_path / "t.episodes.jsonl.gz", "rt") as f:
         rows = [json.loads(line) for line in f]

@@ -111,8 +111,8 @@ def test_two_processes_write_one_store(tmp_path):
     assert [p.exitcode for p in procs] == [0, 0]
     store = StepStore(path)
     assert len(store) == 600
-    assert store.get_many(["k0", "k599", "k300"]) == {"k0": ("text 0", 0), "k599": ("text 599", 599),
-                                                       "k300": ("text 300", 300)}
+    assert store.get_many(["k0", "k599", "k300"]) == {"k0": ("text 0", 0, None), "k599": ("text 599", 599, None),
+                                                       "k300": ("text 300", 300, None)}
 
 
 def test_store_is_capped_by_evicting_the_oldest(tmp_path):

@@ -95,7 +95,7 @@ def test_writer_killed_at_random_points_loses_no_committed_step(tmp_path):
         assert store._db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         done = _committed(side)
         got = store.get_many([f"k{j}" for j in done])
-        lost = [j for j in done if got.get(f"k{j}") != (_text(j), j)]
+        lost = [j for j in done if got.get(f"k{j}") != (_text(j), j, None)]
         assert not lost, f"kill {kill}: committed steps lost or changed: {lost[:10]}"
         rows = store._db.execute("SELECT key, text, tokens FROM steps").fetchall()
         assert all((t, n) == (_text(int(k[1:])), int(k[1:])) for k, t, n in rows)  # no torn or partial row
@@ -161,7 +161,7 @@ def test_bad_store_file_is_refused_in_one_line_naming_it_and_left_untouched(tmp_
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == [path.name]
 
 
-def test_store_written_before_the_application_id_still_opens_and_is_stamped(tmp_path):
+def test_store_written_before_the_application_id_and_the_ids_column_opens_and_is_upgraded(tmp_path):
     path = tmp_path / "steps.sqlite"
     db = sqlite3.connect(path, isolation_level=None)  # what the first StepStore wrote: no application_id
     db.execute("PRAGMA journal_mode=WAL")
@@ -170,10 +170,11 @@ def test_store_written_before_the_application_id_still_opens_and_is_stamped(tmp_
     db.execute("INSERT INTO steps VALUES ('k1', 'old step', 3, 0.0)")
     db.close()
     store = StepStore(path)
-    assert store.get_many(["k1"]) == {"k1": ("old step", 3)}
+    assert store.get_many(["k1"]) == {"k1": ("old step", 3, None)}  # a row of no token ids (agents.replay misses it)
     assert store._db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    store.put_many([("k2", "new step", 2, [5, 7])])  # the ids column was added on open
     store.close()
-    assert StepStore(path).get_many(["k1"]) == {"k1": ("old step", 3)}
+    assert StepStore(path).get_many(["k1", "k2"]) == {"k1": ("old step", 3, None), "k2": ("new step", 2, (5, 7))}
 
 
 # ------------------------------------------------------------------------------ full disk

@@ -42,3 +42,22 @@ def test_train_ends_with_where_and_what_next(tmp_path, capsys, monkeypatch, lear
     saved = json.loads((run / SUMMARY_FILE).read_text())
     assert saved["steps"] == 2 and saved["output_dir"] == str(run) and "reasoner/reward" in saved["last"]
     assert "history" not in saved and "params" not in saved
+    assert saved["replay"] is None and "replay " not in text  # the reasoner is not replayed
+
+
+def test_a_replayed_reasoner_s_counts_are_in_the_summary(tmp_path, capsys, monkeypatch):
+    """planner_only against replay:tiny: summary.json records the replay store's hits, misses, catch-up steps and
+    mismatches of the run; an identical second run reads every step back, and the console says so."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("RSIM_REPLAY_DIR", str(tmp_path / "replay"))
+    args = ["train", "--preset", "tiny", "--learner", "planner_only", "--reasoner", "replay:tiny", "--steps", "2",
+            "--set", "reasoner.greedy=true"]
+    runs = []
+    for name in ("a", "b"):
+        cli.main([*args, "--out", str(tmp_path / name)])
+        runs.append((json.loads((tmp_path / name / SUMMARY_FILE).read_text())["replay"], capsys.readouterr().out))
+    (first, _), (second, text) = runs
+    assert set(first) >= {"hits", "misses", "catchup_steps", "catchup_mismatch"}
+    assert first["misses"] > 0 and first["catchup_mismatch"] == 0
+    assert second["misses"] == 0 and second["hits"] == first["hits"] + first["misses"]
+    assert f"replay       {second['hits']} steps read back, 0 decoded" in text

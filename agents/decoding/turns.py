@@ -335,6 +335,52 @@ class Turns:
         whole = conv.single_turn or conv.terminating
         return text.strip() if whole else text.split(STEP_DELIMITER)[0].strip()
 
+    def prefill(self, copy: int, conv: Conversation, obs: dict[str, Any], ids: Sequence[int], text: str = "") -> str:
+        """Play round ``obs["round"]`` of ``conv`` with a step this reasoner wrote before, without decoding it.
+
+        The conversation then holds exactly what it holds after a decoder wrote ``ids`` (ids, mask, spans, text,
+        open/delimiter state), but the decoder has read none of this round: ``conv.fed`` stays where it was, so the
+        next turn's feed carries the step as a prompt continuation (:mod:`agents.replay`'s catch-up). Log-probs of
+        prefilled tokens are recorded as 0 (never computed: a replayed reasoner is not trained).
+
+        Args:
+            copy: The copy's id (for errors).
+            conv: Its conversation.
+            obs: This round's observation.
+            ids: Every token the step's turn wrote, end-of-turn included when written (:meth:`step_ids`).
+            text: The step's text; used only without a tokenizer (a chat server renders the chat from the
+                observations, so no token history is kept).
+
+        Returns:
+            The step's text, as :meth:`finish` returns it.
+
+        Raises:
+            ValueError: ``ids`` does not end exactly where this reasoner's cap and stop rules end the step (it was
+                written under other settings or by another reasoner).
+        """
+        fed = conv.fed
+        turn = self.start(copy, conv, obs)
+        if self.tokenizer is None:
+            turn.text, turn.done = text, True
+        elif not ids:
+            raise ValueError(f"copy {copy}: prefill got no token ids for round {obs['round']}; a step of a reasoner "
+                             "with a tokenizer is the ids its turn wrote (Turns.step_ids).")
+        for i, token in enumerate(ids if self.tokenizer is not None else ()):
+            if turn.write(int(token), 0.0) != (i == len(ids) - 1):
+                raise ValueError(f"copy {copy}: the prefilled step of round {obs['round']} ({len(ids)} tokens) "
+                                 f"{'ends after' if i < len(ids) - 1 else 'goes on past'} token {i + 1} under this "
+                                 f"reasoner's cap ({turn.cap}) and stop rules: it was written by another reasoner or "
+                                 "under other settings; prefill only steps this reasoner wrote.")
+        out = self.finish(turn)
+        conv.fed = fed  # nothing of this round is in the decoder's cache: the next turn feeds it
+        return out
+
+    @staticmethod
+    def step_ids(conv: Conversation, round: int = -1) -> list[int]:
+        """Every token the turn of ``round`` wrote (its step span: end-of-turn included when written)."""
+        start, end = conv.step_spans[round]
+        return list(conv.ids[start:end])
+
     def record(self, conv: Conversation) -> ReasonerRecord:
         """Everything a learner needs to recompute and weight this conversation's log-probs."""
         return ReasonerRecord(input_ids=list(conv.ids), gen_mask=list(conv.gen_mask), logprobs=list(conv.logprobs),

@@ -61,11 +61,12 @@ test-float: install
 # The tests that start processes, threads, servers or timers, again with every core kept busy by
 # tools.cpu_load (CI runs this after `make test`): a test that passes only on a quiet machine fails here
 # instead of on a user's laptop. Slow tests included; add a file here when its tests start processes.
-LOAD_TESTS := tests/test_replay.py tests/test_replay_store_faults.py tests/test_answers_pool.py \
+LOAD_TESTS := tests/test_replay.py tests/test_replay_prefill.py tests/test_replay_store_faults.py tests/test_answers_pool.py \
 	tests/test_answers_hostile.py tests/test_eval_resume.py tests/test_code_sandbox.py tests/test_code_execute.py \
 	tests/test_sandbox_fail_closed.py tests/test_soak.py tests/test_threads.py tests/test_train_faults.py \
 	tests/test_checkpoint_faults.py tests/test_serve.py tests/test_openai_reasoner.py tests/test_rg_hash_seed.py \
-	tests/test_rg_kind.py tests/test_llama_server.py tests/test_cpu_load.py
+	tests/test_rg_kind.py tests/test_llama_server.py tests/test_decode_threads.py tests/test_cpu_load.py \
+	tests/test_trainer.py::test_two_processes_under_accelerate_launch
 test-load: install sandbox-tools
 	PYTHONHASHSEED=0 $(PY) -m tools.cpu_load -- $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) $(LOAD_TESTS)
 

@@ -51,7 +51,8 @@ def readme_section() -> str:
         lines += [" " * 13 + b for b in body[1:]]
         lines.append(" " * 13 + f"({NOTES[pkg]})")
     lines += ["tests/       pytest; `slow` marks tests that load the real SmolLM2 weights",
-              "tools/       scripts that regenerate generated docs (this section: python -m tools.layout --write)", "```",
+              "tools/       scripts that regenerate generated docs (this section: python -m tools.layout --write)",
+              "             and run a command with every core busy (python -m tools.cpu_load -- CMD: make test-load)", "```",
               "", "Every module with one line on its job: [docs/layout.md](docs/layout.md)."]
     return "\n".join([BEGIN, *lines, END])
 

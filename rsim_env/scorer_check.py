@@ -17,8 +17,8 @@ these known-wrong answers with the task's own ``score_answer`` on that entry:
 Any full credit (``score == 1.0``) to one of them fails the task; the reason names the entry, its gold, the
 wrong answer and its score. A scorer that raises on a wrong answer gives it no credit (the ``rg`` kind reports
 that as ``"scorer_error"``, score 0). The answers are generator golds and fixed words, not model text, but a
-scorer that would ``eval`` Python code (:data:`rsim_env.kinds.rg_worker.PYTHON_EVAL`) is still only handed
-literals (:func:`rsim_env.kinds.rg_worker.literal_only`).
+scorer that would ``eval`` Python code (:data:`rsim_env.kinds.eval_guard.PYTHON_EVAL`) is still only handed
+literals (:func:`rsim_env.kinds.eval_guard.literal_only`).
 
 **Where it runs**: in the process when it was started with ``PYTHONHASHSEED=0`` (:data:`rsim_env.rg_tasks.HASH_SEED`),
 else in the ``rg`` scorer's workers (started so): some generators iterate over sets of strings, so the sampled
@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 from .rg_tasks import _hash_seed_is_fixed, make_entry
 
-__all__ = ["SAMPLES", "wrong_answers", "failures", "check", "require_sound"]
+__all__ = ["SAMPLES", "wrong_answers", "failures", "check", "require_sound", "set_worker_check"]
 
 SAMPLES = 8
 """Entries per task the check scores wrong answers on (seed 0)."""
@@ -88,7 +88,7 @@ def failures(entries: list[dict[str, Any]], score_answer: Callable[[str, dict[st
 
 def dataset_failures(ds: Any, dataset: str, seed: int, samples: int) -> list[str]:
     """:func:`failures` on the first ``samples`` entries of a created dataset (what the process or worker runs)."""
-    from .kinds.rg_worker import PYTHON_EVAL, literal_only
+    from .kinds.eval_guard import PYTHON_EVAL, literal_only
 
     entries = [make_entry(ds, dataset, seed, i) for i in range(min(samples, len(ds)))]
     return failures(entries, ds.score_answer, literal_only if dataset in PYTHON_EVAL else (lambda a: True))
@@ -113,14 +113,27 @@ def _check(dataset: str, config_json: str, seed: int, samples: int) -> str:
         ds = reasoning_gym.create_dataset(dataset, size=max(samples, 2), seed=seed, **config)
         found = dataset_failures(ds, dataset, seed, samples)
     else:
-        from .kinds.rgym import check_scorer
-
-        found = check_scorer(dataset, config, seed, samples)
+        if not _WORKER_CHECK:  # pragma: no cover - rsim_env.kinds.rgym sets it, and importing rsim_env always loads it
+            raise RuntimeError("rsim_env.kinds.rgym is not loaded: import rsim_env first.")
+        found = _WORKER_CHECK[0](dataset, config, seed, samples)
     if not found:
         return ""
     more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
     return (f"its score_answer gives full credit to {len(found)} known-wrong answers on {samples} entries: "
             + "; ".join(found[:3]) + more)
+
+
+_WORKER_CHECK: list = []
+
+
+def set_worker_check(check_in_workers) -> None:
+    """Name the function that runs the check in the ``rg`` scorer's workers (:func:`rsim_env.kinds.rgym.check_scorer`).
+
+    The workers' pool lives in :mod:`rsim_env.kinds.rgym`, above this module (which :mod:`rsim_env.problems`, and so
+    the answer checker, imports): it registers itself here when it loads, as it does with
+    :func:`rsim_env.rg_tasks.set_entries_maker`, so that no import circle runs through the answer checker.
+    """
+    _WORKER_CHECK[:] = [check_in_workers]
 
 
 def require_sound(dataset: str, config: dict[str, Any] | None = None) -> None:

@@ -21,41 +21,17 @@ pairs of entries ``start`` to ``stop`` instead (:func:`rsim_env.rg_tasks.entries
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 from collections import OrderedDict
 from typing import Any
 
 from ..rg_tasks import make_entry
+from .eval_guard import PYTHON_EVAL, literal_only  # noqa: F401  (this worker's guard; re-exported)
 
-PYTHON_EVAL = frozenset({"binary_matrix", "n_queens", "spiral_matrix", "string_insertion"})
-"""Generators whose ``score_answer`` calls Python ``eval`` on the answer (reasoning-gym 0.1.25: only on the
-partial-credit path, after an exact-match test). They run here behind :func:`literal_only`."""
 CACHE_SIZE = 16
 """Datasets kept per worker (creating one can load word lists)."""
-_LITERAL_NODES = (ast.Expression, ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Load)
 _datasets: OrderedDict[str, Any] = OrderedDict()
-
-
-def literal_only(answer: str) -> bool:
-    """True when Python ``eval`` of ``answer`` can run no code: the text either does not compile as an
-    expression (``eval`` raises ``SyntaxError`` before running anything) or is a plain literal (numbers,
-    strings, lists/tuples/sets/dicts of them, a sign on a number). Checked on every form a scorer hands
-    to ``eval`` (as given, stripped; ``eval`` itself drops leading spaces and tabs)."""
-    for text in {answer, answer.strip(), answer.lstrip(" \t")}:
-        try:
-            tree = ast.parse(text, mode="eval")
-        except (SyntaxError, ValueError, MemoryError, RecursionError):
-            continue  # eval fails on it the same way, before running anything
-        for node in ast.walk(tree):
-            if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) \
-                    and isinstance(node.operand, ast.Constant):
-                continue
-            if isinstance(node, (ast.USub, ast.UAdd)) or isinstance(node, _LITERAL_NODES):
-                continue
-            return False
-    return True
 
 
 def _dataset(req: dict) -> Any:

@@ -53,7 +53,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Sequence
 
-from .. import answers, rg_tasks
+from .. import answers, rg_tasks, scorer_check
 from ..answers.extract import _from_answer_is, _last_tag, boxed_spans
 from ..answers.sandbox import ProtocolError, WorkerFailure, WorkerPool
 from .base import Grade, Kind, KindTexts
@@ -190,6 +190,9 @@ def check_scorer(dataset: str, config: dict, seed: int, samples: int) -> list[st
     if reply.get("reason") != "ok":
         raise ValueError(f"reasoning-gym {dataset!r} with {config}: {reply.get('detail')}")
     return [str(f) for f in reply["failures"]]
+
+
+scorer_check.set_worker_check(check_scorer)
 
 
 class ReasoningGymKind(MathKind):

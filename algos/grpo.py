@@ -49,6 +49,12 @@ class GRPOConfig:
     rewarded). Keeps the planner from collapsing onto one plan before the problem-dependent accuracy signal
     arrives (docs/contextual.md); with it on, equal-reward groups are still scored, since the bonus has a
     gradient there. 0 = off (the entropy is then only logged)."""
+    per_term_advantages: bool = False
+    """Normalise each reward component within its group before summing (:func:`per_term_advantages`):
+    ``A = sum_k w_k (r_k - mean_g r_k) / (std_g r_k + eps)`` over the role's components (the env's
+    ``info["components"]`` and ``env.weights``), so a term with a large spread (R_terminal: +-1) does not
+    drown one with a small spread (R_acc). False (GRPO, the paper) normalises the summed reward.
+    A learner's own ``advantages`` hook, when it has one, is used instead."""
     tis_cap: float = 0.0
     """Truncated importance sampling for rollouts sampled by a lower-precision copy (e.g.
     ``reasoner.sample_dtype=bfloat16``): each token's advantage is weighted by
@@ -76,6 +82,8 @@ class GRPOConfig:
             raise bad("num_iterations", "use 1 (on-policy) or more to reuse each rollout batch")
         if not (isinstance(self.entropy_coef, (int, float)) and self.entropy_coef >= 0):
             raise bad("entropy_coef", "use 0 (off) or a small positive bonus such as 0.01")
+        if not isinstance(self.per_term_advantages, bool):
+            raise bad("per_term_advantages", "use True or False")
         if not (isinstance(self.tis_cap, (int, float)) and (self.tis_cap == 0 or self.tis_cap >= 1)):
             raise bad("tis_cap", "use 0 (off) or a cap >= 1 such as 2")
 
@@ -111,6 +119,35 @@ def group_advantages(rewards: Tensor, group_size: int, scale: bool = True, eps: 
         centred = centred / (r.std(dim=1, keepdim=True) + eps)
     centred = torch.where(flat, torch.zeros_like(centred), centred)
     return centred.view(-1).to(rewards.dtype if rewards.is_floating_point() else torch.float32)
+
+
+def per_term_advantages(terms: Tensor, group_size: int, weights: Tensor | None = None, scale: bool = True,
+                        eps: float = 1e-4) -> Tensor:
+    """``A = sum_k w_k * group_advantages(terms[:, k])``: each reward term normalised within its group, then summed.
+
+    GRPO normalises the *summed* reward, so a term whose spread within a group is large dominates the
+    advantage of one whose spread is small; here every term that varies in a group contributes on the
+    same scale (times its weight), and a term that is flat in a group contributes 0 there. With one
+    term of weight 1 this is :func:`group_advantages` of that term.
+
+    Args:
+        terms: ``[N, K]`` unweighted reward components, rows ordered as for :func:`group_advantages`.
+        group_size: G.
+        weights: ``[K]`` weights (default all 1); a weight of 0 leaves the term out.
+        scale: divide each term by its group std; False = mean baseline only.
+        eps: added to each std.
+
+    Returns:
+        ``[N]`` advantages (exactly 0 in a group where every term is flat).
+    """
+    if terms.dim() != 2:
+        raise ValueError(f"terms must be [N, K] (one column per reward component); got shape {tuple(terms.shape)}.")
+    w = torch.ones(terms.shape[1], dtype=torch.float64) if weights is None else torch.as_tensor(weights, dtype=torch.float64)
+    if w.shape != (terms.shape[1],):
+        raise ValueError(f"weights must have one entry per column of terms ({terms.shape[1]}); got shape {tuple(w.shape)}.")
+    cols = [group_advantages(terms[:, k].to(torch.float64), group_size, scale, eps) for k in range(terms.shape[1])]
+    adv = torch.stack(cols, 1) @ w if cols else torch.zeros(terms.shape[0], dtype=torch.float64)
+    return adv.to(terms.dtype if terms.is_floating_point() else torch.float32)
 
 
 def zero_std_groups(rewards: Tensor, group_size: int) -> Tensor:

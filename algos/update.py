@@ -1,6 +1,7 @@
 """One optimizer step for one agent, the part of :class:`algos.trainer.Trainer` that does the math.
 
-For the role a learner updates now: GRPO advantages of the group rewards (or the learner's own
+For the role a learner updates now: GRPO advantages of the group rewards (per reward term with
+``train.grpo.per_term_advantages``; or the learner's own
 ``advantages``), zero-advantage groups left unscored, the KL reference's log-probs, then
 ``num_iterations`` passes of: score the records in chunks (``score_chunk``), the loss (the
 learner's own ``loss`` or :func:`algos.grpo.grpo_loss`), backward weighted across chunks and
@@ -20,13 +21,32 @@ from typing import Any, Sequence
 import torch
 from accelerate import Accelerator
 
+from rsim_env.rewards import COMPONENTS, RewardWeights
+
 from .distributed import process_weight, sync_grads
-from .grpo import AGGREGATIONS, group_advantages, grpo_loss, zero_std_groups
+from .grpo import AGGREGATIONS, group_advantages, grpo_loss, per_term_advantages, zero_std_groups
 from .step_guard import StepGuard
 from .update_schedule import UpdateSchedule
 from .train_config import TrainConfig
 
-__all__ = ["PolicyUpdate", "truncated_is_weights"]
+__all__ = ["PolicyUpdate", "reward_terms", "truncated_is_weights"]
+
+
+def reward_terms(role: str, results: Sequence[dict], weights: RewardWeights,
+                 rewards: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``[N, K]`` unweighted components of ``role``'s reward per result (``info["components"]``) and their ``[K]``
+    weights, for :func:`algos.grpo.per_term_advantages`; ``rewards`` (``[N]``), if given, must be their weighted sum."""
+    names = [c.name for c in COMPONENTS if role in c.agents]
+    try:
+        terms = torch.tensor([[float(r["info"]["components"][n]) for n in names] for r in results], dtype=torch.float64)
+    except KeyError as e:
+        raise ValueError(f"train.grpo.per_term_advantages needs every {role} reward component {names} in "
+                         f"info['components']; {e} is missing. Set train.grpo.per_term_advantages=false.") from None
+    w = torch.tensor([float(getattr(weights, n)) for n in names], dtype=torch.float64)
+    if rewards is not None and not torch.allclose(terms @ w, rewards.to(torch.float64), atol=1e-4):
+        raise ValueError(f"train.grpo.per_term_advantages: the {role} rewards are not the weighted sum of their "
+                         f"components {names} (a reward from elsewhere?); set train.grpo.per_term_advantages=false.")
+    return terms, w
 
 
 def truncated_is_weights(old: torch.Tensor, records: Sequence[Any], mask: torch.Tensor, cap: float) -> torch.Tensor:
@@ -56,7 +76,7 @@ class PolicyUpdate:
     """``update(role, plan, results, records)`` for :class:`algos.trainer.Trainer`.
 
     Attributes read (set by the trainer): ``cfg``, ``learner``, ``agents``, ``acc``, ``G``,
-    ``optimizers``, ``optim_cfg``, ``loss_cfg``, ``ref_agents``, ``guard`` and ``step``.
+    ``optimizers``, ``optim_cfg``, ``loss_cfg``, ``ref_agents``, ``guard``, ``step`` and ``env_cfg``.
     """
 
     cfg: TrainConfig
@@ -70,6 +90,7 @@ class PolicyUpdate:
     ref_agents: dict[str, Any]
     guard: StepGuard
     step: int
+    env_cfg: Any
 
     def _set_lr(self, role: str, scale: float) -> float:
         oc = self.optim_cfg[role]
@@ -79,17 +100,24 @@ class PolicyUpdate:
             g["lr"] = lr
         return lr
 
-    def _advantages(self, R: torch.Tensor) -> torch.Tensor:
+    def _advantages(self, R: torch.Tensor, role: str, results: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Advantages of ``R`` and the ``[N // G]`` groups left unscored (zero advantage)."""
         g = self.cfg.grpo
         custom = getattr(self.learner, "advantages", None)
-        return custom(R, self.G, g) if custom else group_advantages(R, self.G, scale=g.scale_rewards, eps=g.adv_eps)
+        if custom:
+            return custom(R, self.G, g), zero_std_groups(R, self.G)
+        if not g.per_term_advantages:
+            return group_advantages(R, self.G, scale=g.scale_rewards, eps=g.adv_eps), zero_std_groups(R, self.G)
+        terms, w = reward_terms(role, results, self.env_cfg.weights, R)
+        adv = per_term_advantages(terms, self.G, w, scale=g.scale_rewards, eps=g.adv_eps)
+        flat = torch.stack([zero_std_groups(terms[:, k], self.G) | (w[k] == 0) for k in range(len(w))]).all(0)
+        return adv, flat
 
     def update(self, role: str, plan: UpdateSchedule, results: list[dict], records: list[Any]) -> dict[str, float]:
         """One optimizer step (``num_iterations`` passes) for ``role``; returns its metrics."""
         R = torch.tensor([res["rewards"][role] for res in results], dtype=torch.float32)
         g = self.cfg.grpo
-        adv = self._advantages(R)
-        zero = zero_std_groups(R, self.G)
+        adv, zero = self._advantages(R, role, results)
         # a KL penalty or an entropy bonus has a gradient even where every reward of a group is equal
         score_all = g.kl_coef > 0 or self.loss_cfg[role].entropy_coef > 0 or not self.cfg.skip_zero_std_groups
         keep = [c for c in range(len(R)) if score_all or not zero[c // self.G]]

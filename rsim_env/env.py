@@ -189,8 +189,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
         }
         if agent == "planner":
             obs["prompt"] = render.planner_text(ep.question, ep.steps, ep.strategies)
-            live = not ep.done and ep.due == "planner"
-            obs["action_mask"] = np.full(self.num_strategies, 1 if live else 0, dtype=np.int8)
+            obs["action_mask"] = ep.plan_mask(self.num_strategies)  # all zeros while the planner waits
         else:
             obs.update(self._reasoner_turn(ep))
             obs["no_planner"] = int(not self.cfg.planner)

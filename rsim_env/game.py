@@ -32,6 +32,11 @@ class EnvConfig:
 
     max_steps: int = 8
     """Rounds (plan + step) before the episode is truncated."""
+    terminate_last_round: bool = False
+    """True: in the last round (``max_steps - 1``) the planner's ``action_mask`` allows only termination (8),
+    and any other plan there is refused, so no episode is truncated for want of a termination plan (its
+    R_terminal is never -1). False (the paper): every strategy is legal in every round. A learner option
+    (docs/training.md); evaluate a planner under the rule it was trained with."""
     max_step_chars: int = 2000
     """Longest reasoner step kept; longer steps are cut and flagged in info."""
     max_question_chars: int = 4000
@@ -55,6 +60,8 @@ class EnvConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"EnvConfig.{name}={value!r} must be an int >= 1.")
+        if not isinstance(self.terminate_last_round, bool):
+            raise TypeError(f"EnvConfig.terminate_last_round must be True or False, got {self.terminate_last_round!r}.")
         if not isinstance(self.weights, RewardWeights):
             raise TypeError(f"EnvConfig.weights must be a RewardWeights, got {type(self.weights).__name__}.")
         if not isinstance(self.check, answers.CheckConfig):
@@ -107,6 +114,19 @@ class Episode:
         return len(self.steps)
 
     # -- moves --------------------------------------------------------------------------------
+    def plan_mask(self, n: int | None = None) -> np.ndarray:
+        """``int8`` mask over ``n`` strategies (default: the table's rows now) the planner may pick now: all
+        zeros when it is not its turn; only termination in the last round when ``cfg.terminate_last_round``;
+        else all ones."""
+        mask = np.zeros(num_strategies() if n is None else n, dtype=np.int8)
+        if self.done or self.due != "planner":
+            return mask
+        if self.cfg.terminate_last_round and self.round >= self.cfg.max_steps - 1:
+            mask[TERMINATION] = 1
+        else:
+            mask[:] = 1
+        return mask
+
     def plan(self, action: Any) -> None:
         """Planner picks a strategy index. Validates before touching any state."""
         if self.done or self.due != "planner":
@@ -120,6 +140,12 @@ class Episode:
         if not 0 <= int(action) < n:
             raise ValueError(
                 f"planner action {int(action)} is out of range; expected a strategy index in 0..{n - 1}."
+            )
+        if not self.plan_mask(n)[int(action)]:
+            raise ValueError(
+                f"planner action {int(action)} is not legal in round {self.round} of max_steps={self.cfg.max_steps}: "
+                f"EnvConfig.terminate_last_round=True allows only termination ({TERMINATION}) in the last round; "
+                "pick an action the observation's action_mask allows."
             )
         self.pending = int(action)
         self.pending_injected = self.protocol.lead(self.round, self.pending, self.kind)

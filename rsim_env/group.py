@@ -119,6 +119,10 @@ class EnvGroup:
             if agent == "planner":
                 if not is_int_action(a) or not 0 <= int(a) < space.n:
                     raise ValueError(f"copy {c}: planner action {a!r:.60} invalid; expected an int in 0..{space.n - 1}.")
+                legal = self.envs[c].unwrapped.episode.plan_mask(space.n)
+                if not legal[int(a)]:
+                    raise ValueError(f"copy {c}: planner action {int(a)} is not allowed by its action_mask "
+                                     f"(legal: {[int(i) for i in legal.nonzero()[0]]}); sample from the mask.")
             elif not isinstance(a, str):
                 raise TypeError(f"copy {c}: reasoner action must be str, got {type(a).__name__}.")
 

@@ -210,3 +210,57 @@ def test_failed_reset_leaves_env_asking_for_reset(first):
             call()
     env.reset(options={"problem": PROB})  # a good reset recovers
     env.step(8)
+
+
+# ------------------------------------------------------------------ EnvConfig.terminate_last_round (a learner option)
+
+def test_last_round_mask_allows_only_termination_and_earlier_rounds_allow_all():
+    env = rsim_env.env(max_steps=3, terminate_last_round=True)
+    env.reset(options={"problem": PROB})
+    masks = []
+    for _ in range(3):
+        masks.append(env.observe("planner")["action_mask"].tolist())
+        env.step(2 if len(masks) < 3 else 8)
+        env.step("Let me think carefully about 6 * 7.")
+    assert masks[0] == masks[1] == [1] * 9 and masks[2] == [0] * 8 + [1]
+    info = env.unwrapped.episode.outcome()["info"]
+    assert info["terminated"] and not info["truncated"] and info["components"]["terminal"] == 1.0
+
+
+def test_last_round_rule_refuses_another_plan_there_and_the_default_allows_it():
+    for flag, refused in ((True, True), (False, False)):
+        env = rsim_env.env(max_steps=2, terminate_last_round=flag)
+        env.reset(options={"problem": PROB})
+        env.step(2)
+        env.step("Let me think carefully about 6 * 7.")
+        assert env.observe("planner")["action_mask"].sum() == (1 if flag else 9)
+        if refused:
+            with pytest.raises(ValueError, match="terminate_last_round"):
+                env.step(3)
+            assert env.unwrapped.episode.pending is None  # nothing moved
+        else:
+            env.step(3)
+
+
+def test_last_round_rule_with_one_round_allows_only_termination_at_once():
+    env = rsim_env.env(max_steps=1, terminate_last_round=True)
+    env.reset(options={"problem": PROB})
+    assert env.observe("planner")["action_mask"].tolist() == [0] * 8 + [1]
+
+
+def test_random_planner_always_terminates_under_the_last_round_rule():
+    ends = []
+    for seed in range(20):
+        info, _ = play(rsim_env.env(max_steps=3, terminate_last_round=True), RandomPlanner(seed=seed),
+                       TemplateReasoner({PROB.question: "42"}), options={"problem": PROB})
+        ends.append((info["terminated"], info["truncated"], info["strategies"][-1]))
+    assert all(e == (True, False, 8) for e in ends)
+    # without the rule the same planners leave episodes unterminated (so the test above can fail)
+    free = [play(rsim_env.env(max_steps=3), RandomPlanner(seed=s), TemplateReasoner(), options={"problem": PROB})[0]
+            for s in range(20)]
+    assert any(i["truncated"] for i in free)
+
+
+def test_terminate_last_round_must_be_a_bool():
+    with pytest.raises(TypeError, match="terminate_last_round"):
+        rsim_env.EnvConfig(terminate_last_round=1)

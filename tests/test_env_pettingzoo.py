@@ -8,7 +8,8 @@ import rsim_env
 from tests.conftest import seeded
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"max_steps": 3}, {"planner": False}], ids=["default", "short", "no_planner"])
+@pytest.mark.parametrize("kwargs", [{}, {"max_steps": 3}, {"planner": False}, {"max_steps": 2, "terminate_last_round": True}],
+                         ids=["default", "short", "no_planner", "last_round_terminates"])
 def test_api_test(kwargs):
     api_test(seeded(rsim_env.env(**kwargs)), num_cycles=1000)
 

@@ -105,3 +105,13 @@ def test_step_after_every_copy_is_done_is_a_clear_error():
             call()
     with pytest.raises(RuntimeError, match="reset"):
         EnvGroup(PROBS[:1], 2).step([])
+
+
+def test_a_plan_the_last_round_rule_forbids_is_refused_before_any_copy_moves():
+    g = EnvGroup(PROBS[0], group_size=2, max_steps=1, terminate_last_round=True)
+    g.reset(seed=0)
+    with pytest.raises(ValueError, match="copy 1: planner action 3 is not allowed by its action_mask"):
+        g.step([8, 3])
+    agent, ids, obs = g.observe()
+    assert agent == "planner" and ids == [0, 1] and all(o["round"] == 0 for o in obs)
+    g.step([8, 8])

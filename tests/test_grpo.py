@@ -7,7 +7,7 @@ import torch
 
 from algos.grpo import (
     AGGREGATIONS, GRPOConfig, clip_metrics, clipped_surrogate, group_advantages, grpo_loss, k3_kl,
-    zero_std_groups,
+    per_term_advantages, zero_std_groups,
 )
 
 
@@ -202,9 +202,50 @@ def test_num_iterations_reuses_batch_with_old_logp():
         ({"max_length": 0}, "max_length"),
         ({"num_iterations": 0}, "num_iterations"),
         ({"adv_eps": 0.0}, "adv_eps"),
+        ({"per_term_advantages": 1}, "per_term_advantages"),
     ],
     ids=lambda v: str(v),
 )
 def test_config_errors_name_field(kwargs, field):
     with pytest.raises(ValueError, match=f"GRPOConfig.{field}="):
         GRPOConfig(**kwargs)
+
+
+# ---------------------------------------------------------------- per-term advantages (GRPOConfig.per_term_advantages)
+
+def test_per_term_advantages_hand_computed():
+    # one group of 3: acc [1, 0, 0], terminal [1, 1, -1]. Each term: mean 1/3, unbiased std sqrt(1/3) (acc) and
+    # sqrt(4/3) (terminal), so acc -> [2, -1, -1] / sqrt(3) and terminal -> [1, 1, -2] / sqrt(3); summed:
+    # [sqrt 3, 0, -sqrt 3]. GRPO on the sum [2, 1, -1] gives the middle copy (terminated, wrong) +0.22 instead.
+    terms = torch.tensor([[1.0, 1.0], [0.0, 1.0], [0.0, -1.0]])
+    a = per_term_advantages(terms, 3, eps=1e-12)
+    torch.testing.assert_close(a, torch.tensor([math.sqrt(3), 0.0, -math.sqrt(3)]), atol=1e-6, rtol=0)
+    summed = group_advantages(terms.sum(1), 3, eps=1e-12)
+    assert summed[1].item() == pytest.approx(1 / 3 / math.sqrt(7 / 3), abs=1e-6)
+
+
+def test_per_term_advantages_weights_scale_and_drop_terms():
+    terms = torch.tensor([[1.0, 1.0], [0.0, 1.0], [0.0, -1.0], [1.0, -1.0]])
+    acc = group_advantages(terms[:, 0], 2, eps=1e-4)
+    term = group_advantages(terms[:, 1], 2, eps=1e-4)
+    torch.testing.assert_close(per_term_advantages(terms, 2, torch.tensor([2.0, 0.5])), 2 * acc + 0.5 * term)
+    torch.testing.assert_close(per_term_advantages(terms, 2, torch.tensor([1.0, 0.0])), acc)
+
+
+def test_per_term_advantages_of_one_term_equal_grpo_and_flat_terms_add_nothing():
+    r = torch.randn(12, generator=torch.Generator().manual_seed(0))
+    for scale in (True, False):
+        torch.testing.assert_close(per_term_advantages(r[:, None], 4, scale=scale), group_advantages(r, 4, scale=scale))
+    with_flat = torch.stack([r, torch.full_like(r, 0.5)], 1)  # a term equal for every copy has no advantage
+    torch.testing.assert_close(per_term_advantages(with_flat, 4), group_advantages(r, 4))
+    assert (per_term_advantages(torch.ones(4, 3), 2) == 0).all()
+
+
+@pytest.mark.parametrize("terms, weights, match", [
+    (torch.ones(4), None, r"\[N, K\]"),
+    (torch.ones(4, 2), torch.ones(3), "one entry per column"),
+    (torch.ones(3, 2), None, "divisible by group_size"),
+], ids=["1-D", "weights", "group"])
+def test_per_term_advantages_reject_bad_input(terms, weights, match):
+    with pytest.raises(ValueError, match=match):
+        per_term_advantages(terms, 2, weights)

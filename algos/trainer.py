@@ -78,6 +78,8 @@ class Trainer(PolicyUpdate):
         self.cfg, self.learner, self.agents, self.acc = cfg, learner, agents, accelerator
         self.problems = list(problems)
         self.env_cfg = dataclasses.replace(env or EnvConfig(), planner=learner.env_planner)
+        self.env_options: dict[str, Any] = {}
+        """Extra arguments of every rollout's env (e.g. ``grader=GradeCache()`` on a plan tree, agents.plan_tree)."""
         self.roles = ["planner", "reasoner"] if learner.env_planner else ["reasoner"]
         world = accelerator.num_processes
         if cfg.groups_per_step % world:
@@ -143,7 +145,7 @@ class Trainer(PolicyUpdate):
 
     def rollout(self, problems: Sequence[Problem], seed: int) -> tuple[list[dict], dict[str, list[dict]]]:
         """Play every problem G times; return per-copy results and each agent's records."""
-        group = EnvGroup(list(problems), self.G, config=self.env_cfg)
+        group = EnvGroup(list(problems), self.G, config=self.env_cfg, **self.env_options)
         with torch.no_grad(), self.acc.autocast():
             out = play(group, self.agents["reasoner"], self.agents.get("planner"), seed=seed)
         results = [{k: t[k] for k in ("copy_id", "problem_index", "rewards", "info")} for t in out.trajectories]

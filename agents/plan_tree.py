@@ -45,7 +45,7 @@ from .base import check_act_args
 from .replay import ReplayRecord, StoredStep, first_key, next_key
 
 __all__ = ["FORMAT", "PlanTree", "TreeMiss", "TreeReasoner", "PlanPlayer", "game_plans", "terminal_plans", "waves",
-           "fill", "build"]
+           "fill", "planner_contexts", "warm_planner", "build"]
 
 FORMAT = 1
 """Version of the tree file's layout."""
@@ -328,6 +328,49 @@ class TreeReasoner:
 
     def token_usage(self, record: ReplayRecord) -> dict[str, int]:
         return {"reasoner_written": self.num_generated(record)}
+
+
+def planner_contexts(tree: PlanTree, problems: Sequence[Any]) -> list[tuple[str, list[tuple[int, str]]]]:
+    """Every context a planner sees on the tree: per problem and plan prefix of non-terminal strategies one
+    ``(question, [(strategy, step)...])`` as the env shows them (cut to the tree's ``max_question_chars`` and
+    ``max_step_chars``), the longest first-in-line: each context is a prefix of the paths below it."""
+    env = tree.meta["env"]
+    rounds, q_max, z_max = int(env["max_steps"]), int(env["max_question_chars"]), int(env["max_step_chars"])
+    body = [s for s in range(NUM_STRATEGIES) if s != TERMINATION]
+    out = []
+    for p in problems:
+        for path in itertools.product(body, repeat=rounds - 1):
+            keys = [tree.nodes.get((p.id, path[:i + 1])) for i in range(len(path))]
+            if all(k is not None for k in keys):
+                out.append((p.question[:q_max], [(s, tree.steps[k].text[:z_max]) for s, k in zip(path, keys)]))
+    return out
+
+
+def warm_planner(planner: Any, tree: PlanTree, problems: Sequence[Any], batch: int = 16) -> int:
+    """Compute a head-only planner's feature of every context on the tree now, in batched forwards (the feature
+    cache keys them by their exact token ids, so a context built differently from the planner's own only misses
+    later; it never changes a decision). Returns the contexts computed."""
+    import torch
+
+    from rsim_env.render import planner_header, planner_segment
+
+    if not getattr(getattr(planner, "config", None), "head_only", False):
+        raise ValueError("warm_planner() fills a head-only planner's feature cache (planner.head_only=true); a LoRA "
+                         "or fully trained planner's features change as it trains, so they cannot be kept.")
+    rows = []
+    for question, path in planner_contexts(tree, problems):
+        ids = planner.encode(planner_header(question))
+        positions = [len(ids) - 1]
+        for i, (s, text) in enumerate(path):
+            ids = ids + planner.encode(planner_segment(i, s, text))
+            positions.append(len(ids) - 1)
+        rows.append((ids, positions))
+    before = planner.feature_stats["misses"]
+    with torch.no_grad():
+        for i in range(0, len(rows), batch):
+            chunk = rows[i:i + batch]
+            planner.strategy_logits([r[0] for r in chunk], [r[1] for r in chunk])
+    return planner.feature_stats["misses"] - before
 
 
 def build(rest: str, ctx: Any) -> Any:

@@ -135,3 +135,50 @@ def test_grade_cache_equals_the_kind_and_skips_code():
     assert cache(code, ["no program here"]) == grade(code, ["no program here"]) and cache.stats["passed"] == 1
     with pytest.raises(ValueError, match="max_entries"):
         GradeCache(max_entries=0)
+
+
+def test_warmed_features_are_the_planners_own_and_equal_uncached_logits(filled):
+    """warm_planner computes every tree context's feature once; training rollouts on the tree then never run the
+    backbone, and their log-probs equal a planner that caches nothing."""
+    from agents.plan_tree import warm_planner
+    from agents.planner import Planner, PlannerConfig
+
+    tmp, _, _ = filled
+    tree = PlanTree.load(tmp / "t.json.gz")
+
+    def planner(cache: int) -> Planner:
+        model, tok = tiny_model("backbone", seed=0)
+        return Planner(model, tok, PlannerConfig(head_only=True, feature_cache=cache, seed=0))
+
+    warm, cold = planner(100_000), planner(0)
+    assert warm_planner(warm, tree, PROBLEMS) == len({(p.question, s) for p in PROBLEMS for s in range(8)}) + 2
+    computed = warm.feature_stats["misses"]
+    out = rollout([EnvGroup([p], 8, config=ENV) for p in PROBLEMS], TreeReasoner(tree), warm, seed=3)
+    records = [t["planner"] for t in out.trajectories]
+    assert warm.feature_stats["misses"] == computed and warm.feature_stats["hits"] > 0  # no forward in the rollout
+    with torch.no_grad():
+        assert torch.allclose(warm.trajectory_logprobs(records)[0], cold.trajectory_logprobs(records)[0], atol=1e-6)
+    assert warm.feature_stats["misses"] == computed and cold.feature_stats["misses"] > 0
+    with pytest.raises(ValueError, match="head-only"):
+        warm_planner(Planner(*tiny_model("backbone", seed=0), PlannerConfig()), tree, PROBLEMS)
+
+
+def test_benchmark_smoke_on_the_tiny_models(tmp_path):
+    from benchmarks.plan_tree import Config, main
+
+    cfg = Config(reasoner="tiny", planner="tiny", source="tiny", problems=3, max_step_tokens=4, max_answer_tokens=6,
+                 group_size=2, groups_per_step=2, replay_steps=1, tree_steps=3, store=str(tmp_path / "store"),
+                 out=str(tmp_path / "b.json"))
+    res = main(cfg)
+    data = json.loads((tmp_path / "b.json").read_text())
+    assert data["same_episodes"] == {"head_only": 4, "lora": 4} == res["same_episodes"]
+    assert data["fill"]["steps"] <= 3 * 81 and data["fill"]["plans"] == 73
+    head = data["rows"]["head_only/tree"]
+    assert head["episodes"] == 12 and head["reasoner_stats"]["misses"] == 0 and head["feature_cache"]["misses"] == 0
+    assert head["features"]["contexts"] > 0 and data["rows"]["lora/tree"]["feature_cache"] is None
+    assert data["rows"]["head_only/replay"]["reasoner"] == "ReplayReasoner" and head["reasoner"] == "TreeReasoner"
+    assert (tmp_path / "b.tree.json.gz").exists()
+    again = main(cfg)  # the tree file is read back: nothing decoded
+    assert again["fill"]["replay"]["misses"] == 0 and again["same_episodes"] == res["same_episodes"]
+    with pytest.raises(ValueError, match="planners"):
+        Config(planners=("full",))

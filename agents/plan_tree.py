@@ -156,6 +156,7 @@ class PlanTree:
         try:
             with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
                 f.write(json.dumps(data, ensure_ascii=False).encode())
+            os.chmod(tmp, 0o644)  # mkstemp makes it private; a tree is data like the replay store
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):

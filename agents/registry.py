@@ -19,6 +19,8 @@ run or checkpoint dir       the agent trained by ``rsim train`` (its newest ``st
                             them (a planner gets a new head; a run dir gives its base model)
 ``replay:SPEC``             SPEC's reasoner (greedy, frozen) with every step cached on disk and
                             read back when seen again (:mod:`agents.replay`)
+``tree:PATH``               the plan tree file PATH: every step of a frozen greedy reasoner under every plan of
+                            <= L rounds, read back, never decoded (:mod:`agents.plan_tree`)
 ``openai:MODEL@URL``        a reasoner served by an OpenAI-compatible API (completions endpoint: any protocol)
                             (:mod:`agents.openai_reasoner`; ``#max_concurrency=16&...`` options); LoRA-trainable
                             on vLLM with ``reasoner_lora`` enabled (:mod:`agents.served_train`)
@@ -309,6 +311,7 @@ NAMES: dict[str, Builder] = {"tiny": _tiny, "toy": _toy, "template": _template}
 PREFIXES: dict[str, Builder] = {"template": _template, "untrained": _untrained,
                                  "openai": lazy("agents.openai_reasoner", "build"),
                                  "replay": lazy("agents.replay", "build"),
+                                 "tree": lazy("agents.plan_tree", "build"),
                                  "llamacpp": lazy("agents.llamacpp", "build")}
 """Specs ``PREFIX:REST``; add a line here (with :func:`lazy`) for a new kind of agent."""
 

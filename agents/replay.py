@@ -60,7 +60,7 @@ from .base import Prefilling, check_act_args
 from .replay_store import StepStore, StoredStep
 
 __all__ = ["ReplayReasoner", "ReplayRecord", "StepStore", "STATS", "decoding_settings", "weights_fingerprint",
-           "replay_kind", "build", "default_store_path"]
+           "replay_kind", "build", "default_store_path", "first_key", "next_key"]
 
 STATS = ("hits", "misses", "catchup_steps", "catchup_mismatch", "sessions")
 """The counts in :attr:`ReplayReasoner.stats` (every run summary and study JSON records them)."""
@@ -158,6 +158,16 @@ def _jsonable(v: Any) -> Any:
 
 def _digest(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(_jsonable(list(parts)), sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def first_key(root: str, obs: dict[str, Any]) -> str:
+    """The key of a copy's first step: ``sha256(root, observation)`` (module docstring)."""
+    return _digest(root, obs)
+
+
+def next_key(previous: str, step: StoredStep, obs: dict[str, Any]) -> str:
+    """The key of the step after ``step`` (stored under ``previous``), shown ``obs``: the chain of the module docstring."""
+    return _digest(previous, step.text, step.ids, obs)
 
 
 @dataclasses.dataclass
@@ -302,11 +312,16 @@ class ReplayReasoner:
 
     # ------------------------------------------------------------------------------ internals
 
+    def history(self, copy: int) -> list[tuple[str, StoredStep]]:
+        """Copy ``copy``'s steps since :meth:`reset`, each with its key (what :mod:`agents.plan_tree` keeps)."""
+        cp = self._copies[copy]
+        return [(k, StoredStep(t, n, ids)) for k, t, n, ids in zip(cp.keys, cp.record.steps, cp.record.tokens, cp.ids)]
+
     def _key(self, c: int, obs: dict[str, Any]) -> str:
         copy_ = self._copies[c]
         if copy_.keys:
-            return _digest(copy_.keys[-1], copy_.record.steps[-1], copy_.ids[-1], obs)
-        return _digest(self.root, obs)
+            return next_key(copy_.keys[-1], StoredStep(copy_.record.steps[-1], 0, copy_.ids[-1]), obs)
+        return first_key(self.root, obs)
 
     def _decode(self, copies: list[int]) -> dict[int, StoredStep]:
         """Decode the newest round of ``copies``: in the session that holds a copy's state, or in a new

@@ -107,6 +107,10 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     learner = build_learner(cfg)
     agents = build_agents(cfg, learner, acc.device, problems)
     trainer = Trainer(cfg.train, learner, agents, problems, acc, run_config=to_dict(cfg), env=cfg.env)
+    if getattr(agents["reasoner"], "grades_repeat", False):  # a plan tree: the same final texts come back
+        from rsim_env.grading import GradeCache
+
+        trainer.env_options["grader"] = GradeCache()
     if cfg.resume:
         trainer.resume(cfg.resume)
     t0 = time.perf_counter()

@@ -78,6 +78,10 @@ class Trainer(PolicyUpdate):
         self.cfg, self.learner, self.agents, self.acc = cfg, learner, agents, accelerator
         self.problems = list(problems)
         self.env_cfg = dataclasses.replace(env or EnvConfig(), planner=learner.env_planner)
+        self.env_options: dict[str, Any] = {}
+        """Extra arguments of every rollout's env (e.g. ``grader=GradeCache()`` on a plan tree, agents.plan_tree);
+        set them before the first step (the envs are built once and reused)."""
+        self._groups: dict[int, EnvGroup] = {}
         self.roles = ["planner", "reasoner"] if learner.env_planner else ["reasoner"]
         world = accelerator.num_processes
         if cfg.groups_per_step % world:
@@ -143,7 +147,12 @@ class Trainer(PolicyUpdate):
 
     def rollout(self, problems: Sequence[Problem], seed: int) -> tuple[list[dict], dict[str, list[dict]]]:
         """Play every problem G times; return per-copy results and each agent's records."""
-        group = EnvGroup(list(problems), self.G, config=self.env_cfg)
+        group = self._groups.get(len(problems))
+        if group is None:  # built once per batch size: building G * groups envs (their spaces) costs ms each
+            group = self._groups[len(problems)] = EnvGroup(list(problems), self.G, config=self.env_cfg,
+                                                           **self.env_options)
+        else:
+            group.reset(problems=list(problems))  # every copy starts a new episode; rollout() reseeds them
         with torch.no_grad(), self.acc.autocast():
             out = play(group, self.agents["reasoner"], self.agents.get("planner"), seed=seed)
         results = [{k: t[k] for k in ("copy_id", "problem_index", "rewards", "info")} for t in out.trajectories]

@@ -11,7 +11,7 @@ Use :func:`env` (wrapped, the PettingZoo convention) or :class:`raw_env`.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import gymnasium
 import numpy as np
@@ -52,6 +52,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
             reasoning-gym source (:func:`rsim_env.problems.default_source`).
         config: Limits, reward weights and answer-check settings (:class:`EnvConfig`).
         render_mode: ``None``, ``"ansi"`` (``render()`` returns text) or ``"human"`` (prints it).
+        grader: Grades each episode's final answer instead of the problem's kind, called as
+            ``grader(problem, graded_steps, check)`` (e.g. :class:`rsim_env.grading.GradeCache`).
         **overrides: :class:`EnvConfig` fields (``max_steps=3``, ``planner=False``, ``weights=...``)
             applied on top of ``config``.
     """
@@ -63,9 +65,13 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
         problems: Sequence[Problem] | None = None,
         config: EnvConfig | None = None,
         render_mode: str | None = None,
+        grader: Callable[..., Any] | None = None,
         **overrides: Any,
     ) -> None:
         super().__init__()
+        if grader is not None and not callable(grader):
+            raise TypeError(f"grader must be callable as grader(problem, steps, check), got {type(grader).__name__}.")
+        self.grader = grader
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode={render_mode!r}; choose one of {self.metadata['render_modes']} or None.")
         if config is not None and not isinstance(config, EnvConfig):
@@ -149,7 +155,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
         self._clear()  # a reset that raises (bad options) leaves the env un-reset, never half-built
         if seed is not None:
             self._rng = np.random.default_rng(seed)
-        self.episode = Episode(self._choose_problem(options), self.cfg)
+        self.episode = Episode(self._choose_problem(options), self.cfg, self.grader)
         self.agents = list(self.possible_agents)
         self.rewards = {a: 0.0 for a in self.agents}
         self._cumulative_rewards = {a: 0.0 for a in self.agents}

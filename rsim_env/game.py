@@ -14,7 +14,7 @@ each cut is recorded in the episode's info (``truncated_steps``, ``question_trun
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -76,9 +76,11 @@ def is_int_action(action: Any) -> bool:
 class Episode:
     """State and rules of one episode (see module docstring)."""
 
-    def __init__(self, problem: Problem, cfg: EnvConfig) -> None:
+    def __init__(self, problem: Problem, cfg: EnvConfig, grader: Callable[..., Any] | None = None) -> None:
         self.problem = kinds.validate(problem)  # a Problem is plain data: its kind is checked here
         self.cfg = cfg
+        self.grader = grader
+        """Grades the final answer instead of the kind (``scoring.score``'s ``grader``: a ``GradeCache``)."""
         self.question = problem.question[: cfg.max_question_chars]
         self.question_truncated = len(problem.question) > cfg.max_question_chars
         self.kind = kinds.get(problem.kind)
@@ -210,7 +212,7 @@ class Episode:
                              rounds=len(self.steps), terminated=self.terminated, truncated=self.truncated)
 
     def _compute_outcome(self) -> dict[str, Any]:
-        scored = scoring.score(self.record(), self.problem, self.cfg.check)
+        scored = scoring.score(self.record(), self.problem, self.cfg.check, grader=self.grader)
         grade = scored.grade
         info = {
             "problem_id": self.problem.id,

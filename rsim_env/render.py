@@ -208,13 +208,24 @@ def injected_texts() -> list[str]:
 
     The references of echo detection (:mod:`rsim_env.echo`).
     """
+    # Echo detection asks for these on every step: built once per state of the tables they come from (the strategy
+    # rows' tuple, which register/pop replace; each kind and its texts; the inline protocol), then copied.
+    key = (tuple((n, k, k.texts) for n, k in kinds.KINDS.items()), PROTOCOLS["inline"])
+    rows = STRATEGIES[:]
+    if _INJECTED and _INJECTED[0] is rows and _INJECTED[1] == key:
+        return list(_INJECTED[2])
     out = [*INSTRUCTIONS, *LEADS]
     for s in STRATEGIES:
         out += [s.name, s.prompt, injection(0, s.index)]
     for kind in kinds.KINDS.values():  # each kind's answer-asking texts and termination header
         out += [getattr(kind.texts, f.name) for f in fields(kind.texts)]
         out.append(injection(0, TERMINATION, kind))
-    return list(dict.fromkeys(out))
+    _INJECTED[:] = [rows, key, tuple(dict.fromkeys(out))]
+    return list(_INJECTED[2])
+
+
+_INJECTED: list = []
+"""The last :func:`injected_texts`: ``[strategy rows, (kinds and their texts, inline protocol), texts]``."""
 
 
 echo.set_default_references(injected_texts)  # echo's default references: it cannot import render (render -> kinds -> echo)

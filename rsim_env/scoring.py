@@ -20,7 +20,7 @@ text and the step as shown. Everything else -- detection, echo, novelty, the gra
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from . import answers, echo, kinds, novelty, rewards
 from .kinds import Grade
@@ -61,7 +61,7 @@ class Components:
 
 
 def score(record: EpisodeRecord, problem: Problem | None = None, check: answers.CheckConfig | None = None,
-          grade: Grade | None = None) -> Components:
+          grade: Grade | None = None, grader: Callable[..., Grade] | None = None) -> Components:
     """Reward components of ``record``'s texts (see module docstring).
 
     Args:
@@ -69,6 +69,8 @@ def score(record: EpisodeRecord, problem: Problem | None = None, check: answers.
         problem: What to grade against (code needs its tests); default :meth:`EpisodeRecord.problem`.
         check: Answer-check settings of math answers; default :data:`DEFAULT_CHECK`.
         grade: A grade already known (a saved file's stored outcome), used instead of grading again.
+        grader: Called as ``grader(problem, graded_steps, check)`` instead of the kind's ``grade`` (e.g. a
+            :class:`rsim_env.grading.GradeCache`); it must return what the kind's grade would.
 
     Raises:
         ValueError: The record's steps are inconsistent, or ``problem`` is needed and cannot be rebuilt
@@ -89,7 +91,8 @@ def score(record: EpisodeRecord, problem: Problem | None = None, check: answers.
     # fenced block -- as its sandbox prefetch does, EnvGroup and ``Episode.finishes_with``).
     graded = kind.graded_steps(steps, shown, injected)
     if grade is None:
-        grade = kind.grade(problem if problem is not None else record.problem(), graded, check or DEFAULT_CHECK)
+        grade = (grader if grader is not None else kind.grade)(problem if problem is not None else record.problem(), graded,
+                                       check or DEFAULT_CHECK)
     fresh = novelty.assess(record.question, steps, planned, detected, shown, injected, kind.name)
     facts = rewards.Facts(bool(grade.correct), graded[-1] if graded else "", planned if record.planner else [],
                           detected if record.planner else [], fresh.void if record.planner else None)

@@ -105,9 +105,11 @@ def _cfg(module, cls, argv):
                          "--pilot-plans", "8;3,8;4,8", "--no-extend", "--table-from", "x.outcomes.jsonl.gz"],
      dict(reasoner="llamacpp:default", pilot_only=True, tasks=("chain_sum", "curriculum:mul_1d"),
           pilot_plans=((8,), (3, 8), (4, 8)), extend=False, table_from="x.outcomes.jsonl.gz")),
+    ("plan_tree", "Config", ["--planners", "head_only", "--tree-steps", "10", "--store", "s", "--max-rounds", "3"],
+     dict(planners=("head_only",), tree_steps=10, store="s", max_rounds=3)),
 ], ids=["calibrate", "interaction-old-modes", "interaction-modes", "efficacy", "rollout-no-variants", "rollout",
         "train-step", "code-sandbox", "answer-check", "continual", "env-throughput", "learning-sanity", "paper",
-        "atlas"])
+        "atlas", "plan-tree"])
 def test_documented_flags_still_parse(module, cls, argv, expect):
     cfg = _cfg(module, cls, argv)
     assert {k: getattr(cfg, k) for k in expect} == expect

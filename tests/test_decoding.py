@@ -125,12 +125,13 @@ def test_no_class_borrows_another_classs_methods():
 
 
 def test_one_llm_reasoner_class():
-    """Every class in agents/ that acts as a reasoner is the LLM Reasoner, the replay wrapper or a scripted/toy one."""
+    """Every class in agents/ that acts as a reasoner is the LLM Reasoner, the replay wrapper, the plan tree's reader
+    (which only looks steps up) or a scripted/toy one."""
     acting = {cls.name for path in AGENTS.rglob("*.py") for cls in _classes(path)
               if any(isinstance(f, ast.FunctionDef) and f.name == "act" for f in cls.body)}
-    planners = {"Policy", "Planner", "RandomPlanner", "FixedPlanner", "ToyPlanner"}
-    assert acting - planners == {"Reasoner", "ReplayReasoner", "_Session", "TemplateReasoner", "FamilyReasoner",
-                                 "ToyReasoner"}
+    planners = {"Policy", "Planner", "RandomPlanner", "FixedPlanner", "ToyPlanner", "PlanPlayer"}
+    assert acting - planners == {"Reasoner", "ReplayReasoner", "_Session", "TreeReasoner", "TemplateReasoner",
+                                 "FamilyReasoner", "ToyReasoner"}
 
 
 def test_the_turns_import_no_torch():

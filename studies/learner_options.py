@@ -89,10 +89,11 @@ class Config:
                 raise ValueError(f"Config.{f}={getattr(self, f)!r} is invalid: use an int >= 1.")
 
 
-def plan_rows(problems: Sequence[Any], reasoner: Any, env: EnvConfig) -> list[dict[str, Any]]:
-    """The outcome table: every terminating plan of at most ``env.max_steps`` rounds on every problem."""
+def plan_rows(problems: Sequence[Any], reasoner: Any, env: EnvConfig, **env_options: Any) -> list[dict[str, Any]]:
+    """The outcome table: every terminating plan of at most ``env.max_steps`` rounds on every problem
+    (``env_options``: e.g. ``grader=`` a :class:`rsim_env.grading.GradeCache`)."""
     plans = all_plans(env.max_steps)
-    out = rollout(EnvGroup(list(problems), len(plans), config=env), reasoner, TablePlanner(plans), seed=0)
+    out = rollout(EnvGroup(list(problems), len(plans), config=env, **env_options), reasoner, TablePlanner(plans), seed=0)
     return [_row(t) for t in out.trajectories]
 
 
@@ -102,7 +103,8 @@ def _row(t: dict[str, Any]) -> dict[str, Any]:
             "reward": float(t["rewards"]["planner"])}
 
 
-def greedy_rows(planner: Any, problems: Sequence[Any], reasoner: Any, env: EnvConfig) -> list[dict[str, Any]]:
+def greedy_rows(planner: Any, problems: Sequence[Any], reasoner: Any, env: EnvConfig,
+                **env_options: Any) -> list[dict[str, Any]]:
     """The planner's greedy episodes on ``problems`` (its sampling setting restored afterwards)."""
     toy = not hasattr(planner, "config")
     before = planner.greedy if toy else planner.config
@@ -112,7 +114,7 @@ def greedy_rows(planner: Any, problems: Sequence[Any], reasoner: Any, env: EnvCo
         planner.config = dataclasses.replace(before, greedy=True)
     try:
         with torch.no_grad():
-            out = rollout(EnvGroup(list(problems), 1, config=env), reasoner, planner, seed=0)
+            out = rollout(EnvGroup(list(problems), 1, config=env, **env_options), reasoner, planner, seed=0)
     finally:
         if toy:
             planner.greedy = before
@@ -135,30 +137,37 @@ def _planner(cfg: Config, seed: int) -> Any:
 
 
 def train_run(cfg: Config, variant: str, seed: int, data: dict[str, Any]) -> dict[str, Any]:
-    """One training run of ``variant``: its curve and final gaps on the training and held-out tables."""
+    """One training run of ``variant``: its curve and final gaps on the training and held-out tables.
+
+    ``data``: ``train`` / ``test`` problems, their ``*_table``, the ``reasoner`` (or one per split:
+    ``train_reasoner`` / ``test_reasoner``), optionally ``planner(seed)`` (a factory; default :func:`_planner`) and
+    ``env_options`` (passed to every env: a grade cache on a plan tree)."""
     opts = VARIANTS[variant]
     env = EnvConfig(max_steps=cfg.max_steps, terminate_last_round=opts.get("terminate_last_round", False))
-    planner = _planner(cfg, seed)
+    planner = data["planner"](seed) if "planner" in data else _planner(cfg, seed)
+    play = {s: data.get(f"{s}_reasoner", data["reasoner"] if "reasoner" in data else None) for s in ("train", "test")}
+    options = data.get("env_options", {})
     tcfg = TrainConfig(steps=cfg.steps, groups_per_step=cfg.groups_per_step, seed=seed, progress=False,
                        output_dir=f"{cfg.output_dir}/{variant}_s{seed}", sample_rollouts=0, save_every=0,
                        mixed_precision="no", planner_optim=OptimConfig(lr=cfg.lr),
                        grpo=GRPOConfig(group_size=cfg.group_size,
                                        per_term_advantages=opts.get("per_term_advantages", False)))
-    trainer = Trainer(tcfg, PlannerOnly(), {"planner": planner, "reasoner": data["reasoner"]}, data["train"],
+    trainer = Trainer(tcfg, PlannerOnly(), {"planner": planner, "reasoner": play["train"]}, data["train"],
                       make_accelerator(tcfg), run_config={"study": "learner_options", "variant": variant}, env=env)
+    trainer.env_options.update(options)
     curve = []
     while trainer.step < cfg.steps:
         m = trainer.train_step()
         row = {"step": trainer.step, "batch_reward": m["planner/reward"], "accuracy": m["accuracy"],
                "unterminated": (1 - m["rewards/terminal/mean"]) / 2, "entropy": m.get("planner/entropy")}
         if trainer.step % cfg.eval_every == 0 or trainer.step == cfg.steps:
-            g = optimisation_gap(data["train_table"], greedy_rows(planner, data["train"], data["reasoner"], env))
+            g = optimisation_gap(data["train_table"], greedy_rows(planner, data["train"], play["train"], env, **options))
             row |= {"greedy_reward": g["trained"]["reward"], "greedy_accuracy": g["trained"]["accuracy"]}
         curve.append(row)
     trainer.acc.end_training()
     gaps = {}
     for split in ("train", "test"):
-        g = optimisation_gap(data[f"{split}_table"], greedy_rows(planner, data[split], data["reasoner"], env),
+        g = optimisation_gap(data[f"{split}_table"], greedy_rows(planner, data[split], play[split], env, **options),
                              select=data["train_table"])
         gaps[split] = g
     return {"variant": variant, "seed": seed, "curve": curve, "gap": gaps}
@@ -174,7 +183,7 @@ def _data(cfg: Config) -> dict[str, Any]:
             "train_table": plan_rows(train, reasoner, env), "test_table": plan_rows(test, reasoner, env)}
 
 
-def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Per variant: the mean over seeds of the final greedy reward, accuracy, ratio and the last batch's numbers."""
     out: dict[str, Any] = {}
     for v in dict.fromkeys(r["variant"] for r in runs):
@@ -200,16 +209,16 @@ def main(cfg: Config) -> dict[str, Any]:
     first = runs[0]["gap"]
     result = {"config": asdict(cfg), "tables": {s: {k: first[s][k] for k in ("problems", "best_single", "per_task_best")}
                                                 for s in ("train", "test")},
-              "summary": _summary(runs), "runs": runs, "wall_seconds": time.perf_counter() - t0,
+              "summary": summary(runs), "runs": runs, "wall_seconds": time.perf_counter() - t0,
               "torch_threads": torch.get_num_threads()}
-    _print(result)
+    print_result(result)
     if cfg.out:
         Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
         Path(cfg.out).write_text(json.dumps(result, indent=1))
     return result
 
 
-def _print(r: dict[str, Any]) -> None:
+def print_result(r: dict[str, Any]) -> None:
     for s in ("train", "test"):
         t = r["tables"][s]
         print(f"{s} table ({t['problems']} problems): best single {t['best_single']['plan']} reward "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -189,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {"cuda": cuda, "steps": {}, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     deadline = time.monotonic() + a.budget_s
     steps = [s for s in STEPS if not a.only or s in a.only.split(",")]
+    for name in steps:  # a rerun on the same machine starts its runs afresh (resume continues train_bf16_lora)
+        if name.startswith("train_"):
+            shutil.rmtree(WORK / name, ignore_errors=True)
     for name in steps:
         left = deadline - time.monotonic()
         if left < 15:
@@ -223,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         say(f"   rc={rc} wall={wall}s {json.dumps(brief, default=str)}")
         if rc != 0:
             say("   last lines:\n     " + "\n     ".join(rec["tail"]))
+        (out / "gpu_check.json").write_text(json.dumps(report, indent=1, default=str))  # so far (a kill keeps it)
     ok = [n for n, r in report["steps"].items() if r.get("rc") == 0]
     report["ok"], report["failed"] = ok, [n for n in report["steps"] if n not in ok]
     (out / "gpu_check.json").write_text(json.dumps(report, indent=1, default=str))

@@ -31,7 +31,7 @@ def test_fill_grows_a_balanced_tree_and_resumes(trees):
     tmp, infos, again = trees
     for split, info in infos.items():
         assert info["problems"] == 4 and info["steps"] == 4 * 17, info  # [8] and 8 x [s, 8]: 1 + 8 * 2 steps
-        assert [r["per_task"] for r in info["increments"]] == [1, 2]
+        assert [r["per_task"] for r in info["increments"]] == [1, 2] and info["config"]["split"] == split
         assert all(r["replay"]["catchup_mismatch"] == 0 for r in info["increments"])
         assert info["meta"]["env"]["terminate_last_round"] is True and info["meta"]["env"]["max_steps"] == 2
     assert again["steps"] == 4 * 17 and len(again["increments"]) == 2  # nothing new was decoded

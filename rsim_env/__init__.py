@@ -9,11 +9,11 @@ from .install import check_top_level_packages
 check_top_level_packages()  # agents / algos / benchmarks must be ours (see rsim_env/install.py)
 
 from .problems import Problem, default_source, reasoning_gym_problems  # noqa: E402
-from .strategies import NUM_STRATEGIES, STRATEGIES, Strategy, detect  # noqa: E402
+from .strategies import STRATEGIES, Strategy, detect, num_strategies  # noqa: E402
 
 __all__ = [
     "__version__", "Problem", "default_source", "load_jsonl", "reasoning_gym_problems",
-    "NUM_STRATEGIES", "STRATEGIES", "Strategy", "detect",
+    "STRATEGIES", "Strategy", "detect", "num_strategies",
 ]
 
 from .env import AnyText, env, raw_env  # noqa: E402

@@ -20,9 +20,10 @@ from .env import AnyText, env, raw_env  # noqa: E402
 from .game import EnvConfig, Episode  # noqa: E402
 from .data import load_jsonl, load_problems  # noqa: E402
 from .group import EnvGroup  # noqa: E402
-from .rewards import RewardWeights  # noqa: E402
+from .rewards import Component, Facts, RewardWeights, Rubric  # noqa: E402
 
-__all__ += ["AnyText", "env", "raw_env", "EnvConfig", "Episode", "EnvGroup", "RewardWeights", "load_problems"]
+__all__ += ["AnyText", "env", "raw_env", "EnvConfig", "Episode", "EnvGroup", "RewardWeights", "load_problems",
+            "Component", "Facts", "Rubric"]
 
 from . import rsim_v0  # noqa: E402
 from .registration import register_gymnasium  # noqa: E402

@@ -26,7 +26,10 @@ __all__ += ["AnyText", "env", "raw_env", "EnvConfig", "Episode", "EnvGroup", "Re
             "Component", "Facts", "Rubric"]
 
 from . import rsim_v0  # noqa: E402
+from . import answers, curriculum, data, echo, grading, kinds, loaders, novelty, protocols, record, render  # noqa: E402
+from . import rewards, scoring, strategies  # noqa: E402
 from .registration import register_gymnasium  # noqa: E402
 
 register_gymnasium()
-__all__ += ["rsim_v0"]
+__all__ += ["rsim_v0", "answers", "curriculum", "data", "echo", "grading", "kinds", "loaders", "novelty", "protocols",
+            "record", "render", "rewards", "scoring", "strategies"]  # the submodules users import by name

@@ -45,7 +45,7 @@ class EpisodeRecord:
     answer_type: str = "auto"
     """How the answer is compared (:data:`rsim_env.problems.ANSWER_TYPES`)."""
     protocol: str = ""
-    """Turn protocol (:mod:`rsim_env.protocols`); "none" without a planner, "" if unknown (old files)."""
+    """Turn protocol (:mod:`rsim_env.protocols`); "none" without a planner, "" if not recorded."""
     planner: bool = True
     """False in no-planner mode (one whole answer, no plans)."""
     strategies: tuple[int, ...] = ()

@@ -65,12 +65,6 @@ class _Column(Sequence[str]):
     def __hash__(self) -> int:
         return hash(tuple(self))
 
-    def __add__(self, other: Sequence[str]) -> tuple[str, ...]:  # as the tuples these used to be
-        return tuple(self) + tuple(other)
-
-    def __radd__(self, other: Sequence[str]) -> tuple[str, ...]:
-        return tuple(other) + tuple(self)
-
     def __repr__(self) -> str:
         return repr(tuple(self))
 

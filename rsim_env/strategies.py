@@ -232,12 +232,6 @@ class _Rows(Sequence[Strategy]):
     def __hash__(self) -> int:
         return hash(_TABLE.rows)
 
-    def __add__(self, other: Sequence[Strategy]) -> tuple[Strategy, ...]:  # as the tuple this used to be
-        return _TABLE.rows + tuple(other)
-
-    def __radd__(self, other: Sequence[Strategy]) -> tuple[Strategy, ...]:
-        return tuple(other) + _TABLE.rows
-
     def __repr__(self) -> str:
         return f"STRATEGIES{_TABLE.rows!r}"
 

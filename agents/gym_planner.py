@@ -6,8 +6,15 @@ reasoner's step; the reward is the planner's reward ``R_acc + R_terminal + R_pen
 the episode ends (0 before). The reasoner is any :class:`agents.base.Policy` with role
 ``"reasoner"`` (a scripted one, an LLM :class:`agents.reasoner.Reasoner`, or a served model via
 the OpenAI-compatible reasoner, ``reasoner="openai:MODEL@URL"``, which takes the default lead-in
-protocol through the server's completions endpoint, see :mod:`agents.completions`); by default a :class:`agents.scripted.TemplateReasoner` whose
-final answer is right with probability ``p_correct``.
+protocol through the server's completions endpoint, see :mod:`agents.completions`).
+
+By default the plan decides the outcome: the problems are the task families of
+:mod:`agents.scripted_families` ("Add a and b." is solved only after validation, "Multiply a by b." only
+after decomposition then prioritization) and the reasoner is their :class:`FamilyReasoner`, which boxes
+the right answer only after its family's plan. So a planner earns R_acc only by playing a family's
+plan (and on every question only by reading it), and an RL run on the defaults learns something a
+random planner does not (``tests/test_gym_planner.py``
+trains PPO on it and checks that it beats a random policy).
 
 Observations are the planner's AEC observation (a ``Dict`` of text and numbers). Standard RL
 libraries need numbers: wrap with :class:`TextFeatures`, which turns the observation into a
@@ -36,9 +43,12 @@ from rsim_env.env import raw_env
 from rsim_env.problems import Problem, default_source
 from rsim_env.strategies import num_strategies
 
-from .scripted import TemplateReasoner
+from .scripted_families import DEFAULT_FAMILIES, FamilyReasoner, family_problems
 
-__all__ = ["PlannerEnv", "TextFeatures", "hashed_bag_of_words"]
+__all__ = ["PlannerEnv", "TextFeatures", "hashed_bag_of_words", "DEFAULT_PROBLEMS"]
+
+DEFAULT_PROBLEMS = 64
+"""How many task-family problems the default env draws (seed 0; half add, half multiply)."""
 
 
 class PlannerEnv(gymnasium.Env):
@@ -47,23 +57,31 @@ class PlannerEnv(gymnasium.Env):
     Args:
         reasoner: Any reasoner policy (``role == "reasoner"``, ``reset(n)``, ``act(ids, obs)``), or
             an agent spec string (:mod:`agents.registry`: ``"openai:MODEL@URL"``, ``"default"``,
-            ``"template:0.5"``, ...); ``None``: a :class:`TemplateReasoner` with the problems'
-            answers as oracle.
-        problems: Problem source; default: the embedded reasoning-gym source.
-        p_correct: Probability that the default reasoner's final answer is right.
+            ``"template:0.5"``, ...); ``None``: the :class:`FamilyReasoner` of the task families, right
+            only after each family's plan (see module docstring).
+        problems: The problems; default: :data:`DEFAULT_PROBLEMS` family problems with the default
+            reasoner, else the embedded reasoning-gym source. Problems of your own need a ``reasoner`` (the
+            default reasoner knows only the families' problems).
         render_mode: ``None`` or ``"ansi"``.
         **env_kwargs: Passed to :class:`rsim_env.env.raw_env` (``max_steps``, ``weights``, ...).
     """
 
     metadata = {"render_modes": ["ansi"]}
 
-    def __init__(self, reasoner: Any = None, problems: Sequence[Problem] | None = None, p_correct: float = 0.5,
+    def __init__(self, reasoner: Any = None, problems: Sequence[Problem] | None = None,
                  render_mode: str | None = None, **env_kwargs: Any) -> None:
         if env_kwargs.get("planner", True) is False:
             raise ValueError("PlannerEnv needs the planner; planner=False leaves it nothing to decide.")
-        problems = list(default_source() if problems is None else problems)
+        if problems is None:  # the families go with their reasoner; any other reasoner gets the embedded source
+            problems = family_problems(DEFAULT_FAMILIES, DEFAULT_PROBLEMS, seed=0) if reasoner is None else default_source()
+        problems = list(problems)
         if reasoner is None:
-            reasoner = TemplateReasoner(oracle={p.question: p.answer for p in problems}, p_correct=p_correct)
+            try:
+                reasoner = FamilyReasoner(problems, DEFAULT_FAMILIES)
+            except ValueError as e:
+                raise ValueError(f"{e} The default reasoner plays only the task families' problems "
+                                 "(agents.scripted_families.family_problems); for problems of your own pass reasoner=, "
+                                 "e.g. reasoner='template:0.5'.") from None
         elif isinstance(reasoner, str):
             from .registry import AgentContext, build_agent
 

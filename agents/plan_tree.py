@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from rsim_env.strategies import NUM_STRATEGIES, TERMINATION
+from rsim_env.strategies import TERMINATION, num_strategies
 
 from .base import check_act_args
 from .replay import ReplayRecord, StoredStep, first_key, next_key
@@ -62,9 +62,9 @@ def game_plans(max_rounds: int) -> list[Plan]:
     plan early; a plan of ``max_rounds`` rounds may end on any strategy (the env truncates it)."""
     if max_rounds < 1:
         raise ValueError(f"max_rounds={max_rounds} must be >= 1.")
-    body = [s for s in range(NUM_STRATEGIES) if s != TERMINATION]
+    body = [s for s in range(num_strategies()) if s != TERMINATION]
     short = [(*p, TERMINATION) for k in range(max_rounds - 1) for p in itertools.product(body, repeat=k)]
-    return short + [(*p, s) for p in itertools.product(body, repeat=max_rounds - 1) for s in range(NUM_STRATEGIES)]
+    return short + [(*p, s) for p in itertools.product(body, repeat=max_rounds - 1) for s in range(num_strategies())]
 
 
 def terminal_plans(max_rounds: int) -> list[Plan]:
@@ -76,11 +76,11 @@ def _check_plans(plans: Sequence[Sequence[int]], max_rounds: int) -> list[Plan]:
     out = [tuple(int(s) for s in p) for p in plans]
     for p in out:
         complete = 1 <= len(p) <= max_rounds and TERMINATION not in p[:-1] and (
-            p[-1] == TERMINATION or len(p) == max_rounds) and all(0 <= s < NUM_STRATEGIES for s in p)
+            p[-1] == TERMINATION or len(p) == max_rounds) and all(0 <= s < num_strategies() for s in p)
         if not complete:
             raise ValueError(f"plan {list(p)} is not a whole episode with max_steps={max_rounds}: a plan ends in "
                              f"termination ({TERMINATION}) or has exactly {max_rounds} rounds, with strategies in "
-                             f"0..{NUM_STRATEGIES - 1} and no termination before its end (use game_plans).")
+                             f"0..{num_strategies() - 1} and no termination before its end (use game_plans).")
     if len(set(out)) != len(out):
         raise ValueError("plans must be distinct; pass each plan once.")
     return out
@@ -337,7 +337,7 @@ def planner_contexts(tree: PlanTree, problems: Sequence[Any]) -> list[tuple[str,
     ``max_step_chars``), the longest first-in-line: each context is a prefix of the paths below it."""
     env = tree.meta["env"]
     rounds, q_max, z_max = int(env["max_steps"]), int(env["max_question_chars"]), int(env["max_step_chars"])
-    body = [s for s in range(NUM_STRATEGIES) if s != TERMINATION]
+    body = [s for s in range(num_strategies()) if s != TERMINATION]
     out = []
     for p in problems:
         for path in itertools.product(body, repeat=rounds - 1):

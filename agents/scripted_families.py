@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from rsim_env.problems import Problem
-from rsim_env.strategies import NUM_STRATEGIES, STRATEGIES, TERMINATION, example
+from rsim_env.strategies import STRATEGIES, TERMINATION, example, num_strategies
 
 from .scripted import TemplateReasoner
 
@@ -46,9 +46,9 @@ class Family:
             raise ValueError(f"Family.template={self.template!r} must contain {{a}} and {{b}}.")
         if self.op not in _OPS:
             raise ValueError(f"Family.op={self.op!r} is invalid: choose one of {sorted(_OPS)}.")
-        bad = [s for s in self.plan if not (isinstance(s, int) and 0 <= s < NUM_STRATEGIES)]
+        bad = [s for s in self.plan if not (isinstance(s, int) and 0 <= s < num_strategies())]
         if not self.plan or bad or self.plan[-1] != TERMINATION or TERMINATION in self.plan[:-1]:
-            raise ValueError(f"Family.plan={self.plan!r} is invalid: strategy indices 0..{NUM_STRATEGIES - 1} "
+            raise ValueError(f"Family.plan={self.plan!r} is invalid: strategy indices 0..{num_strategies() - 1} "
                              f"with termination ({TERMINATION}) last and only last.")
 
 

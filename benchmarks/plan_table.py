@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from rsim_env.strategies import NUM_STRATEGIES, STRATEGIES, TERMINATION
+from rsim_env.strategies import STRATEGIES, TERMINATION, num_strategies
 
 from . import plan_stats
 
@@ -87,7 +87,7 @@ class Config:
 
 def all_plans(max_rounds: int) -> list[tuple[int, ...]]:
     """Every plan of at most ``max_rounds`` rounds ending in termination, shortest first."""
-    body = [s for s in range(NUM_STRATEGIES) if s != TERMINATION]
+    body = [s for s in range(num_strategies()) if s != TERMINATION]
     return [(*p, TERMINATION) for k in range(max_rounds) for p in itertools.product(body, repeat=k)]
 
 

@@ -1,6 +1,6 @@
 """llama.cpp decode speed by weight type, LoRA adapter and OpenMP wait policy: why the engine is as fast as it is.
 
-Two findings of issue 21 rest on this script:
+Two findings about the llama.cpp engine's speed rest on this script:
 
 * **Wait policy.** llama.cpp's CPU backend ends every graph node with an OpenMP barrier (a LoRA adapter adds
   four nodes per adapted weight), and in an ``rsim`` process it shares torch's libgomp. Under

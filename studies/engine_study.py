@@ -1,6 +1,6 @@
 """Does training with engine rollouts learn as well as training with torch rollouts? Seed by seed.
 
-Issue 21 asks, before llama.cpp rollouts may be on by default for training: a study run (``--preset study``)
+What llama.cpp rollouts must show before they may be on by default for training: a study run (``--preset study``)
 with engine rollouts, its wall time against torch rollouts, and the accuracy of the trained models over
 several seeds -- not worse. This script trains, for each seed, the same preset twice (one run per *arm*,
 an arm being the ``model.reasoner`` spec that writes the rollouts), interleaving the arms so a busy machine

@@ -5,7 +5,7 @@ right only when the planner chose exactly ``target`` (default decomposition -> v
 termination). The planner is a tiny random-init MLP (``agents.toy.ToyPlanner``) trained with the
 Stackelberg learner and its lambda schedule; the scripted follower cannot learn, so only the
 leader updates (at lr * lambda). Reported: greedy success before and after training, the success
-of a uniformly random planner (measured, and the exact ``NUM_STRATEGIES**-len(target)``), and updates used.
+of a uniformly random planner (measured, and the exact ``num_strategies() ** -len(target)``), and updates used.
 
     python -m studies.learning_sanity --out results/learning_sanity.json
 """

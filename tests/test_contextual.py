@@ -16,7 +16,7 @@ from algos.metrics import plan_stats, task_of
 from algos.rollout import rollout
 from rsim_env import EnvGroup
 from rsim_env.render import PROTOCOLS
-from rsim_env.strategies import NUM_STRATEGIES, TERMINATION
+from rsim_env.strategies import TERMINATION, num_strategies
 
 
 pytestmark = pytest.mark.usefixtures("single_thread")  # tests/conftest.py
@@ -110,7 +110,7 @@ def _planner_records():
 
     backbone, tok = tiny_model("backbone", seed=1)
     planner = Planner(backbone, tok, PlannerConfig(seed=0, head_init_std=0.5))
-    mask = np.ones(NUM_STRATEGIES, np.int8)
+    mask = np.ones(num_strategies(), np.int8)
     mask[[0, 4]] = 0
     planner.reset(2)
     obs = {"question": "Add 2 and 3.", "steps": (), "strategies": (), "round": 0, "action_mask": mask}

@@ -15,7 +15,7 @@ from algos import analysis
 from agents.reasoner import Reasoner
 from algos.evaluation import DEFAULT_FIXED, EvalConfig, main, parse, split_modes
 from rsim_env.record import EpisodeRecord
-from rsim_env.strategies import NUM_STRATEGIES
+from rsim_env.strategies import num_strategies
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -106,12 +106,12 @@ def test_eval_scripted_writes_every_field(tmp_path, capsys):
         assert set(m) >= {"accuracy", "ci95", "correct", "format_rate", "mean_rounds", "terminated_rate",
                           "truncated_rate", "mean_distinct_strategies", "mean_injected", "strategies",
                           "accuracy_by_strategy_count", "timing", "token_cost"}
-        assert len(m["strategies"]["injected"]) == NUM_STRATEGIES == len(m["strategies"]["names"])
+        assert len(m["strategies"]["injected"]) == num_strategies() == len(m["strategies"]["names"])
         assert m["token_cost"]["wall_s"] >= 0 and m["token_cost"]["reasoner_written_mean"] is None  # scripted
     # the oracle-backed template reasoner always answers right when the episode terminates
     assert data["modes"]["fixed:1,3,8"]["accuracy"] == 1.0 and data["modes"]["none"]["accuracy"] == 1.0
     assert data["modes"]["fixed:1,3,8"]["strategies"]["injected"] == [0, 5, 0, 5, 0, 0, 0, 0, 5]
-    assert data["modes"]["none"]["strategies"]["injected"] == [0] * NUM_STRATEGIES
+    assert data["modes"]["none"]["strategies"]["injected"] == [0] * num_strategies()
     assert data["modes"]["fixed:1,3,8"]["mean_rounds"] == 3 and data["modes"]["fixed:8"]["mean_rounds"] == 1
     assert data["modes"]["none"]["token_cost"]["planner_read_mean"] == 0
     assert len(data["per_problem"]) == 4 * 5 and "steps" not in data["per_problem"][0]

@@ -65,6 +65,35 @@ def test_name_clash_is_detected_and_names_the_distribution(tmp_path):
     assert "'openai-agents'" in msg and "python -m venv" in msg and "pip uninstall openai-agents" in msg
 
 
+@pytest.mark.parametrize("layout", ["package", "module"])
+def test_a_local_package_shadowing_ours_is_named_with_its_path_and_the_fix(tmp_path, layout):
+    """A user's own ``agents/`` (or ``agents.py``) in the directory they run from is found before ours."""
+    if layout == "package":
+        (tmp_path / "agents").mkdir()
+        (tmp_path / "agents" / "__init__.py").write_text("from .bot import Bot  # the user's own package\n")
+        local = tmp_path / "agents"
+    else:
+        (tmp_path / "agents.py").write_text("BOT = 1  # the user's own module\n")
+        local = tmp_path / "agents.py"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", "import rsim_env"], capture_output=True, text=True, timeout=120,
+                         env=env, cwd=tmp_path)  # python -c puts the current directory first on sys.path
+    assert out.returncode != 0
+    msg = out.stderr.strip().splitlines()[-1]
+    assert msg.startswith("rsim_env.install.PackageClashError: A local package shadows rSIM's 'agents'"), msg
+    assert str(local.resolve()) in msg and str((ROOT / "agents").resolve()) in msg
+    assert "rename your package" in msg and "run from another directory" in msg
+    assert "venv" not in msg and "pip" not in msg  # nothing was overwritten; a new environment would not help
+
+
+def test_a_bare_directory_named_like_ours_shadows_nothing(tmp_path):
+    (tmp_path / "agents").mkdir()  # no __init__.py: Python prefers any regular package to it
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", "import rsim_env, agents; print(agents.RSIM_PACKAGE)"],
+                         capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.strip() == "agents", out.stderr
+
+
 def test_wheel_ships_the_instruments_not_the_studies():
     """The wheel's packages (pyproject's find rule) hold benchmarks/ but not studies/; answer cases are data."""
     from setuptools import find_namespace_packages

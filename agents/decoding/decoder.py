@@ -5,7 +5,7 @@ decoder a batch of open :class:`~agents.decoding.turns.Turn` objects. The decode
 new ids (``turn.feed``; the whole conversation is in ``turn.conv.ids``, as text in
 ``turn.conv.text`` when the reasoner keeps it) and writes tokens with ``turn.write(token, logprob)``
 until it returns True (end-of-turn, the cap ``turn.cap`` or a stop rule), or hands a server's text
-reply to ``turn.reply``. Log-probs follow :mod:`agents.sampling`'s convention: temperature
+reply to ``turn.reply``. Log-probs follow :mod:`agents.hf.sampling`'s convention: temperature
 ``turns.record_temperature``, ``turns.suppressed_ids`` removed.
 
 Adding an engine is one class with :meth:`Decoder.reset` and :meth:`Decoder.decode` (see
@@ -14,7 +14,7 @@ Adding an engine is one class with :meth:`Decoder.reset` and :meth:`Decoder.deco
 * ``keep(copies)`` -- called before each round's turns are built: forget the state of every copy not listed
   (finished for good; a KV cache);
 * ``sync(scorer)`` -- before a rollout, decode with the scorer's current trained weights (an adapter);
-* ``fingerprint`` -- a string naming the decoder's exact behaviour, for :mod:`agents.replay`.
+* ``fingerprint`` -- a string naming the decoder's exact behaviour, for :mod:`agents.replay.reasoner`.
 """
 
 from __future__ import annotations
@@ -60,5 +60,5 @@ def lockstep(turns: Sequence[Turn], logits: Any, pick: Callable[[Any, list[bool]
 
 def adapter_key(params: dict[str, Any]) -> tuple:
     """What changes when a LoRA adapter's tensors change in place or are replaced (tensor versions and storage, as
-    :meth:`agents.lora.SharedBase.sampler` does): a decoder re-sends the adapter when it differs from the last sent."""
+    :meth:`agents.hf.lora.SharedBase.sampler` does): a decoder re-sends the adapter when it differs from the last sent."""
     return tuple((n, p._version, p.data_ptr()) for n, p in sorted(params.items()))

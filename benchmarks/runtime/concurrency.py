@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WAIT_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
 """Removed from every run's environment: each setting sets its own."""
 
@@ -52,7 +52,7 @@ class Config:
     warmup: int = 1
     """Leading steps of each run not counted."""
     old_threads: int = 2
-    """Threads per run in the old setting (torch took every core: 2 on issue 21's machine)."""
+    """Threads per run in the old setting (torch took every core: 2 on the 2-core machine where the slowdown was found)."""
     settings: str = "default,old"
     """Comma list of settings to run: default, old, passive (named), spin1000 (a llamacpp: run's wait)."""
     cpus: str = ""

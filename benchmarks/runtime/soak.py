@@ -44,7 +44,7 @@ from typing import Any, Sequence
 
 import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SECTIONS = ("train", "sandbox", "served")
 
 

@@ -56,7 +56,7 @@ DEFAULT_FAMILIES: tuple[Family, ...] = (
     Family("add", "Add {a} and {b}.", "+", (3, TERMINATION)),  # validation, termination
     Family("mul", "Multiply {a} by {b}.", "*", (1, 5, TERMINATION)),  # decomposition, prioritization, termination
 )
-"""Two families with different solving plans (the issue's example: ``[3, 8]`` and ``[1, 5, 8]``)."""
+"""Two families with different solving plans (``[3, 8]`` and ``[1, 5, 8]``)."""
 
 
 FAMILY_SETS: dict[str, tuple[Family, ...]] = {

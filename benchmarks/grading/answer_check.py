@@ -71,7 +71,7 @@ HOSTILE: list[tuple[str, str, str]] = [
     ("frac_chain", "\\boxed{" + "\\frac{1}{" * 3000 + "2" + "}" * 3000 + "}", "1"),
     ("long_sum", "\\boxed{" + "+".join(["x"] * 5000) + "}", "5000x"),
     ("nested_sqrt", "\\boxed{" + "\\sqrt{" * 40 + "2" + "}" * 40 + "}", "1"),
-    # issue 22's new paths: final statements, two-unit quantities, x/** spellings of powers
+    # the paths added for the unseen-form families: final statements, two-unit quantities, x/** spellings of powers
     ("long_statement", "The value is " + "(1, " * 200_000 + "2", "1"),
     ("statement_units", "So it is " + "1 hour and " * 100_000 + "2 minutes.", "1"),
     ("compound_units", "\\boxed{" + "1 hour and " * 100_000 + "30 minutes}", "1"),
@@ -263,7 +263,7 @@ def _print(r: dict) -> None:
     _print_table("held-out cases (benchmarks/grading/answer_cases/heldout.jsonl; written without reading the checker)",
                  ho["ours"], ho["math_verify"])
     fam = r["families"]
-    _print_table("unseen-form families (benchmarks/grading/answer_cases/families.jsonl; written before the fixes, issue 22)",
+    _print_table("unseen-form families (benchmarks/grading/answer_cases/families.jsonl; written before the checker was fixed for them)",
                  fam["ours"], fam["math_verify"])
     fam2 = r["families2"]
     _print_table("unseen-form families, second batch (benchmarks/grading/answer_cases/families2.jsonl; written after the fixes, "

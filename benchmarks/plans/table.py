@@ -3,8 +3,8 @@
 Does this reasoner leave room for *adaptive* planning? Every plan of at most ``max_rounds`` rounds
 that ends in termination (index 8) is played on ``problems`` problems: with 8 non-terminal
 strategies that is ``sum_{k<L} 8^k`` plans -- 9 for L = 2 (``[8]``, ``[s, 8]``), 73 for L = 3.
-(Issue 19 says 10 and 91, which counts 9 choices per non-final round; termination before the
-last round ends the episode, so only 8 remain.) All steps go through the replay cache
+(Counting 9 choices per non-final round would give 10 and 91, but termination before the last round
+ends the episode, so only 8 remain.) All steps go through the replay cache
 (:mod:`agents.replay.reasoner`): a rerun, another L or an evaluation reads back every step already written.
 
 The problems are split into validation and test by ``split_seed`` (``val_fraction``), and the

@@ -51,7 +51,7 @@ class Config:
     data_seed: int = 1000
     """Seed of the problem sample."""
     plan: tuple[int, ...] = (3, 4, 8)
-    """The planner's strategies; rounds 0 and 1 are played (the issue's replay run used [3, 4, 8])."""
+    """The planner's strategies; rounds 0 and 1 are played (``[3, 4, 8]``: the plan of the replay benchmark's runs)."""
     max_step_tokens: int = 48
     """Token cap per step."""
     protocol: str = "chat+lead"

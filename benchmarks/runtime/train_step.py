@@ -24,7 +24,7 @@ Rows (each in its own subprocess, so that ``peak_rss_mib`` is that row's alone):
   TRL: ``bf16=True``), fp32 weights and optimizer states; its effect on learning is not measured here;
 * ``demo``: ``rsim train --preset demo`` (planner + reasoner, LoRA adapters on one shared base),
   its s/step, peak RSS and checkpoint size (a different workload: 2 groups x G=4, 3 rounds of 32 tokens);
-* ``demo_full``: the same with LoRA off (both agents fully fine-tuned, as before issue 12): the old demo.
+* ``demo_full``: the same with LoRA off (both agents fully fine-tuned): the demo before LoRA adapters became its default.
 
 ``ratio_vs_trl`` is our s/step over TRL's in the same mode (the larger of the two modes; both are
 in ``ratio_vs_trl_by_mode``); ``ratio_vs_trl_engine`` is ``ours_lora_engine`` over ``trl_lora`` (None,

@@ -112,7 +112,7 @@ def _step(cfg: Config, agent: Any, optimizer: Any, problems: list, step: int) ->
 
     plan = [int(s) for s in cfg.plan.split(",")]
     t0 = time.perf_counter()
-    synced = agent.sync()
+    synced = agent.decoder.sync(agent.scorer)
     t1 = time.perf_counter()
     groups = [EnvGroup([p], cfg.group_size, config=EnvConfig(max_steps=len(plan) + 1)) for p in problems]
     out = rollout(groups, agent, FixedPlanner(plan), seed=cfg.seed * 1000 + step)

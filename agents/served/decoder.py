@@ -84,11 +84,6 @@ class CompletionsDecoder:
         self.ok = False
         """A request has succeeded (the endpoint exists)."""
 
-    def __getattr__(self, name: str) -> Any:  # the client's usage(), served_model, adapters, sync_adapter...
-        if name.startswith("__") or name in ("client", "turns"):
-            raise AttributeError(name)
-        return getattr(self.client, name)
-
     def reset(self, num_copies: int, seed: int | None = None) -> None:
         pass
 
@@ -306,8 +301,8 @@ class ServedDecoder:
 
     ``auto`` takes the completions endpoint when a tokenizer for the template is at hand (``#tokenizer=``, or the
     model name is ``default``, ``tiny``, a local dir or a hub id) and falls back to chat when the server answers
-    404/405 there before any completions request succeeded. Attributes not found here are the client's
-    (``usage()``, ``served_model``, ``adapters``, ``sync_adapter``...).
+    404/405 there before any completions request succeeded. The client (``usage()``, ``served_model``, adapters) is
+    :attr:`client`; :class:`agents.served.reasoner.ServedReasoner` exposes it on the reasoner.
 
     Args:
         client: The :class:`agents.served.reasoner.OpenAIClient`.
@@ -318,11 +313,6 @@ class ServedDecoder:
         self.client, self.config = client, config
         self.route: CompletionsDecoder | ChatDecoder | None = None
         self._turns: Turns | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("client", "route", "_turns", "config"):
-            raise AttributeError(name)
-        return getattr(self.client, name)
 
     @property
     def turns(self) -> Turns:

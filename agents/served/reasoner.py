@@ -20,7 +20,7 @@ with exponential backoff (honouring ``Retry-After``); other errors raise at once
 message, and so does a 5xx whose body names a validation error (llama_cpp.server answers a request that fails
 its schema with HTTP 500): the line says the server refused the request's form and what to change. Tokens (as
 the server reports them) and an optional price are counted per run
-(:meth:`OpenAIClient.usage`, which the reasoner exposes). The key is read from the environment variable named by
+(:meth:`OpenAIClient.usage`, which :class:`ServedReasoner` exposes). The key is read from the environment variable named by
 ``api_key_env``, never from a config file. HTTP is the standard library's (no SDK); the completions route
 renders the chat template with a ``transformers`` tokenizer (no torch model is loaded)::
 
@@ -58,10 +58,12 @@ from typing import Any
 
 from rsim_env.render import STEP_DELIMITER, whole_answer_turn
 
+from ..reasoner import Reasoner
 from .completions import APIError, refused_form
 from .lora import ServedAdapters
 
-__all__ = ["OpenAIConfig", "OpenAIClient", "OpenAIReasoner", "APIError", "parse_spec", "build", "build_trainable"]
+__all__ = ["OpenAIConfig", "OpenAIClient", "OpenAIReasoner", "ServedReasoner", "APIError", "parse_spec", "build",
+           "build_trainable"]
 
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 """Larger responses are refused (a server reply is untrusted input)."""
@@ -217,7 +219,7 @@ def build_trainable(rest: str, ctx: Any) -> Any:
     """
     from .decoder import NEEDS_IDS, CompletionsDecoder
     from ..hf.loading import load_causal_lm, tiny_model
-    from ..reasoner import Reasoner, ReasonerConfig
+    from ..reasoner import ReasonerConfig
     from ..registry import Built, _torch_dtype, _with_lora
     from .train import base_spec, check_logprobs_mode
 
@@ -232,7 +234,7 @@ def build_trainable(rest: str, ctx: Any) -> Any:
             else (lambda: load_causal_lm(base, dtype=_torch_dtype(ctx.dtype))))
     learner = _with_lora(base, ctx, load).agent
     decoder = CompletionsDecoder(OpenAIClient(cfg), learner.turns, train=True)
-    agent = Reasoner(config=learner.config, decoder=decoder, scorer=learner.scorer, turns=learner.turns)
+    agent = ServedReasoner(config=learner.config, decoder=decoder, scorer=learner.scorer, turns=learner.turns)
     return Built(agent,
                  {"kind": "openai", "model": cfg.model, "base_url": cfg.base_url, "lora": True, "learner": base,
                   "logprobs_mode": cfg.logprobs_mode, "max_concurrency": cfg.max_concurrency})
@@ -247,15 +249,55 @@ def reasoner_config(cfg: OpenAIConfig) -> Any:
                           greedy=cfg.temperature == 0, temperature=cfg.temperature or 1.0, seed=cfg.seed)
 
 
-def OpenAIReasoner(config: OpenAIConfig) -> Any:
-    """A :class:`agents.reasoner.Reasoner` served by an OpenAI-compatible API (module docstring): its decoder is
-    :class:`agents.served.decoder.ServedDecoder` on an :class:`OpenAIClient`, so ``usage()``, ``served_model``,
-    ``sync_adapter`` and the other client attributes are the reasoner's too."""
+class ServedReasoner(Reasoner):
+    """A :class:`agents.reasoner.Reasoner` whose decoder talks to an OpenAI-compatible server through an
+    :class:`OpenAIClient` (:class:`agents.served.decoder.ServedDecoder`, or a training
+    :class:`~agents.served.decoder.CompletionsDecoder`): the client's counters and LoRA adapters are the reasoner's."""
+
+    @property
+    def client(self) -> "OpenAIClient":
+        """The HTTP client of this reasoner's decoder."""
+        return self.decoder.client
+
+    @property
+    def cfg(self) -> "OpenAIConfig":
+        """The client's :class:`OpenAIConfig` (server, model, retries, concurrency)."""
+        return self.client.cfg
+
+    def usage(self) -> dict[str, Any]:
+        """:meth:`OpenAIClient.usage`: requests, retries, prompt/completion tokens and cost since construction."""
+        return self.client.usage()
+
+    def complete(self, messages: list[dict[str, str]]) -> tuple[str, dict[str, int]]:
+        """:meth:`OpenAIClient.complete`: one chat completion outside any episode, ``(text, token counts)``."""
+        return self.client.complete(messages)
+
+    @property
+    def served_model(self) -> str:
+        """:attr:`OpenAIClient.served_model`: the synced LoRA adapter's name, else the base model's."""
+        return self.client.served_model
+
+    @property
+    def adapters(self) -> ServedAdapters:
+        """The LoRA adapters loaded on the server (:class:`agents.served.lora.ServedAdapters`)."""
+        return self.client.adapters
+
+    def sync_adapter(self, adapter: Any) -> str:
+        """:meth:`OpenAIClient.sync_adapter`: serve the next requests from this LoRA adapter; return its name."""
+        return self.client.sync_adapter(adapter)
+
+    def unload_adapter(self) -> None:
+        """:meth:`OpenAIClient.unload_adapter`: serve the base model again."""
+        self.client.unload_adapter()
+
+
+def OpenAIReasoner(config: OpenAIConfig) -> ServedReasoner:
+    """A :class:`ServedReasoner` on an OpenAI-compatible API (module docstring): its decoder is
+    :class:`agents.served.decoder.ServedDecoder` on an :class:`OpenAIClient`."""
     from .decoder import ServedDecoder
-    from ..reasoner import Reasoner
 
     rc = reasoner_config(config)
-    return Reasoner(config=rc, decoder=ServedDecoder(OpenAIClient(config), rc))
+    return ServedReasoner(config=rc, decoder=ServedDecoder(OpenAIClient(config), rc))
 
 
 def from_spec(spec: str, **overrides: Any) -> Any:

@@ -67,7 +67,7 @@ def scripted_lm() -> type:
 def gguf() -> str:
     """Path of the embedded GGUF (skips without llama-cpp-python or the fetched model file)."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (pip install 'rsim[llamacpp]')")
-    from agents.hf.loading import embedded_gguf_path
+    from agents.embedded import embedded_gguf_path
 
     try:
         return embedded_gguf_path()

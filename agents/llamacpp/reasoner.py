@@ -19,7 +19,7 @@ with ``train.grpo.tis_cap``; ``studies/engine_lora.py`` measures the mismatch. O
 trains (its torch twin is ``default``).
 
 ``llamacpp:q8_0`` decodes the embedded weights re-rounded to Q8_0 (built once offline from the shipped file,
-:func:`agents.hf.loading.embedded_engine_gguf_path`): llama.cpp has batched CPU kernels for Q8_0 and not for Q4_1, so
+:func:`agents.embedded.embedded_engine_gguf_path`): llama.cpp has batched CPU kernels for Q8_0 and not for Q4_1, so
 it is faster (1.26-1.33x in one run), at a mean |d log p| to torch of 0.018 against the shipped file's 0.014;
 ``llamacpp:default`` stays the shipped file, which every committed engine result used (docs/lean.md).
 
@@ -55,11 +55,11 @@ def parse_spec(rest: str) -> tuple[str, dict[str, int]]:
                              f"{sorted(_OPTIONS)} and N an integer >= 1 (unified: 0 or 1).")
         options[key] = int(value)
     if not target or target == "default":
-        from ..hf.loading import embedded_gguf_path
+        from ..embedded import embedded_gguf_path
 
         return str(embedded_gguf_path()), options
     if target == "q8_0":  # the embedded weights re-rounded to Q8_0: faster batched kernels, see docs/lean.md
-        from ..hf.loading import embedded_engine_gguf_path
+        from ..embedded import embedded_engine_gguf_path
 
         return str(embedded_engine_gguf_path()), options
     path = Path(target).expanduser()

@@ -114,11 +114,7 @@ def _threads(n: int) -> int:
 
 def _model_path(model: str) -> str:
     if model == "default":
-        from ..embedded import fetched_gguf_path
-
-        if fetched_gguf_path().is_file():  # without importing agents.hf.loading (torch) in the common case
-            return str(fetched_gguf_path())
-        from ..hf.loading import embedded_gguf_path
+        from ..embedded import embedded_gguf_path  # standard library only: no torch for a server
 
         return str(embedded_gguf_path())
     path = Path(model).expanduser()

@@ -111,6 +111,7 @@ def load_tokenizer(spec: str) -> Any:
     try:
         from transformers import AutoTokenizer
 
+        from ..embedded import embedded_gguf_path
         from ..hf import loading
     except ImportError as e:
         raise ValueError(f"rendering the chat template needs transformers ({e}): pip install 'rsim[train]', "
@@ -123,7 +124,7 @@ def load_tokenizer(spec: str) -> Any:
             if (cached / "tokenizer_config.json").is_file():
                 tok = AutoTokenizer.from_pretrained(str(cached))
             else:
-                gguf = loading.embedded_gguf_path()
+                gguf = embedded_gguf_path()
                 tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         else:
             tok = AutoTokenizer.from_pretrained(spec)

@@ -94,7 +94,7 @@ class BenchConfig:
     engine: str = "default,q8_0"
     """(f) GGUF files the llama.cpp engine decodes, a comma list, the first giving ``engine_vs_generate``: paths or
     "default" (what ``llamacpp:default`` decodes: the embedded file as shipped), "q4_1" (the same), "q8_0" (its Q8_0
-    copy, ``llamacpp:q8_0``, :func:`agents.hf.loading.embedded_engine_gguf_path`) -- these three only with model "default" -- each optionally
+    copy, ``llamacpp:q8_0``, :func:`agents.embedded.embedded_engine_gguf_path`) -- these three only with model "default" -- each optionally
     with Engine options, e.g. "q8_0#threads=2&unified=1"; "" = skip; needs ``rsim[llamacpp]``."""
 
     def __post_init__(self):
@@ -323,11 +323,11 @@ def engine_gguf(name: str) -> str:
     from agents.llamacpp.reasoner import parse_spec
 
     if name == "q4_1":
-        from agents.hf.loading import embedded_gguf_path
+        from agents.embedded import embedded_gguf_path
 
         return str(embedded_gguf_path())
     if name == "q8_0":
-        from agents.hf.loading import embedded_engine_gguf_path
+        from agents.embedded import embedded_engine_gguf_path
 
         return str(embedded_engine_gguf_path())
     return parse_spec(name)[0]

@@ -15,11 +15,11 @@ from typing import Any, Sequence
 import torch
 
 from ..base import Scored
+from ..decoding.decoder import lockstep
+from ..decoding.turns import ReasonerRecord, Turn, Turns
 from .kv import KVBatch
 from .prefix import shared_prefix_logprobs
 from .sampling import generated_logprobs, masked_logprobs, sample
-from ..decoding.decoder import lockstep
-from ..decoding.turns import ReasonerRecord, Turn, Turns
 
 __all__ = ["TorchLM", "TorchDecoder"]
 

@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 
-from .decoder import EngineDecoder
 from ..decoding.turns import Turns
-from .engine import Engine
 from ..reasoner import Reasoner, ReasonerConfig
+from .decoder import EngineDecoder
+from .engine import Engine
 
 __all__ = ["LlamaCppReasoner", "build", "build_trainable", "load_tokenizer", "parse_spec"]
 

@@ -40,9 +40,9 @@ from typing import Any, Sequence
 
 from rsim_env.render import CHAT_API_PROTOCOL, STEP_DELIMITER, reasoner_messages_from_observation, whole_answer_turn
 
-from .completions import APIError, TokenizerMismatch, load_tokenizer, tokenizer_candidate
 from ..decoding.decoder import adapter_key
 from ..decoding.turns import Conversation, Turn, Turns
+from .completions import APIError, TokenizerMismatch, load_tokenizer, tokenizer_candidate
 
 __all__ = ["CompletionsDecoder", "ChatDecoder", "ServedDecoder", "NEEDS_IDS"]
 

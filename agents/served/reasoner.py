@@ -217,10 +217,10 @@ def build_trainable(rest: str, ctx: Any) -> Any:
     prompts, the sampled ids and log-probs read back) and learns in torch (the learner's LoRA scorer), see
     :mod:`agents.served.train`; torch is imported only here, on demand.
     """
-    from .decoder import NEEDS_IDS, CompletionsDecoder
     from ..hf.loading import load_causal_lm, tiny_model
     from ..reasoner import ReasonerConfig
     from ..registry import Built, _torch_dtype, _with_lora
+    from .decoder import NEEDS_IDS, CompletionsDecoder
     from .train import base_spec, check_logprobs_mode
 
     cfg = parse_spec("openai:" + rest)

@@ -36,8 +36,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from . import atlas_stats
-from . import atlas_tasks
+from . import atlas_stats, atlas_tasks
 from . import stats as plan_stats
 from . import table as plan_table
 from .atlas_stats import key

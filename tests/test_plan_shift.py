@@ -97,7 +97,7 @@ def test_efficacy_doc_plan_shift_table_is_generated_from_the_committed_plan_tabl
 
     root = Path(__file__).resolve().parents[1]
     doc = (root / "docs" / "efficacy.md").read_text()
-    blocks = list(re.finditer(r"<!-- plan shift: (python -m benchmarks\.plan_shift .*?) -->\n(.*?)\n<!-- /plan shift -->",
+    blocks = list(re.finditer(r"<!-- plan shift: (python -m benchmarks\.plans\.shift .*?) -->\n(.*?)\n<!-- /plan shift -->",
                               doc, re.S))
     assert len(blocks) == 1, "docs/efficacy.md lost its generated plan-shift block"
     args = shlex.split(blocks[0].group(1))[3:]

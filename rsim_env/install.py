@@ -122,7 +122,7 @@ class _HintLoader(importlib.abc.Loader):
                 raise
             err = ModuleNotFoundError(
                 f"{self._fullname} needs {top!r}, which is not installed (an env-only install of rSIM: rsim_env and "
-                f"agents.scripted run without it). Install the training dependencies: {TRAIN_EXTRA_HINT}", name=e.name)
+                f"agents.scripted.policies run without it). Install the training dependencies: {TRAIN_EXTRA_HINT}", name=e.name)
             err._rsim_hint = True  # type: ignore[attr-defined]
             raise err from e
 

@@ -1,7 +1,7 @@
 """The adaptive study on the plan tree, part 1: decode the frozen reasoner's whole game once, per split.
 
 For a frozen greedy reasoner a planner episode is a function of (problem, plan), so the study's data are the
-plan trees of its splits (:mod:`agents.plan_tree`): this script fills them for the ``adaptive`` source, a few
+plan trees of its splits (:mod:`agents.replay.plan_tree`): this script fills them for the ``adaptive`` source, a few
 problems a task at a time, so that whatever has been decoded when it stops is a balanced tree (the first ``k``
 problems of every task) that training can use, and a rerun resumes where it stopped (the tree file is
 rewritten after every rollout; the replay store keeps an interrupted rollout's steps).
@@ -95,8 +95,8 @@ def split_problems(split: str, per_task: int, tasks: int = 0) -> list[Any]:
 
 def main(cfg: Config) -> dict[str, Any]:
     """Fill the split's tree ``increment`` problems a task at a time up to ``per_task``; write the JSON."""
-    from agents.plan_tree import fill, terminal_plans
-    from benchmarks.plan_tree import _build
+    from agents.replay.plan_tree import fill, terminal_plans
+    from benchmarks.plans.tree import _build
 
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """What each planner learner option buys: planner-only GRPO on scripted task families, measured against the table.
 
-The reasoner is :class:`agents.scripted_families.FamilyReasoner` (a problem is solved only under its family's
+The reasoner is :class:`agents.scripted.families.FamilyReasoner` (a problem is solved only under its family's
 plan), so the outcome of every plan on every problem is known exactly: the study fills that table
 (every terminating plan of at most ``max_steps`` rounds on every training problem and every held-out one),
 trains the planner with each variant of the learner options (docs/training.md) over a few seeds, and
@@ -9,7 +9,7 @@ reports the greedy planner's reward and accuracy against the best single plan an
 (generalisation), with curves, the share of sampled plans that never terminated and the sampled entropy.
 
 Variants: ``default`` (the paper), ``last_round`` (``env.terminate_last_round``), ``per_term``
-(``train.grpo.per_term_advantages``), ``both``. Planner ``toy`` (:class:`agents.toy.ToyPlanner`, sees only the
+(``train.grpo.per_term_advantages``), ``both``. Planner ``toy`` (:class:`agents.scripted.toy.ToyPlanner`, sees only the
 round and the previous strategy: it can reach the best single plan, not the per-task best) or ``tiny`` (a
 random-init tiny LM planner that reads the question).
 
@@ -27,13 +27,13 @@ from typing import Any, Sequence
 
 import torch
 
-from agents.scripted_families import FamilyReasoner, families, family_problems
+from agents.scripted.families import FamilyReasoner, families, family_problems
 from algos.grpo import GRPOConfig
 from algos.optimisation_gap import optimisation_gap
 from algos.planner_only import PlannerOnly
 from algos.rollout import rollout
 from algos.trainer import OptimConfig, TrainConfig, Trainer, make_accelerator
-from benchmarks.plan_table import TablePlanner, all_plans
+from benchmarks.plans.table import TablePlanner, all_plans
 from rsim_env import EnvConfig, EnvGroup
 
 VARIANTS: dict[str, dict[str, bool]] = {
@@ -54,7 +54,7 @@ class Config:
     planner: str = "toy"
     """"toy" (round + previous strategy only) or "tiny" (a random-init tiny LM that reads the question)."""
     families: str = "two_step"
-    """Family set (agents.scripted_families.FAMILY_SETS)."""
+    """Family set (agents.scripted.families.FAMILY_SETS)."""
     max_steps: int = 3
     """env.max_steps: the longest plan (73 terminating plans for 3)."""
     steps: int = 40
@@ -126,11 +126,11 @@ def greedy_rows(planner: Any, problems: Sequence[Any], reasoner: Any, env: EnvCo
 def _planner(cfg: Config, seed: int) -> Any:
     torch.manual_seed(seed)
     if cfg.planner == "toy":
-        from agents.toy import ToyPlanner
+        from agents.scripted.toy import ToyPlanner
 
         return ToyPlanner(max_rounds=cfg.max_steps)
-    from agents.loading import tiny_model
-    from agents.planner import Planner, PlannerConfig
+    from agents.hf.loading import tiny_model
+    from agents.planners.llm import Planner, PlannerConfig
 
     backbone, tok = tiny_model("backbone", seed=seed)
     return Planner(backbone, tok, PlannerConfig(seed=seed))

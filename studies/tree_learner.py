@@ -71,7 +71,7 @@ class Config:
 
 def tree_problems(tree: Any, split: str, per_task: int, tasks: int = 0) -> list[Any]:
     """The problems of ``adaptive:<split>`` (first ``per_task`` a task) whose every plan is in ``tree``."""
-    from agents.plan_tree import terminal_plans
+    from agents.replay.plan_tree import terminal_plans
     from studies.adaptive_tree import split_problems
 
     plans = terminal_plans(2)
@@ -79,8 +79,8 @@ def tree_problems(tree: Any, split: str, per_task: int, tasks: int = 0) -> list[
 
 
 def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
-    from agents.plan_tree import PlanTree, TreeReasoner, warm_planner
-    from benchmarks.plan_tree import _build
+    from agents.replay.plan_tree import PlanTree, TreeReasoner, warm_planner
+    from benchmarks.plans.tree import _build
     from rsim_env import EnvConfig
     from rsim_env.grading import GradeCache
     from studies.adaptive_tree import Config as FillConfig
@@ -103,7 +103,7 @@ def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
     features_s = time.perf_counter() - w
 
     def planner(seed: int) -> Any:
-        from agents.planner import Planner
+        from agents.planners.llm import Planner
 
         torch.manual_seed(seed)
         p = Planner(base.backbone, base.tokenizer, dataclasses.replace(base.config, seed=seed))

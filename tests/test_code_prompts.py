@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.scripted import WRONG_PROGRAM, FixedPlanner, TemplateReasoner
+from agents.scripted.policies import WRONG_PROGRAM, FixedPlanner, TemplateReasoner
 from algos.rollout import rollout
 from rsim_env import EnvGroup, Problem, env, grading, render
 from rsim_env.code.extract import answer_text, closes_program, extract_program, leaves_open, prose

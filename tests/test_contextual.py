@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from agents.scripted import FixedPlanner
-from agents.scripted_families import DEFAULT_FAMILIES, Family, FamilyReasoner, families, family_problems
+from agents.scripted.policies import FixedPlanner
+from agents.scripted.families import DEFAULT_FAMILIES, Family, FamilyReasoner, families, family_problems
 from algos.grpo import GRPOConfig, grpo_loss
 from algos.metrics import plan_stats, task_of
 from algos.rollout import rollout
@@ -105,8 +105,8 @@ def test_family_sets_by_name():
 # ------------------------------------------------------------------------------ entropy: planner and loss
 
 def _planner_records():
-    from agents.loading import tiny_model
-    from agents.planner import Planner, PlannerConfig
+    from agents.hf.loading import tiny_model
+    from agents.planners.llm import Planner, PlannerConfig
 
     backbone, tok = tiny_model("backbone", seed=1)
     planner = Planner(backbone, tok, PlannerConfig(seed=0, head_init_std=0.5))

@@ -142,8 +142,8 @@ TINY = ["--reasoner", "tiny", "--source", "rg:basic_arithmetic", "--limit", "3",
 
 @pytest.fixture(scope="module")
 def tiny_planner_dir(tmp_path_factory):
-    from agents.loading import tiny_model
-    from agents.planner import Planner
+    from agents.hf.loading import tiny_model
+    from agents.planners.llm import Planner
 
     path = tmp_path_factory.mktemp("planner") / "saved"
     Planner(*tiny_model("backbone", seed=1)).save_pretrained(path)
@@ -178,11 +178,11 @@ def test_eval_tiny_lms_via_rsim_cli(tmp_path, tiny_planner_dir):
 
 
 def test_planner_tokens_with_and_without_cache():
-    from agents.loading import tiny_model
-    from agents.planner import Planner, PlannerConfig
+    from agents.hf.loading import tiny_model
+    from agents.planners.llm import Planner, PlannerConfig
     from algos.evaluation import episode_tokens
 
-    from agents.planner import PlannerRecord
+    from agents.planners.llm import PlannerRecord
     from agents.reasoner import ReasonerRecord
 
     rec = PlannerRecord(input_ids=list(range(30)), positions=[9, 19, 29], actions=[1, 2, 8], logprobs=[-1.0] * 3,

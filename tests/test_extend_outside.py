@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.scripted import FixedPlanner, TemplateReasoner
+from agents.scripted.policies import FixedPlanner, TemplateReasoner
 from rsim_env import Component, EnvConfig, EnvGroup, Facts, Problem, Rubric, Strategy, num_strategies
 from rsim_env.strategies import TERMINATION, extra_strategy
 
@@ -138,8 +138,8 @@ ANALOGY = Strategy(
 
 def test_a_strategy_registered_later_is_accepted_by_a_family_and_the_plan_tree():
     """A Family's plan and the plan tree read the strategy count when used, so a 10th row counts."""
-    from agents.plan_tree import game_plans
-    from agents.scripted_families import Family, FamilyReasoner, family_problems
+    from agents.replay.plan_tree import game_plans
+    from agents.scripted.families import Family, FamilyReasoner, family_problems
 
     with pytest.raises(ValueError, match="strategy indices 0..8"):
         Family("like", "Add {a} to {b}.", "+", (9, TERMINATION))

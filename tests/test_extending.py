@@ -164,7 +164,7 @@ def test_a_learner_added_as_the_doc_says_trains_by_name(tree, tmp_path):
 REWARD_CHECK = """
 import math
 
-from agents.scripted import FixedPlanner, TemplateReasoner
+from agents.scripted.policies import FixedPlanner, TemplateReasoner
 from algos.cli import main, parse
 from my_rewards import brevity, r_brevity
 from rsim_env import EnvConfig, EnvGroup, Problem
@@ -218,7 +218,7 @@ SVAMP_ROWS = [
 LOADER_CHECK = """
 import json, sys, types
 
-from agents.scripted import TemplateReasoner
+from agents.scripted.policies import TemplateReasoner
 from algos.cli import build_problems
 from algos.config import resolve
 from rsim_env import EnvGroup
@@ -268,7 +268,7 @@ def test_a_hub_dataset_added_as_the_doc_says_loads_by_name_and_from_a_file(tree,
 SOURCE_CHECK = """
 import contextlib, io
 
-from agents.scripted import TemplateReasoner
+from agents.scripted.policies import TemplateReasoner
 from algos.cli import build_problems, parse
 from rsim_env import EnvGroup
 from rsim_env.data import check_spec, load_problems

@@ -8,9 +8,9 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import rsim_env  # noqa: F401  (registers rsim/Planner-v0)
-from agents.gym_planner import PlannerEnv, TextFeatures, hashed_bag_of_words
-from agents.scripted import TemplateReasoner
-from agents.scripted_families import FamilyReasoner
+from agents.planners.gym import PlannerEnv, TextFeatures, hashed_bag_of_words
+from agents.scripted.policies import TemplateReasoner
+from agents.scripted.families import FamilyReasoner
 from rsim_env.problems import Problem
 from rsim_env.strategies import TERMINATION
 
@@ -183,7 +183,7 @@ def test_reasoner_from_a_registry_spec():
 
 
 def test_served_reasoner_under_the_default_protocol():
-    """``reasoner="openai:MODEL@URL"`` under the default (lead-in) protocol: the served model (agents.serve on
+    """``reasoner="openai:MODEL@URL"`` under the default (lead-in) protocol: the served model (agents.served.server on
     127.0.0.1, completions endpoint) plays exactly what the same weights play locally."""
     pytest.importorskip("torch", reason="the local comparison needs the 'train' extra")
     from agents.reasoner import Reasoner, ReasonerConfig

@@ -103,7 +103,7 @@ def test_wheel_ships_the_instruments_not_the_studies():
     assert "benchmarks" in shipped and "agents" in shipped
     assert not [p for p in shipped if p.split(".")[0] in ("studies", "tests", "tools")], shipped
     assert not list((ROOT / "benchmarks").rglob("answer_case*.py"))  # labelled cases live in JSONL files
-    tables = {p for pattern in tool["package-data"]["benchmarks"] for p in (ROOT / "benchmarks").glob(pattern)}
+    tables = {p for pattern in tool["package-data"]["benchmarks.grading"] for p in (ROOT / "benchmarks" / "grading").glob(pattern)}
     assert {p.name for p in tables} >= {"own.jsonl", "heldout.jsonl", "families.jsonl", "families2.jsonl"}
 
 
@@ -118,9 +118,9 @@ def test_heavy_modules_name_the_extra_without_torch():
 import sys
 for n in ("torch", "transformers", "accelerate"):
     sys.modules[n] = None
-import rsim_env, agents.scripted, agents.gym_planner, agents.openai_reasoner, agents.embedded, agents.reasoner
+import rsim_env, agents.scripted.policies, agents.planners.gym, agents.served.reasoner, agents.embedded, agents.reasoner
 import algos.rollout, algos.viewer, rsim_env.trl_rewards
-for mod in ("agents.decoding.torch_lm", "agents.planner", "algos.trainer", "algos.cli"):
+for mod in ("agents.hf.decoder", "agents.planners.llm", "algos.trainer", "algos.cli"):
     try:
         __import__(mod)
     except ModuleNotFoundError as e:

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from agents.loading import tiny_model
-from agents.planner import Planner, PlannerConfig
+from agents.hf.loading import tiny_model
+from agents.planners.llm import Planner, PlannerConfig
 from rsim_env.render import planner_text
 from rsim_env.strategies import TERMINATION, num_strategies
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import rsim_env
-from agents.scripted import FixedPlanner
+from agents.scripted.policies import FixedPlanner
 from algos.viewer.load import load_dir
 from rsim_env import Problem
 from rsim_env.record import RECORD_VERSION, EpisodeRecord, from_outcome, read_row

@@ -7,7 +7,7 @@ where the rewards are computed (rsim_env.game), for every turn protocol.
 import pytest
 
 import rsim_env
-from agents.scripted import FixedPlanner, TemplateReasoner
+from agents.scripted.policies import FixedPlanner, TemplateReasoner
 from rsim_env import Problem, render
 from rsim_env.answers import CheckConfig
 from rsim_env.strategies import STRATEGIES

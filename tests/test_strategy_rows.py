@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from agents.scripted import FixedPlanner, TemplateReasoner
+from agents.scripted.policies import FixedPlanner, TemplateReasoner
 from rsim_env import EnvGroup, Problem, echo, env, render, strategies
 from rsim_env.strategies import EXAMPLES, STRATEGIES, TERMINATION, Strategy, detect, extra_strategy, num_strategies
 
@@ -76,7 +76,7 @@ def test_a_tenth_strategy_is_one_row_and_plays_in_every_protocol(protocol):
 
 def test_planner_heads_are_sized_by_the_table():
     torch = pytest.importorskip("torch")
-    from agents.toy import ToyPlanner
+    from agents.scripted.toy import ToyPlanner
 
     with extra_strategy(ANALOGY):
         planner = ToyPlanner(max_rounds=4)

@@ -1,0 +1,149 @@
+"""TRL's own GRPOTrainer trains the reasoner under rSIM's strategy injection (agents.hf.trl_rollout).
+
+What the loss sees is captured from the trainer itself (the batch ``_generate_and_score_completions`` hands to
+the loss): its loss mask covers only tokens the reasoner sampled, its sampled log-probs are TRL's own
+recomputation of those tokens, and each completion's reward is the env's ``score`` of its episode.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from rsim_env import EnvConfig, Problem
+from rsim_env.record import from_outcome
+from rsim_env.scoring import score
+
+trl = pytest.importorskip("trl", reason="TRL is optional (extra 'trl')")
+torch = pytest.importorskip("torch")
+
+from agents.hf.loading import tiny_model  # noqa: E402
+from agents.hf.trl_rollout import (InjectionConfig, StrategyInjection, outputs, problem_dataset,  # noqa: E402
+                                   reasoner_reward)
+
+ENV = EnvConfig(max_steps=4)
+PROBLEMS = [Problem(f"p{i}", f"What is {i} + {4 - i}?", "4", "number", "test") for i in range(4)]
+
+
+def writer_of_fours(seed: int = 0):
+    """A tiny random-init Llama (byte tokenizer) whose last MLP bias pins the final hidden state, so that it writes
+    mostly ``4`` and ``}`` (and sometimes end-of-turn): under the ``\\boxed{`` lead-in some episodes are right and
+    some are not, so a GRPO group's rewards differ and the update is not zero. Every weight still trains."""
+    model, tok = tiny_model(seed=seed, mlp_bias=True, tie_word_embeddings=False)
+    with torch.no_grad():
+        bias = model.model.layers[-1].mlp.down_proj.bias
+        bias.zero_()
+        bias[0] = 100.0
+        model.lm_head.weight.zero_()
+        for token, w in (("4", 1.6), ("}", 1.5), (tok.eos_token, 1.0)):
+            model.lm_head.weight[tok.convert_tokens_to_ids(token), 0] = w
+    return model, tok
+
+
+def train(tmp_path, steps: int = 2, planner: str = "fixed:1"):
+    """Run GRPOTrainer for ``steps`` steps under injection; return the model, the injection and per-step captures."""
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    model, tok = writer_of_fours()
+    injection = StrategyInjection(PROBLEMS, InjectionConfig(planner=planner, env=ENV, max_step_tokens=6,
+                                                            max_answer_tokens=6, seed=0))
+    funcs, weights = injection.reward_funcs()
+    args = trl.GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=4, num_generations=4, max_steps=steps,
+                          learning_rate=1e-2, logging_steps=1, report_to=[], save_strategy="no", seed=0, use_cpu=True,
+                          reward_weights=weights, temperature=1.0, bf16=False)
+    trainer = trl.GRPOTrainer(model=model, processing_class=tok, reward_funcs=funcs, args=args,
+                              train_dataset=problem_dataset(PROBLEMS), rollout_func=injection)
+    captured = []
+    generate = trainer._generate_and_score_completions
+
+    def capture(inputs):
+        out = generate(inputs)
+        ids = torch.cat([out["prompt_ids"], out["completion_ids"]], dim=1)
+        mask = torch.cat([out["prompt_mask"], out["completion_mask"]], dim=1)
+        with torch.no_grad():  # TRL's own log-probs of these tokens, before this step's update
+            trl_logps, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask,
+                                                                          out["completion_ids"].size(1))
+        rewards = {name: list(v) for name, v in trainer._logs["rewards"].items()}
+        captured.append({"out": out, "trajectories": injection.last, "trl_logps": trl_logps, "rewards": rewards,
+                         "weights": dict(zip([f.__name__ for f in funcs], weights))})
+        return out
+
+    trainer._generate_and_score_completions = capture
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    trainer.train()
+    return model, tok, before, captured
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    torch.set_num_threads(1)
+    return train(tmp_path_factory.mktemp("trl_route"))
+
+
+def test_grpo_trainer_runs_two_steps_and_changes_the_reasoner(run):
+    model, _, before, captured = run
+    assert len(captured) == 2  # one generation per optimizer step
+    changed = [n for n, p in model.named_parameters() if not torch.equal(p.detach(), before[n])]
+    assert len(changed) >= len(before) // 2, changed
+    assert any(max(c["rewards"]["reasoner_reward"]) > min(c["rewards"]["reasoner_reward"]) for c in captured)
+
+
+def test_no_injected_token_is_in_the_loss_mask(run):
+    _, tok, _, captured = run
+    for c in captured:
+        out = c["out"]
+        loss_mask = out["completion_mask"] * out["tool_mask"]  # what GRPOTrainer._compute_loss masks with
+        for row, traj in enumerate(c["trajectories"]):
+            rec, info = traj["reasoner"], traj["info"]
+            n = len(rec.input_ids) - rec.prompt_len
+            ids = out["completion_ids"][row, :n].tolist()
+            assert ids == rec.input_ids[rec.prompt_len:]  # the very ids the reasoner's context held
+            trained = [t for t, m in zip(ids, loss_mask[row, :n].tolist()) if m]
+            fed = [t for t, m in zip(ids, loss_mask[row, :n].tolist()) if not m]
+            assert loss_mask[row, n:].sum() == 0
+            assert loss_mask[row, :n].tolist() == rec.gen_mask[rec.prompt_len:]
+            trained_text, fed_text = tok.decode(trained), tok.decode(fed)
+            # every injected instruction and lead-in is in the fed part, none in the trained part
+            injected = [s for s in info["injected"] if s.strip()]
+            assert len(injected) == len(info["strategies"]) >= 2
+            for s in injected:
+                assert s.strip() in fed_text and s.strip()[:12] not in trained_text
+            # the trained tokens are exactly what the reasoner wrote, step by step
+            assert "".join("".join(s.split()) for s in info["steps"]) == "".join(
+                tok.decode(trained, skip_special_tokens=True).split())
+
+
+def test_each_completion_is_rewarded_with_the_env_score_of_its_episode(run):
+    _, _, _, captured = run
+    for c in captured:
+        total = [sum(c["weights"][name] * c["rewards"][name][i] for name in c["weights"])
+                 for i in range(len(c["trajectories"]))]
+        for i, traj in enumerate(c["trajectories"]):
+            scored = score(from_outcome(traj), rubric=ENV.rubric)
+            assert total[i] == pytest.approx(scored.rewards(ENV.rubric)["reasoner"])
+            assert c["rewards"]["reasoner_reward"][i] == pytest.approx(traj["rewards"]["reasoner"])
+            for name in ("acc", "format", "follow"):
+                assert c["rewards"][f"rsim_{name}"][i] == scored.values[name]
+
+
+def test_trl_scores_the_sampled_tokens_with_the_sampling_distribution(run):
+    _, _, _, captured = run
+    first = captured[0]  # before any update: TRL's recomputation must equal the sampling-time log-probs
+    out = first["out"]
+    mask = (out["completion_mask"] * out["tool_mask"]).bool()
+    sampled = out["sampling_per_token_logps"][mask]
+    assert torch.allclose(first["trl_logps"][mask], sampled, atol=1e-4), (first["trl_logps"][mask] - sampled).abs().max()
+
+
+def test_the_rollout_refuses_what_would_break_it():
+    with pytest.raises(ValueError, match="fixed:1,3,8"):
+        InjectionConfig(planner="fixed:1-3")
+    twins = [Problem("a", "q?", "1"), Problem("b", "q?", "2")]
+    with pytest.raises(ValueError, match="same question"):
+        StrategyInjection(twins)
+    with pytest.raises(ValueError, match="problem_dataset"):
+        StrategyInjection(PROBLEMS).problem([{"role": "user", "content": "another question"}])
+    with pytest.raises(ValueError, match="rollout_func=StrategyInjection"):
+        reasoner_reward(["x"])
+    assert outputs([]) == {k: [] for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "rsim_reward",
+                                          "rsim_components", "rsim_strategies")}

@@ -147,3 +147,15 @@ def test_the_rollout_refuses_what_would_break_it():
         reasoner_reward(["x"])
     assert outputs([]) == {k: [] for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "rsim_reward",
                                           "rsim_components", "rsim_strategies")}
+
+
+def test_the_demo_runs_both_routes_and_only_the_injected_one_injects(tmp_path, capsys):
+    from agents.hf.trl_demo import DemoConfig, main
+
+    cfg = DemoConfig(model="tiny", problems=2, steps=1, num_generations=2, max_step_tokens=4, max_completion_length=8,
+                     out=str(tmp_path))
+    rows = {r["route"]: r for r in main(cfg)["rows"]}
+    assert set(rows) == {"injected", "plain"} and all(r["steps"] == 1 for r in rows.values())
+    assert rows["injected"]["injected_tokens"] > 0 and rows["plain"]["injected_tokens"] == 0
+    assert rows["plain"]["follow"] is None and rows["injected"]["follow"] is not None
+    assert "| injected |" in capsys.readouterr().out

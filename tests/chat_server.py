@@ -126,7 +126,7 @@ class ChatServer:
                 for stop in body.get("stop") or []:
                     text = text.split(stop)[0]
                 prompt_tokens = sum(len(m["content"].split()) for m in body["messages"])
-                self._send(200, {"id": "x", "object": "chat.completion", "model": body["model"],
+                self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
                                  "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                                               "finish_reason": "stop"}],
                                  "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),

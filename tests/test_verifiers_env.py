@@ -19,19 +19,22 @@ import pytest
 vf = pytest.importorskip("verifiers", reason="the verifiers environment is optional (pip install -e integrations/verifiers_rsim)")
 pytest.importorskip("verifiers_rsim", reason="pip install -e integrations/verifiers_rsim")
 
-PLAN, DATA, LIMIT = "fixed:3,8", "curriculum:heldout", 10
-ENV_ARGS = {"data": DATA, "limit": LIMIT, "data_seed": 1000, "planner": PLAN, "max_steps": 2, "max_step_tokens": 48,
+PLAN, DATA, LIMIT = "fixed:6,8", "curriculum:heldout", 10
+ENV_ARGS = {"data": DATA, "limit": LIMIT, "data_seed": 1000, "planner": PLAN, "max_steps": 2, "max_step_tokens": 96,
             "max_answer_tokens": 144}
+"""Continuation, then termination: under this plan the embedded model's greedy episodes earn R_follow on some
+held-out problems and nothing on others (measured), so the comparison is not one of zeros."""
 
 
 def verifiers_rewards(url: str) -> dict[str, dict]:
     """verifiers' evaluation (``Environment.evaluate_sync``) of ``load_environment(**ENV_ARGS)``, by problem id."""
     from verifiers.types import ClientConfig
+    from verifiers_rsim import OmitNullsChatClient
 
     os.environ.setdefault("RSIM_VERIFIERS_TEST_KEY", "unused")
     env = vf.load_environment("verifiers_rsim", **ENV_ARGS)
-    client = ClientConfig(client_type="openai_chat_completions", api_base_url=url, api_key_var="RSIM_VERIFIERS_TEST_KEY",
-                          max_retries=0)
+    client = OmitNullsChatClient(ClientConfig(client_type="openai_chat_completions", api_base_url=url,
+                                              api_key_var="RSIM_VERIFIERS_TEST_KEY", max_retries=0))
     res = env.evaluate_sync(client, model="default", sampling_args={"temperature": 0.0}, num_examples=LIMIT,
                             max_concurrent=1)
     out = {}
@@ -49,7 +52,7 @@ def rsim_eval_rewards(url: str, out: Path) -> dict[str, dict]:
     # the data field is being renamed (source -> data) on another branch: name whichever this EvalConfig has
     data_field = "data" if "data" in {f.name for f in dataclasses.fields(EvalConfig)} else "source"
     cfg = EvalConfig(reasoner=f"openai:default@{url}#endpoint=chat", limit=LIMIT, data_seed=1000, modes=(PLAN,),
-                     protocol="chat", max_steps=2, max_step_tokens=48, max_answer_tokens=144, out=str(out),
+                     protocol="chat", max_steps=2, max_step_tokens=96, max_answer_tokens=144, out=str(out),
                      plots=False, progress=False, **{data_field: DATA})
     evaluate(cfg)
     rows = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]

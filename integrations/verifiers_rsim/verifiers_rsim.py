@@ -15,6 +15,7 @@ from typing import Any
 
 import verifiers as vf
 from datasets import Dataset
+from verifiers.clients.openai_chat_completions_client import OpenAIChatCompletionsClient
 from verifiers.utils.message_utils import concat_messages, normalize_messages
 
 from agents.decoding.turns import Turns
@@ -27,7 +28,7 @@ from rsim_env.group import EnvGroup
 from rsim_env.render import CHAT_API_PROTOCOL, STEP_DELIMITER, reasoner_messages_from_observation, whole_answer_turn
 from rsim_env.rewards import RewardWeights
 
-__all__ = ["RsimEnv", "load_environment"]
+__all__ = ["RsimEnv", "OmitNullsChatClient", "load_environment"]
 
 COMPONENTS = ("acc", "format", "follow")
 """The reasoner's reward components, each a weight-0 metric beside the reward."""
@@ -199,6 +200,20 @@ def _metric(name: str) -> Any:
 
     metric.__name__ = metric.__qualname__ = name
     return metric
+
+
+class OmitNullsChatClient(OpenAIChatCompletionsClient):
+    """verifiers' chat-completions client, without the ``null`` fields it writes into every assistant message.
+
+    verifiers sends each earlier assistant turn with ``"tool_calls": null`` (and ``"reasoning_content": null``);
+    llama.cpp's server (llama-cpp-python 0.3.36) refuses that with HTTP 500, so every second turn of a multi-turn
+    environment fails there. This client leaves the null keys out; servers that accept them see the same chat.
+    Use it as ``env.evaluate_sync(OmitNullsChatClient(ClientConfig(...)), ...)``.
+    """
+
+    async def to_native_prompt(self, messages: Any) -> Any:
+        native, extra = await super().to_native_prompt(messages)
+        return [{k: v for k, v in m.items() if v is not None} for m in native], extra
 
 
 def load_environment(data: str = "curriculum:heldout", limit: int = 100, data_seed: int = 1000, split: str | None = None,

@@ -159,3 +159,17 @@ def test_the_demo_runs_both_routes_and_only_the_injected_one_injects(tmp_path, c
     assert rows["injected"]["injected_tokens"] > 0 and rows["plain"]["injected_tokens"] == 0
     assert rows["plain"]["follow"] is None and rows["injected"]["follow"] is not None
     assert "| injected |" in capsys.readouterr().out
+
+
+def test_a_saved_llm_planner_injects_while_trl_trains(tmp_path):
+    """The planner may be any planner agent spec: here a saved LLM planner directory (what ``rsim train`` leaves)."""
+    from agents.registry import AgentContext, build_agent
+
+    saved = build_agent("tiny", AgentContext("planner", seed=0, max_rounds=ENV.max_steps)).agent.save_pretrained(
+        tmp_path / "planner")
+    model, _, before, captured = train(tmp_path / "trl", steps=1, planner=str(saved))
+    assert len(captured) == 1
+    for traj in captured[0]["trajectories"]:
+        assert 1 <= len(traj["info"]["strategies"]) <= ENV.max_steps
+        assert traj["rewards"]["reasoner"] == pytest.approx(score(from_outcome(traj), rubric=ENV.rubric)
+                                                            .rewards(ENV.rubric)["reasoner"])

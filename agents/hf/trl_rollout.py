@@ -65,7 +65,8 @@ class InjectionConfig:
     max_answer_tokens: int = 256
     """Token cap of a whole-answer step (a code problem's program)."""
     seed: int = 0
-    """Seed of the episodes, the random planner and the reasoner's sampling (call ``n`` uses ``seed + n``)."""
+    """Seed of the episodes, the random planner and the reasoner's sampling (call ``n`` of process ``p`` of ``P``
+    uses ``seed + n * P + p``)."""
     planner_greedy: bool = False
     """A planner agent picks its argmax strategy instead of sampling one."""
 
@@ -181,7 +182,8 @@ class StrategyInjection:
 
         problems = [self.problem(p) for p in prompts]
         tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
-        seed = self.config.seed + self.calls
+        acc = trainer.accelerator  # each process plays its own slice of prompts, with its own sampling stream
+        seed = self.config.seed + self.calls * acc.num_processes + acc.process_index
         self.calls += 1
         with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
                                          gather_deepspeed3_params=trainer.args.ds3_gather_for_generation) as model:

@@ -145,6 +145,12 @@ def test_the_rollout_refuses_what_would_break_it():
         StrategyInjection(PROBLEMS).problem([{"role": "user", "content": "another question"}])
     with pytest.raises(ValueError, match="rollout_func=StrategyInjection"):
         reasoner_reward(["x"])
+    from types import SimpleNamespace
+
+    for trainer, match in ((SimpleNamespace(args=SimpleNamespace(mask_truncated_completions=True)), "mask_truncated"),
+                           (SimpleNamespace(args=SimpleNamespace(), use_vllm=True), "use_vllm=False")):
+        with pytest.raises(ValueError, match=match):
+            StrategyInjection(PROBLEMS)([PROBLEMS[0].question], trainer)
     assert outputs([]) == {k: [] for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "rsim_reward",
                                           "rsim_components", "rsim_strategies")}
 

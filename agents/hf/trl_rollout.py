@@ -178,6 +178,9 @@ class StrategyInjection:
             raise ValueError("mask_truncated_completions=True masks every episode that does not end in the EOS "
                              "token, but an rSIM episode ends at the env's stop rules (a closed \\boxed{}); set "
                              "GRPOConfig(mask_truncated_completions=False).")
+        if getattr(trainer, "use_vllm", False):
+            raise ValueError("StrategyInjection decodes every episode with the trainer's own model in torch; "
+                             "use_vllm=True would start vLLM and never use it: set GRPOConfig(use_vllm=False).")
         from trl.models import unwrap_model_for_generation
 
         problems = [self.problem(p) for p in prompts]
@@ -185,8 +188,10 @@ class StrategyInjection:
         acc = trainer.accelerator  # each process plays its own slice of prompts, with its own sampling stream
         seed = self.config.seed + self.calls * acc.num_processes + acc.process_index
         self.calls += 1
+        args = trainer.args
         with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
-                                         gather_deepspeed3_params=trainer.args.ds3_gather_for_generation) as model:
+                                         gather_deepspeed3_params=args.ds3_gather_for_generation,
+                                         gradient_checkpointing_kwargs=args.gradient_checkpointing_kwargs) as model:
             training = model.training
             try:
                 reasoner = Reasoner(model, tokenizer, self.reasoner_config(trainer.args))

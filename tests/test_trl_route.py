@@ -14,6 +14,7 @@ import pytest
 from rsim_env import EnvConfig, Problem
 from rsim_env.record import from_outcome
 from rsim_env.scoring import score
+from rsim_env.strategies import STRATEGIES
 
 trl = pytest.importorskip("trl", reason="TRL is optional (extra 'trl')")
 torch = pytest.importorskip("torch")
@@ -41,11 +42,11 @@ def writer_of_fours(seed: int = 0):
     return model, tok
 
 
-def train(tmp_path, steps: int = 2, planner: str = "fixed:1"):
+def train(tmp_path, steps: int = 2, planner: str = "fixed:1", env: EnvConfig = ENV):
     """Run GRPOTrainer for ``steps`` steps under injection; return the model, the injection and per-step captures."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     model, tok = writer_of_fours()
-    injection = StrategyInjection(PROBLEMS, InjectionConfig(planner=planner, env=ENV, max_step_tokens=6,
+    injection = StrategyInjection(PROBLEMS, InjectionConfig(planner=planner, env=env, max_step_tokens=6,
                                                             max_answer_tokens=6, seed=0))
     funcs, weights = injection.reward_funcs()
     args = trl.GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=4, num_generations=4, max_steps=steps,
@@ -90,6 +91,10 @@ def test_grpo_trainer_runs_two_steps_and_changes_the_reasoner(run):
 
 def test_no_injected_token_is_in_the_loss_mask(run):
     _, tok, _, captured = run
+    check_masks(tok, captured)
+
+
+def check_masks(tok, captured):
     for c in captured:
         out = c["out"]
         loss_mask = out["completion_mask"] * out["tool_mask"]  # what GRPOTrainer._compute_loss masks with
@@ -102,25 +107,31 @@ def test_no_injected_token_is_in_the_loss_mask(run):
             fed = [t for t, m in zip(ids, loss_mask[row, :n].tolist()) if not m]
             assert loss_mask[row, n:].sum() == 0
             assert loss_mask[row, :n].tolist() == rec.gen_mask[rec.prompt_len:]
-            trained_text, fed_text = tok.decode(trained), tok.decode(fed)
-            # every injected instruction and lead-in is in the fed part, none in the trained part
-            injected = [s for s in info["injected"] if s.strip()]
-            assert len(injected) == len(info["strategies"]) >= 2
-            for s in injected:
-                assert s.strip() in fed_text and s.strip()[:12] not in trained_text
+            trained_text, fed_text = tok.decode(trained), tok.decode(rec.input_ids[:rec.prompt_len] + fed)
+            # every round's injection (a lead-in, a user turn's instruction or an inline header, whichever the
+            # protocol uses) is in the prompt or the fed part, and no injected text is in the trained part
+            assert len(info["strategies"]) >= 2
+            for r, s in enumerate(info["strategies"]):
+                row_ = STRATEGIES[s]
+                markers = [m.strip() for m in (info["injected"][r], row_.instruction, row_.lead, row_.prompt) if m.strip()]
+                assert any(m in fed_text for m in markers), (r, markers)
+                assert not any(m[:12] in trained_text for m in markers)
             # the trained tokens are exactly what the reasoner wrote, step by step
             assert "".join("".join(s.split()) for s in info["steps"]) == "".join(
                 tok.decode(trained, skip_special_tokens=True).split())
 
 
 def test_each_completion_is_rewarded_with_the_env_score_of_its_episode(run):
-    _, _, _, captured = run
+    check_rewards(run[3], ENV)
+
+
+def check_rewards(captured, env):
     for c in captured:
         total = [sum(c["weights"][name] * c["rewards"][name][i] for name in c["weights"])
                  for i in range(len(c["trajectories"]))]
         for i, traj in enumerate(c["trajectories"]):
-            scored = score(from_outcome(traj), rubric=ENV.rubric)
-            assert total[i] == pytest.approx(scored.rewards(ENV.rubric)["reasoner"])
+            scored = score(from_outcome(traj), rubric=env.rubric)
+            assert total[i] == pytest.approx(scored.rewards(env.rubric)["reasoner"])
             assert c["rewards"]["reasoner_reward"][i] == pytest.approx(traj["rewards"]["reasoner"])
             for name in ("acc", "format", "follow"):
                 assert c["rewards"][f"rsim_{name}"][i] == scored.values[name]
@@ -179,3 +190,12 @@ def test_a_saved_llm_planner_injects_while_trl_trains(tmp_path):
         assert 1 <= len(traj["info"]["strategies"]) <= ENV.max_steps
         assert traj["rewards"]["reasoner"] == pytest.approx(score(from_outcome(traj), rubric=ENV.rubric)
                                                             .rewards(ENV.rubric)["reasoner"])
+
+
+@pytest.mark.parametrize("protocol", ["chat", "lead", "inline"])
+def test_every_turn_protocol_keeps_its_injections_out_of_the_loss(tmp_path, protocol):
+    """Injected text as a user turn (chat), as a lead-in the assistant continues (lead) or as an inline header."""
+    env = EnvConfig(max_steps=4, protocol=protocol)
+    _, tok, _, captured = train(tmp_path, steps=1, env=env)
+    check_masks(tok, captured)
+    check_rewards(captured, env)

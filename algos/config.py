@@ -27,7 +27,7 @@ from rsim_env.validation import check_finite
 from .dataclass_cli import apply_overrides
 from .learners import LEARNERS, build_learner, check_learner_spec
 from .stackelberg import StackelbergConfig
-from .trainer import TrainConfig
+from .train_config import TrainConfig
 
 
 @dataclass(frozen=True)

@@ -116,9 +116,8 @@ def _parse_set(text: str) -> tuple[str, str]:
 
 
 def _field_flag(parser: argparse.ArgumentParser, f: dataclasses.Field, hint: Any, help_: str,
-                flag: str, dest: str) -> None:  # dest: the field's name, or its dotted key for a FLAGS flag
-    """The flag of one scalar field ``f`` (typed ``hint``)."""
-    default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+                flag: str, dest: str, default: Any) -> None:  # dest: the field's name, or its dotted key (FLAGS)
+    """The flag of one scalar field ``f`` (typed ``hint``; ``default``: its value in the command's default config)."""
     meta = f.metadata
     if "parse" in meta or _tuple_item(hint):
         shown = ",".join(map(str, default)) if _tuple_item(hint) else ""
@@ -134,13 +133,14 @@ def _field_flag(parser: argparse.ArgumentParser, f: dataclasses.Field, hint: Any
         _add(parser, flag, dest=dest, type=typ, metavar=flag.upper(), help=f"{help_} (default: {default!r})")
 
 
-def _nested_field(cls: type, key: str) -> tuple[dataclasses.Field, Any, str]:
-    """The field a dotted ``key`` of ``cls`` names, its type and its docstring."""
+def _nested_field(cls: type, key: str) -> tuple[dataclasses.Field, Any, str, Any]:
+    """The field a dotted ``key`` of ``cls`` names, its type, its docstring and its value in ``cls()``."""
     *path, last = key.split(".")
+    value = cls()
     for part in path:
-        cls = _optional_of(typing.get_type_hints(cls)[part])
+        cls, value = _optional_of(typing.get_type_hints(cls)[part]), getattr(value, part)
     f = next(x for x in dataclasses.fields(cls) if x.name == last)
-    return f, _optional_of(typing.get_type_hints(cls)[last]), field_docs(cls).get(last, "")
+    return f, _optional_of(typing.get_type_hints(cls)[last]), field_docs(cls).get(last, ""), getattr(value, last)
 
 
 def add_fields(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] = ()) -> None:
@@ -157,15 +157,17 @@ def add_fields(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] =
         nested |= dataclasses.is_dataclass(hint)
         if f.name in skip or not f.init or dataclasses.is_dataclass(hint) or f.metadata.get("cli") is False:
             continue
-        _field_flag(parser, f, hint, docs.get(f.name, ""), f.name, f.name)
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        _field_flag(parser, f, hint, docs.get(f.name, ""), f.name, f.name, default)
     for flag, key in getattr(cls, "FLAGS", {}).items():
-        f, hint, help_ = _nested_field(cls, key)
-        _field_flag(parser, f, hint, f"{help_} (= --set {key}=...)", flag, key)
+        f, hint, help_, default = _nested_field(cls, key)
+        _field_flag(parser, f, hint, f"{help_} (= --set {key}=...)", flag, key, default)
     if nested:
         parser.add_argument("--set", dest="set_items", action="append", default=[], metavar="KEY=VALUE",
                             type=_keep_message(_parse_set),
                             help="set any field of a section, e.g. env.max_steps=3, reasoner.max_step_tokens=32, "
-                                 "env.check.timeout_s=5 (repeatable; the keys: rsim train --print-config).")
+                                 "env.check.timeout_s=5 (repeatable; every key means the same in rsim train and "
+                                 "rsim eval; rsim train --print-config lists them).")
 
 
 def given(cls: type, ns: argparse.Namespace) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .learners import SharedObjective
+from .learner_base import SharedObjective
 from .update_schedule import UpdateSchedule
 
 

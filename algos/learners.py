@@ -4,7 +4,7 @@ A learner is a small frozen dataclass that satisfies :class:`Learner`: ``name``,
 (does the environment run the planner), ``trained`` (roles it optimises), ``plan(step) ->
 UpdateSchedule`` (:mod:`algos.update_schedule`), ``advantages(rewards, group_size, cfg)`` and
 ``loss(logp, old_logp, advantages, mask, cfg, ref_logp, entropy)``. Subclassing
-:class:`SharedObjective` gives the last two as the shared GRPO ones (:mod:`algos.grpo`);
+:class:`algos.learner_base.SharedObjective` gives the last two as the shared GRPO ones (:mod:`algos.grpo`);
 override one to change it.
 
 ``rsim train --learner NAME`` picks a factory of :data:`LEARNERS`; ``--learner package.module:factory``
@@ -17,47 +17,13 @@ from __future__ import annotations
 
 import importlib
 import re
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
+from .learner_base import Learner, SharedObjective, check_learner
 from .update_schedule import UpdateSchedule
 
 __all__ = ["LEARNERS", "Learner", "SharedObjective", "UpdateSchedule", "build_learner", "check_learner",
            "check_learner_spec"]
-
-
-class Learner(Protocol):
-    """Who updates, when, with what weight, and the advantages and loss of its update."""
-
-    name: str
-    env_planner: bool
-    trained: tuple[str, ...]
-
-    def plan(self, step: int) -> UpdateSchedule: ...
-
-    def advantages(self, rewards: Any, group_size: int, cfg: Any) -> Any:
-        """``[N]`` advantages of the ``[N]`` rewards, or None for the shared GRPO estimator."""
-
-    def loss(self, logp: Any, old_logp: Any, advantages: Any, mask: Any, cfg: Any, ref_logp: Any,
-             entropy: Any) -> tuple[Any, dict[str, float]]: ...
-
-
-class SharedObjective:
-    """The shared GRPO advantages and loss of a :class:`Learner`; override one to change it."""
-
-    def advantages(self, rewards: Any, group_size: int, cfg: Any) -> Any:
-        """None: the trainer's group-normalised advantages (per reward term with ``train.grpo.per_term_advantages``)."""
-        return None
-
-    def loss(self, logp: Any, old_logp: Any, advantages: Any, mask: Any, cfg: Any, ref_logp: Any = None,
-             entropy: Any = None) -> tuple[Any, dict[str, float]]:
-        """:func:`algos.grpo.grpo_loss` (looked up in :mod:`algos.update` when called)."""
-        from . import update
-
-        return update.grpo_loss(logp, old_logp, advantages, mask, cfg, ref_logp, entropy)
-
-
-LEARNER_MEMBERS = ("name", "env_planner", "trained", "plan", "advantages", "loss")
-"""The members of :class:`Learner`, checked by :func:`check_learner`."""
 
 
 def _stackelberg(cfg: Any) -> Learner:
@@ -89,7 +55,7 @@ _SPEC = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
 def check_learner_spec(spec: str) -> None:
     """Raise ``ValueError`` unless ``spec`` is a name in :data:`LEARNERS` or ``package.module:factory``."""
     if spec not in LEARNERS and not _SPEC.match(spec):
-        raise ValueError(f"learner={spec!r} is invalid: choose one of {tuple(LEARNERS)}, or name your own as "
+        raise ValueError(f"RunConfig.learner={spec!r} is invalid: choose one of {tuple(LEARNERS)}, or name your own as "
                          "package.module:factory (a factory taking the run config, on the Python path).")
 
 
@@ -103,16 +69,6 @@ def _factory(spec: str) -> Callable[[Any], Any]:
     except (ImportError, AttributeError) as e:
         raise ValueError(f"learner {spec!r}: cannot import {name!r} from module {module!r} ({e}); a learner spec "
                          "is package.module:factory with the module on the Python path.") from e
-
-
-def check_learner(learner: Any, spec: str) -> Learner:
-    """``learner`` if it has every member of :class:`Learner`, else ``TypeError`` naming the missing ones."""
-    missing = [m for m in LEARNER_MEMBERS if m not in dir(learner)]
-    if missing:
-        raise TypeError(f"learner {spec!r} built {type(learner).__name__}, which lacks {missing} of "
-                        "algos.learners.Learner; subclass algos.learners.SharedObjective for the shared GRPO "
-                        "advantages and loss, and define name, env_planner, trained and plan(step).")
-    return learner
 
 
 def build_learner(cfg: Any) -> Learner:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from rsim_env.validation import check_finite
 
-from .learners import SharedObjective
+from .learner_base import SharedObjective
 from .update_schedule import UpdateSchedule
 
 __all__ = ["SCHEDULES", "StackelbergConfig", "UpdateSchedule", "plan", "StackelbergGRPO"]

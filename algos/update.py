@@ -25,7 +25,7 @@ from accelerate import Accelerator
 from rsim_env.rewards import COMPONENTS, RewardWeights
 
 from .distributed import process_weight, sync_grads
-from .grpo import AGGREGATIONS, group_advantages, grpo_loss, per_term_advantages, zero_std_groups
+from .grpo import AGGREGATIONS, group_advantages, per_term_advantages, zero_std_groups
 from .step_guard import StepGuard
 from .update_schedule import UpdateSchedule
 from .train_config import TrainConfig

@@ -141,8 +141,8 @@ def test_free_port_is_bindable():
 
 # --------------------------------------------------------------------------- the real server (slow)
 
-EVAL_ARGS = ["--source", "curriculum:heldout", "--limit", "4", "--batch", "2", "--modes", "fixed:3,8",
-             "--max-steps", "2", "--max-step-tokens", "48", "--max-answer-tokens", "144", "--no-plots", "--no-progress"]
+EVAL_ARGS = ["--data", "curriculum:heldout", "--limit", "4", "--batch", "2", "--modes", "fixed:3,8",
+             "--set", "env.max_steps=2", "--set", "reasoner.max_step_tokens=48", "--max-answer-tokens", "144", "--no-plots", "--no-progress"]
 """Four held-out problems under the plan fixed:3,8 (two rounds), the default protocol chat+lead: two batches."""
 
 

@@ -36,7 +36,7 @@ from .decoding.turns import Conversation, ReasonerRecord, Turns
 
 __all__ = ["ReasonerConfig", "ReasonerRecord", "Reasoner"]
 
-_SCORER = frozenset({"model", "module", "score", "reference", "lora", "device"})
+_SCORER = frozenset({"model", "module", "score", "reference", "lora", "shares_reference", "device"})
 """What a reasoner exposes of its scorer (absent without one: the reasoner is then not Trainable)."""
 
 

@@ -105,6 +105,7 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     from accelerate.utils import set_seed
 
     from . import preflight as pre
+    from .protocols import RepeatsFinalTexts
     from .resume_check import check_not_complete
     from .trainer import Trainer, make_accelerator, to_dict
 
@@ -119,7 +120,7 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     learner = build_learner(cfg)
     agents = build_agents(cfg, learner, acc.device, problems)
     trainer = Trainer(cfg.train, learner, agents, problems, acc, run_config=to_dict(cfg), env=cfg.env)
-    if getattr(agents["reasoner"], "grades_repeat", False):  # a plan tree: the same final texts come back
+    if isinstance(agents["reasoner"], RepeatsFinalTexts) and agents["reasoner"].grades_repeat:  # a plan tree
         from rsim_env.grading import GradeCache
 
         trainer.env_options["grader"] = GradeCache()

@@ -25,6 +25,7 @@ from accelerate import Accelerator
 from rsim_env.rewards import COMPONENTS, RewardWeights
 
 from .distributed import process_weight, sync_grads
+from .protocols import DecisionRecord, GeneratedRecord, SampledRecord
 from .grpo import AGGREGATIONS, group_advantages, per_term_advantages, zero_std_groups
 from .step_guard import StepGuard
 from .update_schedule import UpdateSchedule
@@ -52,7 +53,7 @@ def reward_terms(role: str, results: Sequence[dict], weights: RewardWeights,
 
 def truncated_is_weights(old: torch.Tensor, records: Sequence[Any], mask: torch.Tensor, cap: float) -> torch.Tensor:
     """``min(exp(old - sampled), cap)`` per chosen position (1 elsewhere); ``sampled`` = the records' logprobs."""
-    rows = [list(getattr(r, "logprobs", None) or []) for r in records]
+    rows = [list(r.logprobs or []) if isinstance(r, SampledRecord) else [] for r in records]
     if any(len(x) == 0 for x in rows):
         raise ValueError("GRPOConfig.tis_cap > 0 needs the sampling log-probs in every record (records.logprobs); "
                          "this agent does not record them, so set train.grpo.tis_cap=0.")
@@ -65,9 +66,9 @@ def truncated_is_weights(old: torch.Tensor, records: Sequence[Any], mask: torch.
 
 def _choices(record: Any) -> int:
     """Positions an agent chose in one record (what ``Scored.mask`` will count): decisions or generated tokens."""
-    if hasattr(record, "actions"):
+    if isinstance(record, DecisionRecord):
         return len(record.actions)
-    if hasattr(record, "gen_mask"):
+    if isinstance(record, GeneratedRecord):
         return int(sum(record.gen_mask[1:]))  # position 0 has no prefix and is never scored
     raise ValueError(f"train.score_chunk > 0 needs records with 'actions' or 'gen_mask', got {type(record).__name__}; "
                      "set train.score_chunk=0.")

@@ -28,6 +28,7 @@ from rsim_env.problems import Problem
 
 from .. import analysis, threads
 from ..preflight import check_sandbox
+from ..protocols import CountsTokens, HasAdapter, ReportsUsage
 from . import report, settings
 from .config import EvalConfig, parse_sequence
 from .journal import Journal, settings_of
@@ -51,7 +52,7 @@ def build_reasoner(spec: str, cfg: EvalConfig, problems: Sequence[Problem], shar
     built = build_agent(spec, AgentContext("reasoner", config=rc, seed=cfg.seed, max_rounds=cfg.env.max_steps,
                                            problems=problems, shared={} if shared is None else shared,
                                            frozen=cfg.model.frozen))
-    if cfg.model.frozen != "same" and getattr(built.agent, "lora", None) is not None:
+    if cfg.model.frozen != "same" and isinstance(built.agent, HasAdapter) and built.agent.lora is not None:
         raise ValueError(f"model.frozen={cfg.model.frozen}: the reasoner {spec!r} is a LoRA adapter, which decodes on its merged "
                          f"sampler; export it first (rsim export {spec} --out DIR) and evaluate DIR/reasoner with --set model.frozen=...")
     return built
@@ -74,9 +75,8 @@ def episode_tokens(planner: Any, planner_rec: Any, reasoner: Any, reasoner_rec: 
     if planner is None:
         out["planner_read"] = out["planner_context"] = 0
     for agent, rec in ((planner, planner_rec), (reasoner, reasoner_rec)):
-        usage = getattr(agent, "token_usage", None)
-        if usage is not None and rec:
-            out.update(usage(rec))
+        if isinstance(agent, CountsTokens) and rec:
+            out.update(agent.token_usage(rec))
     return out
 
 
@@ -101,7 +101,7 @@ def make_planner(mode: str, cfg: EvalConfig, trained: Any) -> Any:
 
 def _reseed(agent: Any, seed: int) -> None:
     """Restart an agent's sampling generator, so a batch's results depend on neither mode order nor earlier batches."""
-    if hasattr(agent, "reset"):
+    if agent is not None:  # no planner in mode none
         try:
             agent.reset(0, seed=seed)
         except TypeError:  # an agent without a seedable generator (a plug-in): nothing to restart
@@ -228,7 +228,7 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
         "settings": used,
         "isolation": sandbox["isolation"] if sandbox else None, "sandbox": sandbox,
         # a served reasoner's requests, retries and tokens as counted by its client (this process's share of a resumed run)
-        "reasoner": reasoner_info | ({"usage": reasoner.usage()} if callable(getattr(reasoner, "usage", None)) else {}),
+        "reasoner": reasoner_info | ({"usage": reasoner.usage()} if isinstance(reasoner, ReportsUsage) else {}),
         "planner": planner_info,
         "data": {"source": cfg.data.source, "problems": len(problems), "first_ids": [p.id for p in problems[:5]],
                  "data_seed": cfg.data.seed},

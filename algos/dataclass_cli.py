@@ -108,6 +108,11 @@ def _tuple_item(hint: Any) -> type | None:
     return None
 
 
+def _flags(cls: type) -> dict[str, str]:
+    """``cls.FLAGS``: flag name -> the dotted key it sets (a config without one has none)."""
+    return dict(vars(cls).get("FLAGS", {}))
+
+
 def _parse_set(text: str) -> tuple[str, str]:
     key, eq, value = text.partition("=")
     if not eq or not key.strip():
@@ -159,7 +164,7 @@ def add_fields(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] =
             continue
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         _field_flag(parser, f, hint, docs.get(f.name, ""), f.name, f.name, default)
-    for flag, key in getattr(cls, "FLAGS", {}).items():
+    for flag, key in _flags(cls).items():
         f, hint, help_, default = _nested_field(cls, key)
         _field_flag(parser, f, hint, f"{help_} (= --set {key}=...)", flag, key, default)
     if nested:
@@ -172,7 +177,7 @@ def add_fields(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] =
 
 def given(cls: type, ns: argparse.Namespace) -> dict[str, Any]:
     """Every value the command line named, as dotted keys of ``cls``: the flags given, then ``--set`` items."""
-    keys = [f.name for f in dataclasses.fields(cls)] + list(getattr(cls, "FLAGS", {}).values())
+    keys = [f.name for f in dataclasses.fields(cls)] + list(_flags(cls).values())
     out = {k: vars(ns)[k] for k in keys if k in vars(ns)}
     for f in dataclasses.fields(cls):
         if f.metadata.get("append") and f.name in out:
@@ -243,7 +248,7 @@ def _convert(key: str, hint: Any, current: Any, value: Any) -> Any:
         if typing.get_origin(hint) is tuple or isinstance(current, tuple):
             return tuple(json.loads(value))
     except (ValueError, json.JSONDecodeError) as e:
-        raise ValueError(f"{key}={value!r}: expected a {getattr(hint, '__name__', hint)} "
+        raise ValueError(f"{key}={value!r}: expected a {hint.__name__ if isinstance(hint, type) else hint} "
                          f"(current value {current!r}).") from e
     return value
 

@@ -320,7 +320,7 @@ def test_a_chat_only_server_is_refused_in_one_line(tmp_path, capsys):
     finally:
         server.close()
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("rsim: error:") and "HTTP 404" in err[-1] and "--protocol chat" in err[-1], err
+    assert err[-1].startswith("rsim: error:") and "HTTP 404" in err[-1] and "env.protocol=chat" in err[-1], err
     assert sum(line.startswith("rsim: error") for line in err) == 1
     print(err[-1])
 

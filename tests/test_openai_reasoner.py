@@ -217,7 +217,7 @@ def test_frozen_served_reasoner_in_planner_only_training(server, tmp_path):
 def test_a_lead_in_protocol_is_refused_with_the_fix(server):
     """The env would grade lead-in + reply, but a chat API never sees an open assistant lead-in."""
     r = make(server)
-    with pytest.raises(ValueError, match="--protocol chat"):
+    with pytest.raises(ValueError, match="--set env.protocol=chat"):
         rollout(EnvGroup(PROBLEMS[:1], group_size=1, max_steps=2, protocol="chat+lead"), r, FixedPlanner([3, 8]), seed=0)
 
 
@@ -262,7 +262,7 @@ def test_chat_only_server_refuses_a_lead_in_protocol_in_one_line(server, spec_ta
                               "--limit", "1", "--modes", "fixed:8", "--no-plots", "--no-progress", "--out", str(tmp_path / "e")])
     assert status == 1 and len(lines) == 1, lines
     why = {"": "names none", "#tokenizer=tiny": "HTTP 404", "#endpoint=chat&tokenizer=tiny": "endpoint=chat"}[spec_tail]
-    assert "'chat+lead' is impossible there" in lines[0] and why in lines[0] and "--protocol chat" in lines[0]
+    assert "'chat+lead' is impossible there" in lines[0] and why in lines[0] and "--set env.protocol=chat" in lines[0]
     assert len(server.requests) == (1 if spec_tail == "#tokenizer=tiny" else 0)  # refused before any step (one probe)
 
 

@@ -1,4 +1,4 @@
-"""``rsim`` command line: ``rsim train [--preset demo|paper|tiny] [--set key=value ...] [--resume DIR]``,
+"""``rsim`` command line: ``rsim train [--preset NAME] [--FLAG VALUE ...] [--set key=value ...] [--resume DIR]``,
 ``rsim eval ...`` (:mod:`algos.evaluation`) and ``rsim export RUN_DIR --out DIR`` (:mod:`algos.export`).
 
 Multi-GPU / multi-process: ``accelerate launch [--num_processes N] -m algos.cli train ...`` runs the

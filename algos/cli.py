@@ -222,11 +222,15 @@ def main(cfg: RunConfig | Sequence[str] | None = None) -> dict[str, Any] | None:
     """Programmatic: ``main(RunConfig)`` or ``main(["train", ...])`` -> summary dict.
 
     Console (``rsim ...``, no argument): parses ``sys.argv``; an error is one line on stderr and
-    exit status 1 (:func:`algos.console.run`), success returns None (exit status 0).
+    exit status 1 (:func:`algos.console.run`), success returns None (exit status 0). A command line
+    (console or list) first sets the OpenMP wait policy for the process (:func:`algos.threads.wait_policy_env`),
+    which takes effect if torch has not been loaded yet.
     """
+    if cfg is None or isinstance(cfg, (list, tuple)):  # a command line, not a RunConfig
+        argv = sys.argv[1:] if cfg is None else list(cfg)
+        os.environ.update(threads.wait_policy_env(os.environ, argv))  # before torch loads (see the imports)
     if cfg is None:
-        os.environ.update(threads.wait_policy_env(os.environ, sys.argv))  # before torch loads (see the imports)
-        status = console.run(_run, sys.argv[1:])
+        status = console.run(_run, argv)
         if status:
             sys.exit(status)
         return None

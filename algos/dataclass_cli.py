@@ -153,7 +153,8 @@ def add_fields(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] =
 
     A field is left out when it is in ``skip``, not an ``__init__`` argument, a nested dataclass (its
     fields are ``--set`` keys), or has ``metadata={"cli": False}``. ``tuple[int, ...]`` (or float, str)
-    fields take a comma list. A flag that is not given leaves the field as it is.
+    fields take a comma list; ``metadata={"flag": "name"}`` names a field's flag ``--name``. A flag that is not
+    given leaves the field as it is.
     """
     docs, hints = field_docs(cls), typing.get_type_hints(cls)
     nested = False
@@ -163,7 +164,7 @@ def add_fields(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] =
         if f.name in skip or not f.init or dataclasses.is_dataclass(hint) or f.metadata.get("cli") is False:
             continue
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        _field_flag(parser, f, hint, docs.get(f.name, ""), f.name, f.name, default)
+        _field_flag(parser, f, hint, docs.get(f.name, ""), f.metadata.get("flag", f.name), f.name, default)
     for flag, key in _flags(cls).items():
         f, hint, help_, default = _nested_field(cls, key)
         _field_flag(parser, f, hint, f"{help_} (= --set {key}=...)", flag, key, default)

@@ -32,6 +32,7 @@ from typing import Any, Sequence
 from rsim_env.validation import check_finite
 
 from .base import check_act_args
+from .decoding.decoder import AdapterSync
 from .decoding.turns import Conversation, ReasonerRecord, Turns
 
 __all__ = ["ReasonerConfig", "ReasonerRecord", "Reasoner"]
@@ -117,7 +118,7 @@ class Reasoner:
             turns = Turns(tokenizer, self.config)
             scorer = TorchLM(model, self.config)
             decoder = TorchDecoder(scorer, turns)
-        if scorer is not None and hasattr(decoder, "sync") and getattr(scorer, "lora", None) is None:
+        if scorer is not None and isinstance(decoder, AdapterSync) and scorer.lora is None:
             raise ValueError(f"a reasoner that decodes on {type(decoder).__name__} and learns in torch needs a LoRA "
                              "learner (its adapter is what is sent to the decoder); set model.reasoner_lora.enabled=true.")
         self.decoder, self.scorer, self._turns = decoder, scorer, turns
@@ -208,7 +209,7 @@ class Reasoner:
         elsewhere than its scorer first sends the scorer's adapter when it changed (``decoder.sync``)."""
         self.num_copies = num_copies
         self._convs = [Conversation() for _ in range(num_copies)]
-        if self.scorer is not None and getattr(self.scorer, "lora", None) is not None and hasattr(self.decoder, "sync"):
+        if self.scorer is not None and self.scorer.lora is not None and isinstance(self.decoder, AdapterSync):
             self.decoder.sync(self.scorer)
         self.decoder.reset(num_copies, seed)
 

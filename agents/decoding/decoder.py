@@ -13,7 +13,8 @@ Adding an engine is one class with :meth:`Decoder.reset` and :meth:`Decoder.deco
 
 * ``keep(copies)`` -- called before each round's turns are built: forget the state of every copy not listed
   (finished for good; a KV cache);
-* ``sync(scorer)`` -- before a rollout, decode with the scorer's current trained weights (an adapter);
+* ``sync(scorer)`` -- before a rollout, decode with the scorer's current trained weights (an adapter;
+  :class:`AdapterSync`);
 * ``fingerprint`` -- a string naming the decoder's exact behaviour, for :mod:`agents.replay`.
 """
 
@@ -23,7 +24,7 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from .turns import Turn
 
-__all__ = ["Decoder", "adapter_key", "lockstep"]
+__all__ = ["AdapterSync", "Decoder", "adapter_key", "lockstep"]
 
 
 @runtime_checkable
@@ -35,6 +36,15 @@ class Decoder(Protocol):
 
     def decode(self, turns: Sequence[Turn]) -> None:
         """Feed each turn's new ids and write it until ``turn.done``."""
+
+
+@runtime_checkable
+class AdapterSync(Protocol):
+    """A decoder that decodes elsewhere than the torch scorer (llama.cpp, a server) and so must be sent the scorer's
+    trained LoRA adapter before each rollout; a reasoner that learns on one needs a LoRA scorer."""
+
+    def sync(self, scorer: Any) -> bool:
+        """Send the scorer's adapter if it changed since the last sync; return whether it did."""
 
 
 def lockstep(turns: Sequence[Turn], logits: Any, pick: Callable[[Any, list[bool]], tuple[list[int], list[float]]],

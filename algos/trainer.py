@@ -6,7 +6,7 @@ One optimizer step::
     -> per-agent rewards -> group advantages (algos/grpo.py)
     -> for each agent the learner updates now (its UpdateSchedule): recompute log-probs with current
        weights (agent.score), GRPO loss, backward, all-reduce grads, clip, step with lr * scale
-       (that update is :mod:`algos.update`, a mixin of :class:`Trainer`)
+       (that update is :mod:`algos.update`; its UpdateContext protocol names what it reads of :class:`Trainer`)
     -> log (TensorBoard via accelerate, TRL-style names), sample rollouts to JSONL, checkpoint
        (:mod:`algos.metrics`, :mod:`algos.checkpoint`)
 

@@ -72,7 +72,7 @@ test-load: install sandbox-tools
 
 bench: install
 	mkdir -p results
-	$(PY) -m benchmarks.env_throughput --out results/env_throughput.json
+	$(PY) -m benchmarks.runtime.env_throughput --out results/env_throughput.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info

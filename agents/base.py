@@ -92,7 +92,7 @@ class Trainable(Policy, Protocol):
 class Prefilling(Policy, Protocol):
     """A reasoner that can be handed steps it wrote before instead of writing them again.
 
-    :mod:`agents.replay` uses it to catch a fresh copy up to a stored history: the copy then holds exactly the
+    :mod:`agents.replay.reasoner` uses it to catch a fresh copy up to a stored history: the copy then holds exactly the
     stored steps, and its next :meth:`Policy.act` is conditioned on them (fed as a prompt continuation) instead of
     on a re-decoded step that batched floating-point noise may have changed. :class:`agents.reasoner.Reasoner`
     implements it for every decoder.

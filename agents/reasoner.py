@@ -7,20 +7,22 @@
   environment's observations (chat template, turn glue, lead-ins, delimiters), owns the stop rules, the token
   caps and the records (:class:`ReasonerRecord`) -- the module docstring there says exactly how;
 * a **decoder** (:mod:`agents.decoding.decoder`): feeds each turn's new ids and writes tokens --
-  :class:`~agents.decoding.torch_lm.TorchDecoder` (a KV cache kept across turns),
-  :class:`~agents.decoding.engine.EngineDecoder` (llama.cpp), :class:`~agents.decoding.served.CompletionsDecoder`
-  and :class:`~agents.decoding.served.ChatDecoder` (an OpenAI-compatible server); :mod:`agents.replay` replays
+  :class:`~agents.hf.decoder.TorchDecoder` (a KV cache kept across turns),
+  :class:`~agents.llamacpp.decoder.EngineDecoder` (llama.cpp), :class:`~agents.served.decoder.CompletionsDecoder`
+  and :class:`~agents.served.decoder.ChatDecoder` (an OpenAI-compatible server); :mod:`agents.replay.reasoner` replays
   any reasoner's steps from a store;
-* an optional **scorer** (:class:`agents.decoding.torch_lm.TorchLM`): the torch model a learner trains (LoRA or
+* an optional **scorer** (:class:`agents.hf.decoder.TorchLM`): the torch model a learner trains (LoRA or
   full), which rescores records with gradients (:class:`agents.base.Trainable`). A reasoner that decodes
   elsewhere and has a scorer (llama.cpp or a server rolling out, torch learning) sends the scorer's adapter to
   its decoder at every :meth:`Reasoner.reset` when it changed.
 
 ``Reasoner(model, tokenizer, config)`` is the torch reasoner (its decoder and scorer are the same model);
-:func:`agents.llamacpp.LlamaCppReasoner`, :func:`agents.openai_reasoner.OpenAIReasoner` and the LoRA builders
-compose the others. A reasoner without a scorer has no ``module``/``score``: no learner can train it.
-Attributes a reasoner does not define are its scorer's (``model``, ``lora``, ``module``...) or its decoder's
-(``engine``, ``fingerprint``, ``sync_adapter``, ``usage``, ``served_model``...).
+:func:`agents.llamacpp.reasoner.LlamaCppReasoner`, :func:`agents.served.reasoner.OpenAIReasoner` and the LoRA builders
+compose the others. What a learner reads of the scorer (``model``, ``module``, ``score``, ``reference``, ``lora``,
+``device``) is a property here; a reasoner without a scorer has none of them (each raises ``AttributeError``), so
+it is not :class:`agents.base.Trainable` and no learner can train it. What a backend adds lives in its folder: the
+served reasoner's client (``usage()``, adapters) is :class:`agents.served.reasoner.ServedReasoner`'s; the decoder
+itself is ``reasoner.decoder``.
 """
 
 from __future__ import annotations
@@ -32,13 +34,10 @@ from typing import Any, Sequence
 from rsim_env.validation import check_finite
 
 from .base import check_act_args
-from .decoding.decoder import AdapterSync
+from .decoding.decoder import KeepsCopies, Releases, SyncsAdapter
 from .decoding.turns import Conversation, ReasonerRecord, Turns
 
 __all__ = ["ReasonerConfig", "ReasonerRecord", "Reasoner"]
-
-_SCORER = frozenset({"model", "module", "score", "reference", "lora", "shares_reference", "device"})
-"""What a reasoner exposes of its scorer (absent without one: the reasoner is then not Trainable)."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ class Reasoner:
         config: How to decode (caps, stop rules, sampling).
         decoder: Decode elsewhere (llama.cpp, a server); its turns are ``turns``, or the decoder's own
             ``turns`` (a served decoder loads its tokenizer when first used).
-        scorer: The torch model a learner trains (e.g. a LoRA :class:`agents.decoding.torch_lm.TorchLM`).
+        scorer: The torch model a learner trains (e.g. a LoRA :class:`agents.hf.decoder.TorchLM`).
         turns: The turn rules the decoder was built with.
     """
 
@@ -113,12 +112,12 @@ class Reasoner:
         if decoder is None:
             if model is None or tokenizer is None:
                 raise ValueError("Reasoner needs a model and its tokenizer, or a decoder (agents.decoding).")
-            from .decoding.torch_lm import TorchDecoder, TorchLM
+            from .hf.decoder import TorchDecoder, TorchLM
 
             turns = Turns(tokenizer, self.config)
             scorer = TorchLM(model, self.config)
             decoder = TorchDecoder(scorer, turns)
-        if scorer is not None and isinstance(decoder, AdapterSync) and scorer.lora is None:
+        if scorer is not None and isinstance(decoder, SyncsAdapter) and scorer.lora is None:
             raise ValueError(f"a reasoner that decodes on {type(decoder).__name__} and learns in torch needs a LoRA "
                              "learner (its adapter is what is sent to the decoder); set model.reasoner_lora.enabled=true.")
         self.decoder, self.scorer, self._turns = decoder, scorer, turns
@@ -127,25 +126,15 @@ class Reasoner:
 
     @classmethod
     def from_spec(cls, spec: str = "default", config: ReasonerConfig | None = None, dtype: Any = None) -> "Reasoner":
-        """Load ``spec`` (``"default"``, a path or a hub id; see :mod:`agents.loading`) as a torch reasoner."""
+        """Load ``spec`` (``"default"``, a path or a hub id; see :mod:`agents.hf.loading`) as a torch reasoner."""
         import torch
 
-        from .loading import load_causal_lm
+        from .hf.loading import load_causal_lm
 
         return cls(*load_causal_lm(spec, dtype=dtype or torch.float32), config=config)
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("decoder", "scorer", "_turns", "config"):
-            raise AttributeError(name)
-        if name in _SCORER:
-            if self.scorer is None:
-                raise AttributeError(f"{name!r}: this reasoner decodes on {type(self.decoder).__name__} and has no "
-                                     "torch scorer (it is frozen)")
-            return getattr(self.scorer, name)
-        return getattr(self.decoder, name)
-
     def __copy__(self) -> "Reasoner":
-        """A reasoner on the same weights with its own conversations and decoder state (agents.replay's sessions)."""
+        """A reasoner on the same weights with its own conversations and decoder state (agents.replay.reasoner's sessions)."""
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new.decoder = copy.copy(self.decoder)
@@ -153,8 +142,63 @@ class Reasoner:
 
     @property
     def replay_kind(self) -> str:
-        """This reasoner's name in :mod:`agents.replay` keys: the decoder's ``replay_kind``, else "Reasoner"."""
+        """This reasoner's name in :mod:`agents.replay.reasoner` keys: the decoder's ``replay_kind``, else "Reasoner"."""
         return str(getattr(self.decoder, "replay_kind", "Reasoner"))
+
+    @property
+    def fingerprint(self) -> str:
+        """The decoder's exact behaviour for :mod:`agents.replay.reasoner` keys (a GGUF's hash), "" when the weights
+        say it all (torch: replay hashes :attr:`model`)."""
+        return str(getattr(self.decoder, "fingerprint", ""))
+
+    def release(self) -> None:
+        """Free what this (copied) reasoner's decoder holds of its own now: a llama.cpp fork's context."""
+        if isinstance(self.decoder, Releases):
+            self.decoder.release()
+
+    # ------------------------------------------------------------------------------ the scorer (what a learner trains)
+
+    def _need_scorer(self, name: str) -> Any:
+        if self.scorer is None:  # AttributeError: a frozen reasoner has no such attribute (not Trainable)
+            raise AttributeError(f"{name!r}: this reasoner decodes on {type(self.decoder).__name__} and has no "
+                                 "torch scorer (it is frozen)")
+        return self.scorer
+
+    @property
+    def model(self) -> Any:
+        """The scorer's torch model (a LoRA reasoner's: the shared base with its adapter)."""
+        return self._need_scorer("model").model
+
+    @property
+    def module(self) -> Any:
+        """What the optimizer updates and a checkpoint saves: the model, or its LoRA adapter's module."""
+        return self._need_scorer("module").module
+
+    @property
+    def lora(self) -> Any:
+        """The scorer's :class:`agents.hf.lora.Trained` adapter, None under full fine-tuning."""
+        return self._need_scorer("lora").lora
+
+    @property
+    def shares_reference(self) -> bool:
+        """True for a LoRA reasoner: :attr:`reference` scores as the KL reference (:class:`agents.base.Trainable`)."""
+        return self._need_scorer("shares_reference").shares_reference
+
+    @property
+    def device(self) -> Any:
+        """The scorer's torch device."""
+        return self._need_scorer("device").device
+
+    @property
+    def score(self) -> Any:
+        """:meth:`agents.hf.decoder.TorchLM.score`: records rescored with gradients (:class:`agents.base.Trainable`);
+        a property so that a reasoner without a scorer has no ``score`` at all."""
+        return self._need_scorer("score").score
+
+    @property
+    def reference(self) -> Any:
+        """:meth:`agents.hf.decoder.TorchLM.reference`: a context in which :attr:`score` is the reference policy's."""
+        return self._need_scorer("reference").reference
 
     # ------------------------------------------------------------------------------ turns
 
@@ -192,7 +236,7 @@ class Reasoner:
         """System + user(``question``) through the chat template, ending with the assistant header."""
         return self.turns.prompt_ids(question, no_planner, system)
 
-    # ------------------------------------------------------------------------------ LoRA (agents.lora)
+    # ------------------------------------------------------------------------------ LoRA (agents.hf.lora)
 
     def attach_lora(self, slot: Any) -> "Reasoner":
         """Run on ``slot``'s adapter of a shared frozen base; only the adapter trains."""
@@ -209,16 +253,15 @@ class Reasoner:
         elsewhere than its scorer first sends the scorer's adapter when it changed (``decoder.sync``)."""
         self.num_copies = num_copies
         self._convs = [Conversation() for _ in range(num_copies)]
-        if self.scorer is not None and self.scorer.lora is not None and isinstance(self.decoder, AdapterSync):
+        if self.scorer is not None and self.scorer.lora is not None and isinstance(self.decoder, SyncsAdapter):
             self.decoder.sync(self.scorer)
         self.decoder.reset(num_copies, seed)
 
     def act(self, copy_ids: Sequence[int], observations: Sequence[dict[str, Any]]) -> list[str]:
         """Write the next step of every listed copy (one batched decode); return the step texts."""
         check_act_args(copy_ids, observations, self.num_copies)
-        keep = getattr(self.decoder, "keep", None)
-        if keep is not None:  # a decoder with per-copy state drops the copies that finished
-            keep(copy_ids)
+        if isinstance(self.decoder, KeepsCopies):  # a decoder with per-copy state drops the copies that finished
+            self.decoder.keep(copy_ids)
         turns = self.turns
         by_copy = dict(zip(copy_ids, observations))
         open_turns = [turns.start(c, self._convs[c], by_copy[c]) for c in sorted(copy_ids)]

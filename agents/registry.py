@@ -6,28 +6,28 @@ accept the same specs:
 ==========================  ==================================================================
 spec                        agent
 ==========================  ==================================================================
-``default``                 the embedded SmolLM2-135M-Instruct (offline; :mod:`agents.loading`)
+``default``                 the embedded SmolLM2-135M-Instruct (offline; :mod:`agents.hf.loading`)
 hub id or local model dir   that model (``Qwen/Qwen2.5-0.5B-Instruct``, ``./my-model``)
 saved planner dir           a :meth:`Planner.save_pretrained` dir (has ``planner.json``)
 run or checkpoint dir       the agent trained by ``rsim train`` (its newest ``step_*``); ``RUN_DIR#base=SPEC``
                             decodes its trained weights on another spec of the same base model (a run trained
                             with ``llamacpp:default`` rollouts evaluated on torch ``default``, or the reverse)
 ``tiny``                    random-init tiny Llama + byte tokenizer (the real LLM agent classes)
-``toy``                     MLP toy agents (:mod:`agents.toy`; ``rsim train --preset tiny``)
+``toy``                     MLP toy agents (:mod:`agents.scripted.toy`; ``rsim train --preset tiny``)
 ``template[:p]``            scripted reasoner, right with probability ``p`` (reasoner only)
 ``untrained:SPEC``          SPEC's base model with fresh weights where training would have put
                             them (a planner gets a new head; a run dir gives its base model)
 ``replay:SPEC``             SPEC's reasoner (greedy, frozen) with every step cached on disk and
-                            read back when seen again (:mod:`agents.replay`)
+                            read back when seen again (:mod:`agents.replay.reasoner`)
 ``tree:PATH``               the plan tree file PATH: every step of a frozen greedy reasoner under every plan of
-                            <= L rounds, read back, never decoded (:mod:`agents.plan_tree`)
+                            <= L rounds, read back, never decoded (:mod:`agents.replay.plan_tree`)
 ``openai:MODEL@URL``        a reasoner served by an OpenAI-compatible API (completions endpoint: any protocol)
-                            (:mod:`agents.openai_reasoner`; ``#max_concurrency=16&...`` options); LoRA-trainable
-                            on vLLM with ``reasoner_lora`` enabled (:mod:`agents.served_train`)
+                            (:mod:`agents.served.reasoner`; ``#max_concurrency=16&...`` options); LoRA-trainable
+                            on vLLM with ``reasoner_lora`` enabled (:mod:`agents.served.train`)
 ``llamacpp:default``        a reasoner decoded by llama.cpp from the embedded GGUF, LoRA-trainable with
-                            ``reasoner_lora`` enabled (:mod:`agents.llamacpp`: torch learns, the engine
+                            ``reasoner_lora`` enabled (:mod:`agents.llamacpp.reasoner`: torch learns, the engine
                             rolls out, the adapter synced each step), or
-``llamacpp:PATH.gguf``      frozen, from any GGUF file (:mod:`agents.llamacpp`; ``pip install 'rsim[llamacpp]'``)
+``llamacpp:PATH.gguf``      frozen, from any GGUF file (:mod:`agents.llamacpp.reasoner`; ``pip install 'rsim[llamacpp]'``)
 ``llamacpp:q8_0``           the embedded weights as a Q8_0 GGUF copy (faster batched kernels; built once, offline)
 ``module:factory``          your own agent: ``factory(context)`` returns an object following
                             :class:`agents.base.Policy` (``Trainable`` to train it)
@@ -36,7 +36,7 @@ run or checkpoint dir       the agent trained by ``rsim train`` (its newest ``st
 Adding an agent kind (e.g. an API-served reasoner ``openai:MODEL@URL``) is one new module with a
 ``build(rest: str, ctx: AgentContext) -> Built`` function plus one line in :data:`PREFIXES`::
 
-    PREFIXES["openai"] = lazy("agents.openai_reasoner", "build")
+    PREFIXES["openai"] = lazy("agents.served.reasoner", "build")
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class AgentContext:
     problems: Sequence[Any] = field(default=(), compare=False)
     """Problems being played (the template reasoner's answer oracle)."""
     lora: Any = None
-    """The role's :class:`agents.lora.LoraSpec`; enabled = a LoRA adapter on a frozen base (None = off)."""
+    """The role's :class:`agents.hf.lora.LoraSpec`; enabled = a LoRA adapter on a frozen base (None = off)."""
     frozen: str = "same"
     """For an agent that is never trained: "same" (as loaded), "bfloat16" or "int8" (dynamic int8 linears)."""
     shared: dict = field(default_factory=dict, compare=False)
@@ -124,7 +124,7 @@ def _torch_dtype(name: str) -> Any:
 
 def _configs(ctx: AgentContext) -> Any:
     if ctx.role == "planner":
-        from .planner import PlannerConfig
+        from .planners.llm import PlannerConfig
 
         return ctx.config or PlannerConfig()
     from .reasoner import ReasonerConfig
@@ -138,7 +138,7 @@ def _lora_on(ctx: AgentContext) -> bool:
 
 def _hf(spec: str, ctx: AgentContext) -> Built:
     """"default", a hub id or a local model dir."""
-    from .loading import load_backbone, load_causal_lm
+    from .hf.loading import load_backbone, load_causal_lm
 
     if _lora_on(ctx):
         return _with_lora(spec, ctx, lambda: load_causal_lm(spec, dtype=_torch_dtype(ctx.dtype)))
@@ -150,7 +150,7 @@ def _hf(spec: str, ctx: AgentContext) -> Built:
 
 def freeze(model: Any, how: str) -> Any:
     """``model`` as a sampling-only agent (``how`` in :data:`FROZEN`), converted in place: bf16 or int8 read
-    fewer bytes per token, ``compile`` builds kernels (``benchmarks/rollout.py`` measures each)."""
+    fewer bytes per token, ``compile`` builds kernels (``benchmarks/runtime/rollout.py`` measures each)."""
     import torch
 
     if how == "same":
@@ -166,7 +166,7 @@ def freeze(model: Any, how: str) -> Any:
 
 def _with_lora(spec: str, ctx: AgentContext, load: Callable[[], Any]) -> Built:
     """The role's agent as a LoRA adapter on the base ``spec``, loaded once per ``ctx.shared``."""
-    from .lora import SharedBase
+    from .hf.lora import SharedBase
 
     key = (spec, ctx.dtype, str(ctx.device))
     if key not in ctx.shared:
@@ -181,7 +181,7 @@ def _with_lora(spec: str, ctx: AgentContext, load: Callable[[], Any]) -> Built:
 
 def _wrap(model: Any, tok: Any, ctx: AgentContext) -> Any:
     if ctx.role == "planner":
-        from .planner import Planner
+        from .planners.llm import Planner
 
         return Planner(model, tok, config=_configs(ctx))
     from .reasoner import Reasoner
@@ -190,7 +190,7 @@ def _wrap(model: Any, tok: Any, ctx: AgentContext) -> Any:
 
 
 def _tiny(rest: str, ctx: AgentContext) -> Built:
-    from .loading import tiny_model
+    from .hf.loading import tiny_model
 
     if _lora_on(ctx):
         return _with_lora("tiny", ctx, lambda: tiny_model("causal", seed=ctx.seed))
@@ -199,7 +199,7 @@ def _tiny(rest: str, ctx: AgentContext) -> Built:
 
 
 def _toy(rest: str, ctx: AgentContext) -> Built:
-    from .toy import ToyPlanner, ToyReasoner
+    from .scripted.toy import ToyPlanner, ToyReasoner
 
     agent = (ToyPlanner(max_rounds=ctx.max_rounds, device=ctx.device) if ctx.role == "planner"
              else ToyReasoner(device=ctx.device))
@@ -208,7 +208,7 @@ def _toy(rest: str, ctx: AgentContext) -> Built:
 
 
 def _template(rest: str, ctx: AgentContext) -> Built:
-    from .scripted import TemplateReasoner
+    from .scripted.policies import TemplateReasoner
 
     if ctx.role != "reasoner":
         raise ValueError("spec 'template' is a scripted reasoner; a planner needs another spec (see `rsim train --help`).")
@@ -247,7 +247,7 @@ def split_base(spec: str, role: str) -> tuple[str, str]:
 def _directory(path: Path, ctx: AgentContext, base: str | None = None) -> Built:
     """A saved planner, a trainer checkpoint / run dir (``base``: decode its weights on this spec), or a model dir."""
     if ctx.role == "planner" and (path / "planner.json").is_file():
-        from .planner import Planner
+        from .planners.llm import Planner
 
         planner = Planner.from_pretrained(path, config=_configs(ctx), dtype=_torch_dtype(ctx.dtype))
         return Built(planner.to(ctx.device), {"kind": "save_pretrained", "path": str(path)})
@@ -271,7 +271,7 @@ def _checkpoint(spec: Path, ck: RunCheckpoint, ctx: AgentContext, base: str | No
                          f"({weights.name}); its learner ({ck.config.get('learner')}) did not train it. "
                          f"Pass its base model {base!r} instead.")
     if ctx.role == "planner" and (ck.config.get("planner") or {}).get("head_only"):
-        from .planner import PlannerConfig  # the run trained a head on the frozen base: its weights are the head's
+        from .planners.llm import PlannerConfig  # the run trained a head on the frozen base: its weights are the head's
 
         ctx = replace(ctx, config=replace(ctx.config or PlannerConfig(), head_only=True))
     agent, _ = build_agent(base, replace(ctx, max_rounds=ck.max_steps, lora=ck.lora(ctx.role)))
@@ -309,10 +309,10 @@ NAMES: dict[str, Builder] = {"tiny": _tiny, "toy": _toy, "template": _template}
 """Specs that are a bare name."""
 
 PREFIXES: dict[str, Builder] = {"template": _template, "untrained": _untrained,
-                                 "openai": lazy("agents.openai_reasoner", "build"),
-                                 "replay": lazy("agents.replay", "build"),
-                                 "tree": lazy("agents.plan_tree", "build"),
-                                 "llamacpp": lazy("agents.llamacpp", "build")}
+                                 "openai": lazy("agents.served.reasoner", "build"),
+                                 "replay": lazy("agents.replay.reasoner", "build"),
+                                 "tree": lazy("agents.replay.plan_tree", "build"),
+                                 "llamacpp": lazy("agents.llamacpp.reasoner", "build")}
 """Specs ``PREFIX:REST``; add a line here (with :func:`lazy`) for a new kind of agent."""
 
 _CORE_HELP = ("default | HUB_ID | MODEL_DIR | SAVED_PLANNER_DIR | RUN_OR_CHECKPOINT_DIR | tiny | toy | "

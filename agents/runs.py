@@ -74,11 +74,11 @@ class RunCheckpoint:
         return str(self.config["model"][role])
 
     def lora(self, role: str) -> Any:
-        """The :class:`agents.lora.LoraSpec` the run trained ``role`` with (None: full fine-tuning)."""
+        """The :class:`agents.hf.lora.LoraSpec` the run trained ``role`` with (None: full fine-tuning)."""
         raw = (self.config.get("model") or {}).get(f"{role}_lora")
         if not raw or not raw.get("enabled"):
             return None
-        from .lora import LoraSpec
+        from .hf.lora import LoraSpec
 
         return LoraSpec(**dict(raw, target_modules=tuple(raw["target_modules"])))
 

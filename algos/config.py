@@ -3,7 +3,7 @@
 ``RunConfig`` is composed of each component's own frozen dataclass, next to its code: the
 environment (:class:`rsim_env.EnvConfig`: rounds, reward weights, text caps, answer checking), the
 two agents' models (:class:`ModelConfig`, specs as in :mod:`agents.registry`) and their own configs
-(:class:`agents.planner.PlannerConfig`, :class:`agents.reasoner.ReasonerConfig`), the data spec
+(:class:`agents.planners.llm.PlannerConfig`, :class:`agents.reasoner.ReasonerConfig`), the data spec
 (:class:`DataConfig`, :mod:`rsim_env.data`), the learner, its schedule and the train loop. Presets
 are plain override dicts on top of the defaults, and ``--set env.weights.follow=0.5`` style
 overrides go through :func:`apply_overrides`, which converts each value to the field's type and
@@ -17,8 +17,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from agents.lora import LoraSpec
-from agents.planner import PlannerConfig
+from agents.hf.lora import LoraSpec
+from agents.planners.llm import PlannerConfig
 from agents.reasoner import ReasonerConfig
 from rsim_env.data import check_spec
 from rsim_env.game import EnvConfig

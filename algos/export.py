@@ -33,7 +33,7 @@ def _merged(agent: Any) -> Any:
 
 def export_role(checkpoint: Path, role: str, out: Path) -> dict[str, Any]:
     """Write ``role``'s standalone model from ``checkpoint`` under ``out / role``."""
-    from agents.planner import Planner
+    from agents.planners.llm import Planner
     from agents.registry import AgentContext, build_agent
 
     built = build_agent(str(checkpoint), AgentContext(role=role, shared={}))

@@ -1,6 +1,6 @@
 """The optimisation gap: a trained planner against the best policies a planner could represent on a table.
 
-Input is an outcome table -- one row per (problem, plan) -- as :mod:`benchmarks.plan_table` writes it
+Input is an outcome table -- one row per (problem, plan) -- as :mod:`benchmarks.plans.table` writes it
 (``<out>.episodes.jsonl.gz``, read with :func:`read_rows`) or as any plain list of dicts::
 
     problem_id, task, plan [strategy indices], correct (bool), reward (planner reward; optional)
@@ -46,7 +46,7 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
     """Rows of a JSONL file (``.gz`` read as gzip), e.g. plan_table's ``<out>.episodes.jsonl.gz``."""
     path = Path(path)
     if not path.is_file():
-        raise ValueError(f"{path}: no such file; pass a plan table's <out>.episodes.jsonl.gz (benchmarks.plan_table).")
+        raise ValueError(f"{path}: no such file; pass a plan table's <out>.episodes.jsonl.gz (benchmarks.plans.table).")
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]

@@ -5,9 +5,9 @@ transfer experiment): the reasoner acts but never updates, so it need not be tra
 (a scripted or API-backed reasoner works).
 
 A greedy frozen reasoner can be *replayed*: ``--reasoner replay:SPEC --set reasoner.greedy=true``
-stores every step it writes (:mod:`agents.replay`) and reads it back whenever the same problem
+stores every step it writes (:mod:`agents.replay.reasoner`) and reads it back whenever the same problem
 and plan prefix come again, so later steps, seeds and evaluations decode only what is new
-(``benchmarks/replay.py`` measures the speed-up on the same episodes).
+(``benchmarks/runtime/replay.py`` measures the speed-up on the same episodes).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 One batched ``act`` call per agent per round covers every live copy of every group: groups are
 stepped in lockstep and their copies get global ids (``offset of the group + copy id``), which is
 what the policies are reset with. Works with any :class:`agents.base.Policy` — LLM agents
-(:class:`agents.planner.Planner`, :class:`agents.reasoner.Reasoner`) or scripted ones — and with
+(:class:`agents.planners.llm.Planner`, :class:`agents.reasoner.Reasoner`) or scripted ones — and with
 the no-planner mode (``planner=None`` and groups built with ``planner=False``).
 
 Each trajectory (one per copy) is a dict::
@@ -13,7 +13,7 @@ Each trajectory (one per copy) is a dict::
     problem_index   problem of that group the copy played
     rewards         {"planner": float, "reasoner": float}
     info            the env's final info (reward components, correct, strategies, detected, ...)
-    planner         planner.records()[copy_id]   (e.g. agents.planner.PlannerRecord; None without a planner)
+    planner         planner.records()[copy_id]   (e.g. agents.planners.llm.PlannerRecord; None without a planner)
     reasoner        reasoner.records()[copy_id]  (e.g. agents.reasoner.ReasonerRecord)
 """
 

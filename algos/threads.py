@@ -22,7 +22,7 @@ The ``rsim`` entry (``algos.cli.main``, before torch loads; importing the module
   per process); else :func:`auto_threads`: the physical cores this process may run on, less the cores
   other jobs keep busy by the 1-minute load average, and at least 1.
 
-``benchmarks/concurrency.py`` measures two concurrent demo runs against one alone, under these
+``benchmarks/runtime/concurrency.py`` measures two concurrent demo runs against one alone, under these
 defaults and under the old ones.
 """
 

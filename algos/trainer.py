@@ -80,7 +80,7 @@ class Trainer(PolicyUpdate):
         self.problems = list(problems)
         self.env_cfg = dataclasses.replace(env or EnvConfig(), planner=learner.env_planner)
         self.env_options: dict[str, Any] = {}
-        """Extra arguments of every rollout's env (e.g. ``grader=GradeCache()`` on a plan tree, agents.plan_tree);
+        """Extra arguments of every rollout's env (e.g. ``grader=GradeCache()`` on a plan tree, agents.replay.plan_tree);
         set them before the first step (the envs are built once and reused)."""
         self._groups: dict[int, EnvGroup] = {}
         self.roles = ["planner", "reasoner"] if learner.env_planner else ["reasoner"]
@@ -221,9 +221,9 @@ class Trainer(PolicyUpdate):
                 "replay": replay, "history": self.history}
 
     def replay_stats(self) -> dict[str, int] | None:
-        """The replayed reasoner's counts this run (:mod:`agents.replay`: ``hits``, ``misses``, ``catchup_steps``,
+        """The replayed reasoner's counts this run (:mod:`agents.replay.reasoner`: ``hits``, ``misses``, ``catchup_steps``,
         ``catchup_mismatch``, ``sessions``) summed over processes; None when the reasoner is not replayed."""
-        from agents.replay import ReplayReasoner
+        from agents.replay.reasoner import ReplayReasoner
 
         reasoner = self.agents["reasoner"]
         if not isinstance(reasoner, ReplayReasoner):

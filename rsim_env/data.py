@@ -5,7 +5,7 @@ spec                                       problems
 =========================================  =========================================================
 ``curriculum[:SPLIT]``                     the embedded training curriculum (:mod:`rsim_env.curriculum`);
                                            SPLIT ``train`` (default), ``heldout`` (disjoint by text), ``all``
-``default``  (alias ``reasoning_gym``)     embedded procedural mix (reasoning-gym; offline, seeded)
+``default``                                embedded procedural mix (reasoning-gym; offline, seeded)
 ``rg:TASK[+TASK...][?key=value&...]``      reasoning-gym tasks, interleaved; options go to every
                                            task's generator (``rg:basic_arithmetic?min_terms=3``) but
                                            ``grading=auto|math|rg`` (a task with non-number golds is
@@ -155,7 +155,7 @@ def _hub(name: str) -> Callable[[str, DataArgs], list[Problem]]:
 
 
 SOURCES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {
-    "default": _default, "reasoning_gym": _default, "tiny": _tiny, "code_tasks": _code_tasks,
+    "default": _default, "tiny": _tiny, "code_tasks": _code_tasks,
     "curriculum": lambda rest, a: _curriculum("", a), "adaptive": lambda rest, a: _adaptive("", a),
 }
 """Specs that are a bare name (hub sets are added from :data:`rsim_env.loaders.LOADERS`)."""
@@ -171,7 +171,7 @@ def spec_help() -> str:
 
     return " | ".join(["curriculum[:train|heldout|all]", "adaptive[:train|val|test]", "default",
                        "rg:TASK[+TASK][?key=value&...]", "mix:SPEC,SPEC[,...]",
-                       *sorted(SOURCES.keys() - {"default", "reasoning_gym", "curriculum", "adaptive"}),
+                       *sorted(SOURCES.keys() - {"default", "curriculum", "adaptive"}),
                        *LOADERS, "FILE.jsonl/.json/.parquet/.arrow[?question=COL&answer=COL]"])
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from . import answers, kinds, protocols, render, scoring
 from .problems import Problem
 from .record import EpisodeRecord
-from .rewards import RewardWeights
+from .rewards import Component, Rubric, RewardWeights, rubric
 from .strategies import TERMINATION, num_strategies
 from .validation import check_finite
 
@@ -44,7 +44,12 @@ class EnvConfig:
     planner: bool = True
     """False = no-planner mode (GRPO baseline): the reasoner answers in one turn."""
     weights: RewardWeights = field(default_factory=RewardWeights)
-    """Weights of the reward components."""
+    """Weights of the paper's reward components."""
+    components: tuple[Component | str, ...] = ()
+    """Your own reward components, scored after the paper's: logged in ``info["components"]`` and summed, at
+    each one's own weight, into the rewards of the agents it lists. Each is a :class:`rsim_env.rewards.Component`
+    object or, where objects cannot go (``--set env.components='["my_rewards:brevity"]'``, saved configs), a
+    ``"package.module:name"`` spec naming one (or a sequence of them)."""
     protocol: str = render.DEFAULT_PROTOCOL
     """Turn protocol of the reasoner's prompts (``rsim_env.protocols.PROTOCOLS``: chat+lead, chat, lead, inline)."""
     check: answers.CheckConfig = scoring.DEFAULT_CHECK
@@ -64,9 +69,18 @@ class EnvConfig:
             raise TypeError(f"EnvConfig.terminate_last_round must be True or False, got {self.terminate_last_round!r}.")
         if not isinstance(self.weights, RewardWeights):
             raise TypeError(f"EnvConfig.weights must be a RewardWeights, got {type(self.weights).__name__}.")
+        object.__setattr__(self, "components", (self.components,) if isinstance(self.components, (str, Component))
+                           else tuple(self.components))
+        _ = self.rubric  # raises naming a non-Component entry or a repeated name
         if not isinstance(self.check, answers.CheckConfig):
             raise TypeError(f"EnvConfig.check must be a rsim_env.answers.CheckConfig, got {type(self.check).__name__}.")
         check_finite(self.check)  # answers.CheckConfig.timeout_s=inf would never time out
+
+
+    @property
+    def rubric(self) -> Rubric:
+        """The components an episode is scored by: the paper's at :attr:`weights`, then :attr:`components`."""
+        return rubric(self.weights, self.components)
 
 
 def is_int_action(action: Any) -> bool:
@@ -212,7 +226,7 @@ class Episode:
                              rounds=len(self.steps), terminated=self.terminated, truncated=self.truncated)
 
     def _compute_outcome(self) -> dict[str, Any]:
-        scored = scoring.score(self.record(), self.problem, self.cfg.check, grader=self.grader)
+        scored = scoring.score(self.record(), self.problem, self.cfg.check, grader=self.grader, rubric=self.cfg.rubric)
         grade = scored.grade
         info = {
             "problem_id": self.problem.id,
@@ -242,4 +256,4 @@ class Episode:
             "question_truncated": self.question_truncated,
             "chars": {"question": len(self.question), "steps": sum(len(s) for s in self.steps)},
         }
-        return {"rewards": scored.rewards(self.cfg.weights, self.cfg.planner), "info": info}
+        return {"rewards": scored.rewards(self.cfg.rubric, self.cfg.planner), "info": info}

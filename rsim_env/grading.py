@@ -8,7 +8,7 @@ run in parallel; :func:`grade` then waits for the prefetched result.
 
 :class:`GradeCache` sits in front of a kind's grader where a grade is a pure function of (problem, graded
 text): pass it as ``grader=`` to :func:`rsim_env.env` / :class:`~rsim_env.group.EnvGroup`; training on a plan
-tree (:mod:`agents.plan_tree`) grades each distinct final text once.
+tree (:mod:`agents.replay.plan_tree`) grades each distinct final text once.
 """
 
 from __future__ import annotations

@@ -1,12 +1,15 @@
 """Install-time identity checks: our top-level packages really are ours; heavy parts say what they need.
 
 * **Name clashes.** rSIM ships the generic top-level packages ``agents``, ``algos`` and
-  ``benchmarks`` (the layout is fixed by design). Installed into the same environment as another
-  distribution with a package of the same name (e.g. ``openai-agents`` ships ``agents``), pip
-  overwrites one with the other without a word. Each of our packages carries the line
+  ``benchmarks`` (the layout is fixed by design). Each of our packages carries the line
   ``RSIM_PACKAGE = "<name>"`` in its ``__init__.py``; :func:`check_top_level_packages` (run by
-  ``import rsim_env``) finds each name without importing it and fails, naming the distribution
-  that owns the impostor and the fix (a separate virtual environment), when the marker is missing.
+  ``import rsim_env``) finds each name without importing it and, when the marker is missing, tells
+  the two causes apart. Most often a package or module of the user's own (``./agents/``) shadows
+  ours because its directory comes first on ``sys.path`` (the current directory does when you run
+  ``python`` there): the error names its path and says to rename it or run from elsewhere. Rarer,
+  another distribution with a package of the same name (e.g. ``openai-agents`` ships ``agents``)
+  was installed over ours, and pip overwrote one with the other without a word: the error names the
+  distribution and the fix (a separate virtual environment).
 * **Heavy parts without their dependencies.** An env-only install (``pip install --no-deps rsim``
   plus the env's dependencies) has no torch. :func:`guard_heavy_imports` (run by our packages'
   ``__init__``) turns the bare ``No module named 'torch'`` raised while importing e.g.
@@ -48,33 +51,57 @@ def _owners(name: str) -> list[str]:
     return sorted({o for o in owners if o.lower() != "rsim"})
 
 
-def check_top_level_packages(names: tuple[str, ...] = OUR_PACKAGES) -> None:
-    """Raise :class:`PackageClashError` if ``agents`` / ``algos`` / ``benchmarks`` resolves to a foreign package.
+def _owning(name: str, found: Path) -> list[str]:
+    """Installed distributions (other than rSIM) whose files include ``found``."""
+    owners = []
+    for owner in _owners(name):
+        try:
+            files = importlib.metadata.distribution(owner).files or []
+            if any(Path(str(f.locate())).resolve() == found for f in files):
+                owners.append(owner)
+        except Exception:  # metadata of some broken distribution: naming the owner is best effort
+            continue
+    return owners
 
-    A name that is not installed at all passes (nothing to clash with).
+
+def _clash_message(name: str, found: Path) -> str:
+    owners = _owning(name, found)
+    ours = Path(__file__).resolve().parents[1] / name
+    if not owners:  # nothing installed put it there: a local package on sys.path before ours
+        where = found.parent if found.name == "__init__.py" else found
+        theirs = f" (rSIM's is {ours})" if ours.is_dir() else ""
+        return (f"A local package shadows rSIM's {name!r}: `import {name}` finds {where}, which is not rSIM's{theirs}, "
+                f"because its directory {where.parent} comes before rSIM's on sys.path (the current directory does when "
+                f"you run Python there). rSIM needs {', '.join(OUR_PACKAGES)} as top-level names. Fix: rename your "
+                f"package (e.g. my_{name}) or run from another directory.")
+    who = ", ".join(repr(o) for o in owners)
+    return (f"The top-level package {name!r} at {found} is not rSIM's: it belongs to the distribution {who}, which "
+            f"ships a package of the same name and was installed over rSIM's (pip overwrote one with the other). rSIM "
+            f"needs {', '.join(OUR_PACKAGES)} as top-level names, so install rSIM into its own virtual environment: "
+            f"python -m venv .venv-rsim && . .venv-rsim/bin/activate && pip install rsim. (To keep this environment "
+            f"instead: pip uninstall {' '.join(owners)} && pip install --force-reinstall --no-deps rsim.)")
+
+
+def check_top_level_packages(names: tuple[str, ...] = OUR_PACKAGES) -> None:
+    """Raise :class:`PackageClashError` if ``agents`` / ``algos`` / ``benchmarks`` resolves to a package not ours.
+
+    The message names the cause (a local package shadowing ours, or another distribution installed
+    over ours) and its fix. A name that is not found at all passes (nothing to clash with), and so does a
+    bare directory without ``__init__.py``: Python prefers any regular package to it.
     """
     for name in names:
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
             continue
-        if spec is None:
+        if spec is None or not spec.origin or spec.origin in ("namespace", "built-in", "frozen"):
             continue
-        init = Path(spec.origin) if spec.origin and spec.origin not in ("namespace", "built-in") else None
-        if init is not None and init.is_file():
-            with open(init, encoding="utf-8", errors="replace") as f:
+        found = Path(spec.origin).resolve()
+        if found.is_file():
+            with open(found, encoding="utf-8", errors="replace") as f:
                 if MARKER in f.read(4096):
                     continue
-        where = str(init) if init else ", ".join(spec.submodule_search_locations or []) or "?"
-        owners = _owners(name)
-        who = f"the distribution {', '.join(repr(o) for o in owners)}" if owners else "another distribution"
-        fix = f"pip uninstall {' '.join(owners)} && " if owners else ""
-        raise PackageClashError(
-            f"The top-level package {name!r} at {where} is not rSIM's: it belongs to {who}, which ships a package "
-            f"of the same name (pip overwrote one with the other). rSIM's layout needs {', '.join(OUR_PACKAGES)} "
-            f"as top-level names, so install rSIM into its own virtual environment: python -m venv .venv-rsim && "
-            f". .venv-rsim/bin/activate && pip install rsim. (To keep this environment instead: "
-            f"{fix}pip install --force-reinstall --no-deps rsim.)")
+        raise PackageClashError(_clash_message(name, found))
 
 
 class _HintLoader(importlib.abc.Loader):
@@ -95,7 +122,7 @@ class _HintLoader(importlib.abc.Loader):
                 raise
             err = ModuleNotFoundError(
                 f"{self._fullname} needs {top!r}, which is not installed (an env-only install of rSIM: rsim_env and "
-                f"agents.scripted run without it). Install the training dependencies: {TRAIN_EXTRA_HINT}", name=e.name)
+                f"agents.scripted.policies run without it). Install the training dependencies: {TRAIN_EXTRA_HINT}", name=e.name)
             err._rsim_hint = True  # type: ignore[attr-defined]
             raise err from e
 

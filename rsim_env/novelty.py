@@ -1,6 +1,6 @@
 """Novelty of a reasoner step: does it say anything new, or announce and repeat? The rules behind R_follow's credit.
 
-An audit of study episodes (issue 19) found about 30 % of reasoner steps only *announce* the step ("The
+An audit of study episodes found about 30 % of reasoner steps only *announce* the step ("The
 most important step now is to compute the final answer to the given arithmetic problem.") and 11 %
 repeat the reasoner's own earlier step. Keyword detection counts both as following their strategy.
 Here is what :func:`rsim_env.rewards.r_follow` uses to refuse them (documented contract, tested in

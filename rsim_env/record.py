@@ -2,8 +2,7 @@
 
 Training samples (``samples.jsonl``), eval episodes (``episodes.jsonl``) and benchmarks that save
 episodes write :meth:`EpisodeRecord.to_json` rows; the viewer and analysis code read them back with
-:func:`read_row`, which also reads files written before the record (rows without ``version``; see
-:func:`from_legacy`). Per step it keeps the planned strategy, the text the protocol **injected** before the
+:func:`read_row`. Per step it keeps the planned strategy, the text the protocol **injected** before the
 step (a lead-in such as ``The final answer is \\boxed{``), the **generated** text and the step as
 **shown** (both together), so a reader sees what the model was given and what it wrote. The question
 text travels with it. Rewards and components come from :func:`rsim_env.scoring.score`.
@@ -25,7 +24,7 @@ from typing import Any, Mapping
 from . import kinds
 from .problems import Problem
 
-__all__ = ["RECORD_VERSION", "EpisodeRecord", "from_outcome", "from_legacy", "read_row"]
+__all__ = ["RECORD_VERSION", "EpisodeRecord", "from_outcome", "read_row"]
 
 RECORD_VERSION = 1
 """Version written by :meth:`EpisodeRecord.to_json`; :meth:`EpisodeRecord.from_json` reads only this one."""
@@ -46,7 +45,7 @@ class EpisodeRecord:
     answer_type: str = "auto"
     """How the answer is compared (:data:`rsim_env.problems.ANSWER_TYPES`)."""
     protocol: str = ""
-    """Turn protocol (:mod:`rsim_env.protocols`); "none" without a planner, "" if unknown (old files)."""
+    """Turn protocol (:mod:`rsim_env.protocols`); "none" without a planner, "" if not recorded."""
     planner: bool = True
     """False in no-planner mode (one whole answer, no plans)."""
     strategies: tuple[int, ...] = ()
@@ -123,8 +122,8 @@ class EpisodeRecord:
         d = dict(json.loads(row) if isinstance(row, str) else row)
         version = d.get("version")
         if version is None:
-            raise ValueError("this row has no 'version': it was written before rsim's episode record; "
-                             "read it with rsim_env.record.read_row, which converts old rows.")
+            raise ValueError("this row has no 'version', so it is not an rsim episode record (EpisodeRecord.to_json "
+                             "writes one); write episodes with rsim_env.record.from_outcome(...).to_json().")
         if version != RECORD_VERSION:
             raise ValueError(f"episode record version {version!r} is not supported; this rsim reads version "
                              f"{RECORD_VERSION}. Read the file with the rsim version that wrote it, or upgrade rsim.")
@@ -156,47 +155,13 @@ def from_outcome(outcome: Mapping[str, Any], **where: Any) -> EpisodeRecord:
         truncated=bool(info["truncated"]), **where)
 
 
-def _injected_of(steps: list[str], shown: list[str]) -> list[str]:
-    return [s[: len(s) - len(z)] if z and s.endswith(z) else "" for z, s in zip(steps, shown)]
-
-
-def from_legacy(row: Mapping[str, Any]) -> EpisodeRecord:
-    """A record from a row written before the record (no ``version``): a training sample row
-    (``step``, ``strategies``, ``components``) or an eval row (``mode``, ``injected`` = the planned strategies,
-    ``format``/``follow`` as columns). What such rows lack stays empty: the question (unless given), the
-    protocol, and detection (readers recompute it with :func:`rsim_env.scoring.score`)."""
-    steps = [str(s) for s in row.get("steps") or []]
-    shown = [str(s) for s in row.get("shown_steps") or []]
-    shown = shown if len(shown) == len(steps) else list(steps)
-    if "mode" in row:  # an eval row: "injected" held the planned strategies
-        plans = [int(s) for s in row.get("injected") or []]
-        comps = {"acc": 1.0 if row.get("correct") else 0.0}
-        comps.update({k: float(row[k]) for k in ("format", "follow") if k in row})
-    else:
-        plans = [int(s) for s in row.get("strategies") or []]
-        comps = {k: float(v) for k, v in (row.get("components") or {}).items()}
-    planner = bool(plans) and len(plans) == len(steps) and row.get("mode") != "none"
-    detected = row.get("detected")
-    detected = tuple(tuple(sorted(int(s) for s in d)) for d in detected) if isinstance(detected, list) and len(
-        detected) == len(steps) else ()
-    flags = {k: tuple(bool(x) for x in row[k]) for k in ("echo", "vacuous", "self_repeat")
-             if isinstance(row.get(k), list) and len(row[k]) == len(steps)}
-    return EpisodeRecord(
-        problem_id=str(row.get("problem_id", "?")), kind=str(row.get("kind") or "math"),
-        question=str(row.get("question") or ""), answer=str(row.get("answer", "")), planner=planner,
-        strategies=tuple(plans) if planner else (), injected=tuple(_injected_of(steps, shown)), steps=tuple(steps),
-        shown_steps=tuple(shown), detected=detected, **flags,
-        extracted=None if row.get("extracted") is None else str(row["extracted"]), correct=bool(row.get("correct")),
-        reason=str(row.get("reason") or ""), components=comps, rewards=dict(row.get("rewards") or {}),
-        rounds=int(row.get("rounds", len(steps))), terminated=bool(row.get("terminated", False)),
-        truncated=bool(row.get("truncated", False)), mode=str(row.get("mode") or ""), sample=int(row.get("sample", 0)),
-        step=int(row["step"]) if "step" in row else None, tokens=dict(row.get("tokens") or {}), version=0)
-
-
 def read_row(row: str | Mapping[str, Any]) -> EpisodeRecord:
-    """A record from any ``samples.jsonl`` / ``episodes.jsonl`` row: versioned (:meth:`EpisodeRecord.from_json`)
-    or older (:func:`from_legacy`; its ``version`` is 0)."""
+    """A record from a ``samples.jsonl`` / ``episodes.jsonl`` row (a JSON string or an already parsed object).
+
+    Raises:
+        ValueError: The row is not a JSON object, or :meth:`EpisodeRecord.from_json` refuses it.
+    """
     d = json.loads(row) if isinstance(row, str) else row
     if not isinstance(d, Mapping):
         raise ValueError(f"an episode row must be a JSON object, got {type(d).__name__}.")
-    return EpisodeRecord.from_json(d) if "version" in d else from_legacy(d)
+    return EpisodeRecord.from_json(d)

@@ -40,7 +40,7 @@ from . import echo, kinds
 from .kinds import KindTexts
 from .kinds.code import CODE_FENCE, CODE_NO_PLANNER_SYSTEM, CODE_REASONER_SYSTEM, CODE_STEPWISE_SYSTEM  # noqa: F401
 from .kinds.math import NO_PLANNER_SYSTEM, REASONER_SYSTEM, STEPWISE_SYSTEM  # noqa: F401
-from .protocols import (  # noqa: F401  (the protocol objects; names kept for callers of render)
+from .protocols import (  # noqa: F401  (the protocol objects are part of render's surface)
     DEFAULT_PROTOCOL, NO_PLANNER, PROTOCOLS, STEP_DELIMITER, InlineProtocol, NoPlannerProtocol, Protocol, kind_texts,
     protocol, strategy_texts)
 from .strategies import STRATEGIES, TERMINATION
@@ -64,12 +64,6 @@ class _Column(Sequence[str]):
 
     def __hash__(self) -> int:
         return hash(tuple(self))
-
-    def __add__(self, other: Sequence[str]) -> tuple[str, ...]:  # as the tuples these used to be
-        return tuple(self) + tuple(other)
-
-    def __radd__(self, other: Sequence[str]) -> tuple[str, ...]:
-        return tuple(other) + tuple(self)
 
     def __repr__(self) -> str:
         return repr(tuple(self))
@@ -97,41 +91,13 @@ KIND_TEXTS: Mapping[str, KindTexts] = _KindTextsView()
 are the termination row's own; code's termination lead-in ends inside an open fenced block."""
 
 
-# -- functions by protocol name (kept for callers; each asks the Protocol object) ---------------
-
-def system(proto: str, kind: str = "math") -> str:
-    """System prompt of protocol ``proto`` for problems of ``kind``."""
-    return protocol(proto).system(kind)
-
-
 def injection(round_index: int, strategy: int, kind: str = "math") -> str:
-    """The ``inline`` protocol's header before step ``round_index`` (0-based).
+    """The ``inline`` protocol's header before step ``round_index`` (0-based); the longest text a protocol
+    injects, so the observation bounds are computed from it.
 
     Example: ``"Step 2 (validation: Check the last result: ...)\\n"``.
     """
     return PROTOCOLS["inline"].lead(round_index, strategy, kind)
-
-
-def lead(proto: str, round_index: int, strategy: int, kind: str = "math") -> str:
-    """Assistant-side text injected before the reasoner writes step ``round_index`` ("" if none)."""
-    return protocol(proto).lead(round_index, strategy, kind)
-
-
-def instruction(proto: str, question: str, round_index: int, strategy: int | None, kind: str = "math") -> str:
-    """Content of the user turn that opens round ``round_index`` (:meth:`Protocol.instruction`)."""
-    return protocol(proto).instruction(question, round_index, strategy, kind)
-
-
-def shown_step(proto: str, round_index: int, strategy: int, step: str, kind: str = "math") -> str:
-    """A finished step as it reads in the transcript (:meth:`Protocol.show` of the protocol's lead-in)."""
-    p = protocol(proto)
-    return p.show(p.lead(round_index, strategy, kind), step)
-
-
-def step_text(proto: str, round_index: int, strategy: int, step: str | None, kind: str = "math") -> str:
-    """Assistant-side text of a round: the injected lead (or ``inline`` header), then the step if written."""
-    p = protocol(proto)
-    return p.assistant_text(p.lead(round_index, strategy, kind), step)
 
 
 def reasoner_chat(question: str, steps: Sequence[str], strategies: Sequence[int], current: int | None,

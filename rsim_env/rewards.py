@@ -1,22 +1,34 @@
-"""Rule-based rewards from the paper: one small pure function per component, and a table of them.
+"""Rule-based rewards from the paper: one small pure function per component, and a rubric of them.
 
 Planner:  ``R_p = w_acc * R_acc + w_terminal * R_terminal + w_penalty * R_penalty``
 Reasoner: ``R   = w_acc * R_acc + w_format * R_format + w_follow * R_follow``
 
-:data:`COMPONENTS` is the single source of truth: each row names a component, the agents whose
-reward includes it, and whether it needs the planner's plans. Both sums, the no-planner zeroing
-and the logged components are computed from it. A new component is one function, one row, and
-its weight field in :class:`RewardWeights` — all in this file.
+A :class:`Component` is one weighted, named reward term: a function of the finished episode's
+:class:`Facts`, the agents whose reward sums it, its weight. A :class:`Rubric` is the components an
+episode is scored by (as the verifiers library's rubric: weighted named functions, weight 0 = logged
+only). The paper's five are the rows of :data:`COMPONENTS`, weighted by :class:`RewardWeights`
+(``--set env.weights.follow=0.5``); your own components are objects passed in, from your code, with
+no edit here::
 
-Weights default to 1 (the paper). A weight of 0 keeps the component logged but out of the sum.
+    from rsim_env import Component, EnvConfig, env
+
+    brevity = Component("brevity", lambda f: float(len(f.final_step) < 400), agents=("reasoner",), weight=0.5)
+    e = env(config=EnvConfig(components=(brevity,)))  # info["components"]["brevity"]; 0.5 of it in R
+
+On the command line (where objects cannot go) a component is named by where it lives:
+``rsim train --set env.components='["my_rewards:brevity"]'``.
+
+Both sums, the no-planner zeroing and the logged components are computed from the rubric
+(:func:`rubric`: the paper's rows at their configured weights, then the extra components).
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections import Counter
-from dataclasses import asdict, dataclass, field
-from typing import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Callable, Mapping, Sequence
 
 from .answers.extract import boxed_spans
 from .strategies import TERMINATION
@@ -41,7 +53,7 @@ def r_format(final_step: str) -> float:
 def r_follow(planned: Sequence[int], detected: Sequence[set[int]], void: Sequence[bool] | None = None) -> float:
     """Share of the plan's non-termination steps whose detected strategies include the planned one.
 
-    Rules (documented contract; issue 19's audit found each of these paid for nothing):
+    Rules (documented contract; an audit of study episodes found each of these paid for nothing):
 
     * ``detected`` must come from the text the reasoner generated with echoes of injected text removed
       (:func:`rsim_env.echo.detect_generated`, as :class:`rsim_env.game.Episode` does): a step that
@@ -119,18 +131,43 @@ class Facts:
     """Per step: vacuous or a self-repeat (:mod:`rsim_env.novelty`), so it follows nothing; None = none are."""
 
 
+AGENTS = ("planner", "reasoner")
+"""Who a component's value can be paid to."""
+
+
 @dataclass(frozen=True)
 class Component:
-    """One row of :data:`COMPONENTS`."""
+    """One weighted, named reward term (a row of a :class:`Rubric`).
+
+    Raises:
+        ValueError: ``name`` is not an identifier, ``agents`` names someone other than ``planner`` /
+            ``reasoner``, or ``weight`` is not a finite number.
+        TypeError: ``fn`` is not callable.
+    """
 
     name: str
-    """Key in ``info["components"]`` and field of :class:`RewardWeights`."""
+    """Key in ``info["components"]`` (and, for the paper's rows, the field of :class:`RewardWeights`)."""
     fn: Callable[[Facts], float]
-    """Unweighted value for one episode."""
+    """Unweighted value for one finished episode."""
     agents: tuple[str, ...]
-    """Whose reward sums it ("planner", "reasoner")."""
+    """Whose reward sums it (``"planner"``, ``"reasoner"``); ``()`` = logged only."""
     needs_plans: bool = False
     """Undefined without a planner: logged as 0 in no-planner mode."""
+    weight: float = 1.0
+    """Its weight in each listed agent's sum; 0 = logged only."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ValueError(f"Component.name={self.name!r} must be an identifier (it is a metric and config key).")
+        if not callable(self.fn):
+            raise TypeError(f"Component {self.name!r}: fn={self.fn!r} must be callable as fn(facts) -> float.")
+        agents = (self.agents,) if isinstance(self.agents, str) else tuple(self.agents)
+        if not set(agents) <= set(AGENTS):
+            raise ValueError(f"Component {self.name!r}: agents={self.agents!r}; use a subset of {AGENTS}.")
+        object.__setattr__(self, "agents", agents)
+        w = self.weight
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w):
+            raise ValueError(f"Component {self.name!r}: weight={w!r} must be a finite number (0 = logged only).")
 
 
 COMPONENTS: tuple[Component, ...] = (
@@ -140,24 +177,101 @@ COMPONENTS: tuple[Component, ...] = (
     Component("terminal", lambda f: r_terminal(f.planned), ("planner",), needs_plans=True),
     Component("penalty", lambda f: r_penalty(f.planned), ("planner",), needs_plans=True),
 )
-"""Every reward component (see module docstring)."""
+"""The paper's components (weight 1 each; :func:`rubric` weights them by :class:`RewardWeights`)."""
 
 
-def components(facts: Facts, planner: bool = True) -> dict[str, float]:
-    """Every component for one finished episode, unweighted (plan-based ones are 0 without a planner)."""
-    return {c.name: (c.fn(facts) if planner or not c.needs_plans else 0.0) for c in COMPONENTS}
+@dataclass(frozen=True)
+class Rubric:
+    """The components an episode is scored by, in order (names unique).
+
+    Raises:
+        TypeError: an entry is not a :class:`Component`.
+        ValueError: two components share a name.
+    """
+
+    components: tuple[Component, ...] = COMPONENTS
+    """Every component: each is logged; each listed agent's reward is the weighted sum of its own."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "components", tuple(self.components))
+        for c in self.components:
+            if not isinstance(c, Component):
+                raise TypeError(f"Rubric components must be rsim_env.rewards.Component objects, got {c!r}.")
+        names = [c.name for c in self.components]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"Rubric: components {dup} appear twice; give each component its own name.")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.components)
+
+    def values(self, facts: Facts, planner: bool = True) -> dict[str, float]:
+        """Every component for one finished episode, unweighted (plan-based ones are 0 without a planner).
+
+        A component's exception propagates: a crashing reward is a bug to see, never a silent 0.
+        """
+        return {c.name: (float(c.fn(facts)) if planner or not c.needs_plans else 0.0) for c in self.components}
+
+    def reward(self, agent: str, values: Mapping[str, float]) -> float:
+        """Weighted sum of ``agent``'s components (those listing it) in ``values``."""
+        return sum(c.weight * values[c.name] for c in self.components if agent in c.agents)
+
+    def terms(self, agent: str) -> tuple[Component, ...]:
+        """The components ``agent``'s reward sums."""
+        return tuple(c for c in self.components if agent in c.agents)
 
 
-def reward(agent: str, c: dict[str, float], w: RewardWeights = RewardWeights()) -> float:
-    """Weighted sum of ``agent``'s components (rows of :data:`COMPONENTS` that list it)."""
-    return sum(getattr(w, comp.name) * c[comp.name] for comp in COMPONENTS if agent in comp.agents)
+def load_component(spec: str) -> tuple[Component, ...]:
+    """The component(s) a ``"package.module:name"`` spec names: a :class:`Component`, or a sequence of them.
+
+    Raises:
+        ValueError: ``spec`` is not ``module:name``, the module or name is missing, or it is no Component.
+    """
+    module, sep, name = spec.partition(":")
+    if not sep or not module or not name:
+        raise ValueError(f"reward component spec {spec!r} must be 'package.module:name' (a Component in that module).")
+    try:
+        found = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"reward component spec {spec!r}: {e}. Is the module on sys.path (run from its directory, "
+                         "or pip install its package)?") from e
+    found = (found,) if isinstance(found, Component) else tuple(found) if isinstance(found, (tuple, list)) else (found,)
+    bad = [c for c in found if not isinstance(c, Component)]
+    if bad:
+        raise ValueError(f"reward component spec {spec!r} names {bad[0]!r}, not an rsim_env.rewards.Component.")
+    return found
 
 
-def planner_reward(c: dict[str, float], w: RewardWeights = RewardWeights()) -> float:
+def rubric(weights: RewardWeights | None = None, extra: Sequence[Component | str] = ()) -> Rubric:
+    """The paper's components at ``weights`` (default: the paper's, all 1), then ``extra`` at their own weights.
+
+    ``extra`` holds :class:`Component` objects or ``"package.module:name"`` specs (:func:`load_component`).
+    """
+    w = weights or RewardWeights()
+    mine = tuple(c for x in extra for c in (load_component(x) if isinstance(x, str) else (x,)))
+    return Rubric(tuple(replace(c, weight=getattr(w, c.name)) for c in COMPONENTS) + mine)
+
+
+def components(facts: Facts, planner: bool = True, rubric: Rubric | None = None) -> dict[str, float]:
+    """Every component of ``rubric`` (default: the paper's) for one finished episode, unweighted."""
+    return (rubric or PAPER).values(facts, planner)
+
+
+def reward(agent: str, c: Mapping[str, float], w: RewardWeights = RewardWeights()) -> float:
+    """Weighted sum of ``agent``'s paper components in ``c`` under the weights ``w``."""
+    return rubric(w).reward(agent, c)
+
+
+def planner_reward(c: Mapping[str, float], w: RewardWeights = RewardWeights()) -> float:
     """``R_p = R_acc + R_terminal + R_penalty`` (weighted)."""
     return reward("planner", c, w)
 
 
-def reasoner_reward(c: dict[str, float], w: RewardWeights = RewardWeights()) -> float:
+def reasoner_reward(c: Mapping[str, float], w: RewardWeights = RewardWeights()) -> float:
     """``R = R_acc + R_format + R_follow`` (weighted)."""
     return reward("reasoner", c, w)
+
+
+PAPER = rubric()
+"""The paper's rubric: the five components of :data:`COMPONENTS`, weight 1 each."""

@@ -12,7 +12,7 @@ text and the step as shown. Everything else -- detection, echo, novelty, the gra
 * novelty: :func:`rsim_env.novelty.assess` (vacuous and self-repeating steps follow nothing);
 * grade: the kind grades its :meth:`~rsim_env.kinds.Kind.graded_steps` against the problem, under
   :data:`DEFAULT_CHECK` unless told otherwise (fallback off, ``require_evaluated`` on);
-* components: :func:`rsim_env.rewards.components`; a kind with its own format rule (code: a program that
+* components: the rubric's (:class:`rsim_env.rewards.Rubric`, default the paper's); a kind with its own format rule (code: a program that
   parses) sets ``format``, and a final step that copies injected text (a copied ``\\boxed{answer}``)
   earns no format.
 """
@@ -41,7 +41,7 @@ class Components:
     """What :func:`score` finds in one finished episode."""
 
     values: dict[str, float]
-    """Every unweighted reward component (:data:`rsim_env.rewards.COMPONENTS` order)."""
+    """Every unweighted reward component of the rubric it was scored by, in the rubric's order."""
     grade: Grade
     """The final answer's grade (correct, extracted answer, reason, tests fraction)."""
     detected: tuple[tuple[int, ...], ...]
@@ -53,15 +53,15 @@ class Components:
     self_repeat: tuple[bool, ...]
     """Per step: mostly repeats the episode's earlier steps."""
 
-    def rewards(self, weights: rewards.RewardWeights | None = None, planner: bool = True) -> dict[str, float]:
-        """Each agent's weighted reward (default weights: the paper's; the planner earns 0 without a planner)."""
-        weights = weights or rewards.RewardWeights()
-        return {"planner": rewards.reward("planner", self.values, weights) if planner else 0.0,
-                "reasoner": rewards.reward("reasoner", self.values, weights)}
+    def rewards(self, rubric: rewards.Rubric = rewards.PAPER, planner: bool = True) -> dict[str, float]:
+        """Each agent's weighted reward under ``rubric`` (the one it was scored by; the planner earns 0 without a planner)."""
+        return {"planner": rubric.reward("planner", self.values) if planner else 0.0,
+                "reasoner": rubric.reward("reasoner", self.values)}
 
 
 def score(record: EpisodeRecord, problem: Problem | None = None, check: answers.CheckConfig | None = None,
-          grade: Grade | None = None, grader: Callable[..., Grade] | None = None) -> Components:
+          grade: Grade | None = None, grader: Callable[..., Grade] | None = None,
+          rubric: rewards.Rubric = rewards.PAPER) -> Components:
     """Reward components of ``record``'s texts (see module docstring).
 
     Args:
@@ -71,6 +71,7 @@ def score(record: EpisodeRecord, problem: Problem | None = None, check: answers.
         grade: A grade already known (a saved file's stored outcome), used instead of grading again.
         grader: Called as ``grader(problem, graded_steps, check)`` instead of the kind's ``grade`` (e.g. a
             :class:`rsim_env.grading.GradeCache`); it must return what the kind's grade would.
+        rubric: The components to compute (default: the paper's; an env's is ``EnvConfig.rubric``).
 
     Raises:
         ValueError: The record's steps are inconsistent, or ``problem`` is needed and cannot be rebuilt
@@ -96,7 +97,7 @@ def score(record: EpisodeRecord, problem: Problem | None = None, check: answers.
     fresh = novelty.assess(record.question, steps, planned, detected, shown, injected, kind.name)
     facts = rewards.Facts(bool(grade.correct), graded[-1] if graded else "", planned if record.planner else [],
                           detected if record.planner else [], fresh.void if record.planner else None)
-    values = rewards.components(facts, planner=record.planner)  # plan-based ones are 0 without plans
+    values = rubric.values(facts, planner=record.planner)  # plan-based ones are 0 without plans
     if grade.format is not None:  # kinds with their own format rule (code: a program that parses)
         values["format"] = grade.format
     elif echoes and echoes[-1]:  # a copied "\\boxed{answer}" is no answer format

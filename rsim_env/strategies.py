@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence, overload
 
 __all__ = ["Strategy", "STRATEGIES", "EXAMPLES", "TERMINATION", "CONTINUATION", "detect", "by_name",
-           "example", "register", "extra_strategy", "num_strategies", "rows"]  # and NUM_STRATEGIES (live, __getattr__)
+           "example", "register", "extra_strategy", "num_strategies", "rows"]
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ class _Table:
         self.rows, self.compiled = self.rows[:-1], self.compiled[:-1]
 
 
-_TABLE = _Table(_BUILTIN)
+_TABLE = _Table(())
 
 
 class _Rows(Sequence[Strategy]):
@@ -231,12 +231,6 @@ class _Rows(Sequence[Strategy]):
 
     def __hash__(self) -> int:
         return hash(_TABLE.rows)
-
-    def __add__(self, other: Sequence[Strategy]) -> tuple[Strategy, ...]:  # as the tuple this used to be
-        return _TABLE.rows + tuple(other)
-
-    def __radd__(self, other: Sequence[Strategy]) -> tuple[Strategy, ...]:
-        return tuple(other) + _TABLE.rows
 
     def __repr__(self) -> str:
         return f"STRATEGIES{_TABLE.rows!r}"
@@ -271,7 +265,10 @@ def rows() -> tuple[Strategy, ...]:
 
 
 def num_strategies() -> int:
-    """How many strategies the table has now (the planner's action count)."""
+    """How many strategies the table has now (the planner's action count).
+
+    Read it when you need it: a copy taken at import time misses rows registered later.
+    """
     return len(_TABLE.rows)
 
 
@@ -296,6 +293,10 @@ def extra_strategy(row: Strategy) -> Iterator[Strategy]:
         _TABLE.pop(row)
 
 
+for _row in _BUILTIN:  # the paper's rows go in as a user's row does
+    register(_row)
+
+
 def _flagged(flag: str) -> int:
     (row,) = [s for s in _TABLE.rows if getattr(s, flag)]
     return row.index
@@ -305,12 +306,6 @@ CONTINUATION = _flagged("default")
 """The default mode of writing (a step showing no other strategy counts as this)."""
 TERMINATION = _flagged("terminates")
 """Concluding strategy: the episode ends after the step that follows it (a built-in row: never moves)."""
-
-
-def __getattr__(name: str) -> Any:
-    if name == "NUM_STRATEGIES":  # live: ``strategies.NUM_STRATEGIES`` counts registered rows too
-        return len(_TABLE.rows)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def by_name(name: str) -> Strategy:

@@ -10,8 +10,8 @@ paired bootstrap), in two currencies: accuracy, and the planner reward of :mod:`
 R_terminal + R_penalty``, default weights: ``[8]`` earns 0.5 less than any ``[x, 8]`` for the same answer).
 
 **Tie-breaking.** Two choices of "the best plan of a task" differ on validation ties: the atlas's task table
-(:func:`benchmarks.atlas_stats.task_stats`) takes the shortest plan (``[8]`` first); ``mix_all``'s per-task policy
-(:func:`benchmarks.plan_stats.best_plan` with ``prefer``) keeps the mix's best single plan when it is among the tied,
+(:func:`benchmarks.plans.atlas_stats.task_stats`) takes the shortest plan (``[8]`` first); ``mix_all``'s per-task policy
+(:func:`benchmarks.plans.stats.best_plan` with ``prefer``) keeps the mix's best single plan when it is among the tied,
 so it leaves the common plan only when validation says strictly better. The JSON lists the tasks where they differ and
 both policies' test accuracy; the headroom uses ``mix_all``'s rule. ::
 
@@ -27,8 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import atlas_stats, plan_stats, plan_table
-from benchmarks.atlas import read_rows
+from benchmarks.plans import atlas_stats
+from benchmarks.plans import stats as plan_stats
+from benchmarks.plans import table as plan_table
+from benchmarks.plans.atlas import read_rows
 
 __all__ = ["Config", "restate", "docs_table", "main"]
 

@@ -1,11 +1,11 @@
 """Can the LM planner learn a plan that depends on the problem?
 
-Two task families (:data:`agents.scripted_families.FAMILY_SETS`, default ``two_step``): "Add a and b."
+Two task families (:data:`agents.scripted.families.FAMILY_SETS`, default ``two_step``): "Add a and b."
 is solved only under ``validation -> termination``, "Multiply a by b." only under ``decomposition ->
 termination`` (``--families default``: ``decomposition -> prioritization -> termination``; a scripted
-reasoner, :class:`agents.scripted_families.FamilyReasoner`). One
+reasoner, :class:`agents.scripted.families.FamilyReasoner`). One
 constant plan solves at most half the problems, so >= 95 % on *each* family means the planner reads
-the question. The planner is the real one (:class:`agents.planner.Planner`: LM + linear head, with
+the question. The planner is the real one (:class:`agents.planners.llm.Planner`: LM + linear head, with
 the study preset's LoRA), trained by the planner-only learner on the shared trainer.
 
 Reported, on held-out problems (greedy): accuracy and plan per family, plan diversity (distinct
@@ -30,10 +30,10 @@ from typing import Any, Sequence
 
 import torch
 
-from agents.lora import LoraSpec
-from agents.planner import PlannerConfig
+from agents.hf.lora import LoraSpec
+from agents.planners.llm import PlannerConfig
 from agents.registry import AgentContext, build_agent
-from agents.scripted_families import Family, FamilyReasoner, families, family_problems, plan_names
+from agents.scripted.families import Family, FamilyReasoner, families, family_problems, plan_names
 from algos.grpo import GRPOConfig
 from algos.metrics import plan_stats, task_of
 from algos.planner_only import PlannerOnly
@@ -47,7 +47,7 @@ class Config:
     """Benchmark settings (defaults: the fix this benchmark found; see docs/contextual.md)."""
 
     families: str = "two_step"
-    """Family set (agents.scripted_families.FAMILY_SETS): "default" (add: [3, 8], mul: [1, 5, 8]), "two_step", "three"."""
+    """Family set (agents.scripted.families.FAMILY_SETS): "default" (add: [3, 8], mul: [1, 5, 8]), "two_step", "three"."""
     model: str = "default"
     """Planner backbone spec (agents.registry): "default" = the embedded SmolLM2-135M, "tiny" = random-init tiny LM."""
     lora: bool = True

@@ -1,7 +1,7 @@
 """Decoding speed by torch thread count and OpenMP wait policy, at the batch sizes the presets decode.
 
 For every (wait policy, threads) cell a fresh process (libgomp reads its wait policy once, when torch loads it)
-times, at each batch size, our cached multi-turn decode (:func:`benchmarks.rollout.run_cached`, (a) there) and one
+times, at each batch size, our cached multi-turn decode (:func:`benchmarks.runtime.rollout.run_cached`, (a) there) and one
 raw ``model.generate`` writing as many tokens ((c) there), greedy fp32, after a warm-up. Policies:
 
 * ``libgomp``: none set, libgomp's own busy wait (~3 ms of spinning after each parallel region); what a bare
@@ -36,7 +36,7 @@ class Config:
     """Benchmark settings."""
 
     model: str = "default"
-    """Model spec (see agents.loading); "tiny" for smoke tests."""
+    """Model spec (see agents.hf.loading); "tiny" for smoke tests."""
     batches: tuple[int, ...] = (8, 16)
     """Conversations decoded together (the demo preset decodes 2 groups x 4, the study preset 2 x 8)."""
     threads: tuple[int, ...] = (1, 2)
@@ -67,8 +67,8 @@ def run_cell(cfg: Config, threads: int) -> dict[str, Any]:
     """This process's cell: tok/s of the cached decode and of generate at each batch size."""
     import torch
 
-    from agents.loading import load_causal_lm, tiny_model
-    from benchmarks.rollout import BenchConfig, run_cached, run_generate
+    from agents.hf.loading import load_causal_lm, tiny_model
+    from benchmarks.runtime.rollout import BenchConfig, run_cached, run_generate
 
     torch.set_num_threads(threads)
     model, tok = tiny_model("causal") if cfg.model == "tiny" else load_causal_lm(cfg.model)

@@ -3,7 +3,7 @@
 # layer (studies/decoding_identity.py compares two such folders). Routes: the torch reasoner (default), the
 # llama.cpp engine (llamacpp:default), replay over the torch reasoner (replay:default, a fresh store: every step is
 # decoded through it; then a second pass that reads every step back), llama.cpp's own OpenAI-compatible server on
-# the embedded GGUF (text prompts) and the project's torch server (python -m agents.serve, token-id prompts).
+# the embedded GGUF (text prompts) and the project's torch server (python -m agents.served.server, token-id prompts).
 # Each: 40 held-out problems under three planner modes (none = one whole answer, fixed:3,8 = the default protocol,
 # random = every strategy's lead-in and turn glue), greedy, 3 rounds of at most 32 tokens. ONLY=name,name runs a
 # subset of the routes.
@@ -34,7 +34,7 @@ if want replay; then
   rm -rf "$STORE"; unset RSIM_REPLAY_DIR
 fi
 if want served_llamacpp; then
-  python -m agents.llama_server --port "$PORT" --n-threads 1 --log-path "$OUT/llama_server.log" &
+  python -m agents.llamacpp.server --port "$PORT" --n-threads 1 --log-path "$OUT/llama_server.log" &
   SERVER=$!
   trap 'kill $SERVER 2>/dev/null || true' EXIT
   for _ in $(seq 120); do curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null && break; sleep 1; done
@@ -44,7 +44,7 @@ if want served_llamacpp; then
   kill $SERVER; wait $SERVER 2>/dev/null || true
 fi
 if want served_torch; then
-  python -m agents.serve --model default --port "$PORT" >"$OUT/agents_serve.log" 2>&1 &
+  python -m agents.served.server --model default --port "$PORT" >"$OUT/agents_serve.log" 2>&1 &
   SERVER=$!
   trap 'kill $SERVER 2>/dev/null || true' EXIT
   for _ in $(seq 120); do curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null && break; sleep 1; done

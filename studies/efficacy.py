@@ -10,7 +10,7 @@ made on *validation* problems drawn from the training split, never on the test p
 * ``best_fixed``            the best plan of the short candidate list ``--fixed`` (the v2 study's baseline);
 * ``best_fixed_exhaustive`` the best of *every* plan of at most ``plan_rounds`` rounds ending in termination,
                             played on the validation problems through the replay cache (the plan table of
-                            :mod:`benchmarks.plan_table`; 73 plans for L = 3);
+                            :mod:`benchmarks.plans.table`; 73 plans for L = 3);
 * ``per_task``              per task, the plan best on that task's validation problems;
 * ``bandit``                a contextual bandit planner (per-task Thompson sampling over the same plans,
                             trained on the validation problems against the replayed frozen reasoner,
@@ -26,7 +26,7 @@ Every mode gets accuracy with a 95 % seeds-then-problems bootstrap interval (a W
 (seed, problem) episodes would count seeds that play alike as independent evidence); ``tests``
 compares pairs of modes on the same problems with a paired sign-flip permutation test clustered on problems
 (``p_value``), the pooled exact McNemar test for reference, and the seed-level tests of
-:mod:`benchmarks.seedstats` (``sign_test_seeds``: exact sign test over seeds; ``bootstrap_seeds_problems``).
+:mod:`benchmarks.plans.seedstats` (``sign_test_seeds``: exact sign test over seeds; ``bootstrap_seeds_problems``).
 With ``--out F.json`` every (mode, seed, problem, sample) outcome goes to ``F_outcomes.jsonl.gz`` and
 ``outcomes_table_md`` is the table regenerated from that file (``--table-from`` prints it again).
 Finished pieces are cached in ``<output_dir>/efficacy_cache.json``: rerun the same command to resume.
@@ -132,9 +132,9 @@ class Config:
     sc_temperature: float = 0.7
     """Sampling temperature of self-consistency's no-planner samples (the study preset's reasoner T)."""
     replay_store: str = ""
-    """Replay cache of the validation plan table ("" = $RSIM_REPLAY_DIR/steps.sqlite, see agents.replay)."""
+    """Replay cache of the validation plan table ("" = $RSIM_REPLAY_DIR/steps.sqlite, see agents.replay.reasoner)."""
     bootstrap_rounds: int = 4000
-    """Replicates of the seeds-then-problems bootstrap (benchmarks.seedstats)."""
+    """Replicates of the seeds-then-problems bootstrap (benchmarks.plans.seedstats)."""
     source: str = ""
     """Held-out evaluation source ("" = the preset's: ``curriculum:heldout`` / ``tiny``), e.g. ``adaptive:test``."""
     validation: str = ""
@@ -271,8 +271,8 @@ def _agents(spec_r: str, spec_p: str | None, ecfg: Any, problems: Sequence[Any])
 
 
 def replay_counts(reasoner: Any) -> dict[str, int] | None:
-    """A replayed reasoner's counts so far (:mod:`agents.replay`), None for a reasoner that is not replayed."""
-    from agents.replay import ReplayReasoner
+    """A replayed reasoner's counts so far (:mod:`agents.replay.reasoner`), None for a reasoner that is not replayed."""
+    from agents.replay.reasoner import ReplayReasoner
 
     return dict(reasoner.stats) if isinstance(reasoner, ReplayReasoner) else None
 
@@ -362,7 +362,7 @@ class _Study:
 
     def policy(self, choice: dict[str, str], default: str) -> tuple[dict[str, bool], dict[str, Any]]:
         """Outcomes on the test problems of the planner that plays ``choice[task]`` (``default`` for unseen tasks)."""
-        from benchmarks.plan_table import task_of
+        from benchmarks.plans.table import task_of
 
         by_task: dict[str, list[Any]] = {}
         for p in self.test:
@@ -379,7 +379,7 @@ class _Study:
     def plan_table(self) -> dict[str, Any]:
         """The validation plan table (every plan of <= L rounds), through the replay cache; cached."""
         from .efficacy_modes import plan_name, validation_table
-        from benchmarks.plan_table import all_plans, task_of
+        from benchmarks.plans.table import all_plans, task_of
 
         steps = self.run_cfg.env.max_steps
         L = self.cfg.plan_rounds or SCALES[self.cfg.preset]["plan_rounds"] or steps
@@ -509,7 +509,7 @@ def _write(cfg: Config, result: dict[str, Any], rows: list[dict[str, Any]], tabl
     """Outcome file, the table regenerated from it, the validation plan table (from which ``best_fixed_exhaustive``,
     ``per_task`` and the bandits' pulls can be recomputed), curves and JSON, beside ``cfg.out``."""
     from .efficacy_modes import outcome_table
-    from benchmarks.seedstats import read_outcomes, write_outcomes
+    from benchmarks.plans.seedstats import read_outcomes, write_outcomes
 
     if not cfg.out:
         result["outcomes_table_md"] = outcome_table(rows, efficacy_report.OUTCOME_BASELINE, cfg.bootstrap_rounds)

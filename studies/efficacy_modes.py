@@ -5,7 +5,7 @@ problems the trained planner is scored on:
 
 * :func:`validation_table` -- every plan of at most ``L`` rounds ending in termination, played by the
   frozen greedy base reasoner on every validation problem through the replay cache
-  (:func:`benchmarks.plan_table.play_table`, :class:`agents.replay.ReplayReasoner`);
+  (:func:`benchmarks.plans.table.play_table`, :class:`agents.replay.reasoner.ReplayReasoner`);
 * :func:`choose_fixed` / :func:`choose_per_task` -- ``best_fixed_exhaustive`` (the best plan of the whole
   table, not of a short candidate list) and ``per_task`` (the best plan per task);
 * :func:`train_bandit` -- a contextual bandit planner: per-task Thompson sampling over the plans, each pull
@@ -13,7 +13,7 @@ problems the trained planner is scored on:
 * :func:`majority_vote` / :func:`sc_samples` -- self-consistency: the majority answer of ``k`` sampled
   no-planner answers, ``k`` set so its reasoner tokens match the planner modes';
 * :func:`outcome_rows` / :func:`outcome_table` -- the per-problem outcome file and the table regenerated
-  from it (:mod:`benchmarks.seedstats`).
+  from it (:mod:`benchmarks.plans.seedstats`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable, Mapping, Sequence
 
-from benchmarks.plan_stats import best_plan
+from benchmarks.plans.stats import best_plan
 
 __all__ = ["plan_name", "validation_table", "choose_fixed", "choose_per_task", "train_bandit", "majority_vote",
            "sc_samples", "reasoner_tokens", "outcome_rows", "outcome_table", "seed_level",
@@ -41,9 +41,9 @@ def validation_table(problems: Sequence[Any], reasoner: Any, plans: Sequence[tup
     Returns ``({problem_id: {plan: correct}}, rows with the step texts, replay stats)``. The env runs with
     ``max_steps`` rounds (the evaluation's), so a plan's steps here are the ones it gets on the test set.
     """
-    from agents.replay import ReplayReasoner, StepStore, default_store_path
+    from agents.replay.reasoner import ReplayReasoner, StepStore, default_store_path
 
-    from benchmarks.plan_table import Config as TableConfig, play_table
+    from benchmarks.plans.table import Config as TableConfig, play_table
 
     replay = reasoner if isinstance(reasoner, ReplayReasoner) else ReplayReasoner(reasoner, StepStore(store or default_store_path()))
     tcfg = TableConfig(max_rounds=max_steps, batch=batch, protocol=protocol)
@@ -145,9 +145,9 @@ def outcome_rows(per_seed: Mapping[str, Mapping[int, Mapping[str, bool]]], detai
     as samples 0..k-1 of mode ``<mode>_samples`` (self-consistency's individual answers).
 
     ``details[mode][seed][problem_id]`` may give ``plan`` (the plan played); a deterministic mode is written
-    once, under its first seed (:func:`benchmarks.seedstats.hierarchical_bootstrap` reads it as one arm).
+    once, under its first seed (:func:`benchmarks.plans.seedstats.hierarchical_bootstrap` reads it as one arm).
     """
-    from benchmarks.plan_table import task_of
+    from benchmarks.plans.table import task_of
 
     rows = []
     for mode, seeds in per_seed.items():
@@ -164,10 +164,10 @@ def outcome_rows(per_seed: Mapping[str, Mapping[int, Mapping[str, bool]]], detai
 
 def outcome_table(rows: Sequence[Mapping[str, Any]], baseline: str, rounds: int = 4000) -> str:
     """The study's table from its outcome rows: accuracy per mode with a 95 % seeds-then-problems bootstrap
-    interval (:func:`benchmarks.seedstats.bootstrap_accuracy`: the seeds of one problem are not independent
-    evidence), then :mod:`benchmarks.seedstats`' per-seed table and seed-level tests against ``baseline``.
+    interval (:func:`benchmarks.plans.seedstats.bootstrap_accuracy`: the seeds of one problem are not independent
+    evidence), then :mod:`benchmarks.plans.seedstats`' per-seed table and seed-level tests against ``baseline``.
     Deterministic in ``rows``."""
-    from benchmarks import seedstats
+    from benchmarks.plans import seedstats
 
     table = seedstats.by_mode_seed(rows)
     lines = ["| mode | accuracy | 95% CI (bootstrap over seeds, then problems) | seeds × problems |", "|---|---|---|---|"]
@@ -180,8 +180,8 @@ def outcome_table(rows: Sequence[Mapping[str, Any]], baseline: str, rounds: int 
 
 
 def seed_level(rows: Sequence[Mapping[str, Any]], a: str, b: str, rounds: int = 4000) -> dict[str, Any]:
-    """Seed-level tests of mode ``a`` against ``b`` (:func:`benchmarks.seedstats.report` on their rows)."""
-    from benchmarks import seedstats
+    """Seed-level tests of mode ``a`` against ``b`` (:func:`benchmarks.plans.seedstats.report` on their rows)."""
+    from benchmarks.plans import seedstats
 
     return seedstats.report([r for r in rows if r["mode"] in (a, b)], b, rounds=rounds)["tests"][f"{a}_vs_{b}"]
 

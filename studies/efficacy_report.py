@@ -48,7 +48,7 @@ def table(result: dict[str, Any]) -> str:
 def table_from(path: str, out: str = "", rounds: int = 4000) -> dict[str, Any]:
     """Regenerate the outcome table from a study's ``*_outcomes.jsonl.gz``; print it, write it to ``out``."""
     from .efficacy_modes import outcome_table
-    from benchmarks.seedstats import read_outcomes
+    from benchmarks.plans.seedstats import read_outcomes
 
     if not Path(path).is_file():
         raise ValueError(f"--table-from {path}: no such file; give a study's *_outcomes.jsonl.gz.")

@@ -1,5 +1,5 @@
 """Statistics and the resumable cache of :mod:`studies.efficacy` (problem-clustered tests; the seed-level
-ones come from :mod:`benchmarks.seedstats`)."""
+ones come from :mod:`benchmarks.plans.seedstats`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from benchmarks.seedstats import mcnemar_exact  # the paired test is an instrument; the studies reuse it
+from benchmarks.plans.seedstats import mcnemar_exact  # the paired test is an instrument; the studies reuse it
 
 # ------------------------------------------------------------------------------------- statistics
 
@@ -123,9 +123,9 @@ COMPARISONS = (("trained", "best_fixed_exhaustive"), ("trained", "self_consisten
 
 def summaries(per_seed: dict, problems: Sequence[Any], modes: Sequence[str], rounds: int = 4000) -> dict[str, Any]:
     """Every mode's accuracy over its (seed, problem) episodes with a seeds-then-problems bootstrap interval
-    (:func:`benchmarks.seedstats.bootstrap_accuracy`; ``n`` counts the episodes, ``seeds`` and ``problems`` the
+    (:func:`benchmarks.plans.seedstats.bootstrap_accuracy`; ``n`` counts the episodes, ``seeds`` and ``problems`` the
     units resampled), and :func:`mode_summary` (Wilson over problems) per seed."""
-    from benchmarks.seedstats import bootstrap_accuracy
+    from benchmarks.plans.seedstats import bootstrap_accuracy
 
     out = {}
     for m in modes:
@@ -142,7 +142,7 @@ def summaries(per_seed: dict, problems: Sequence[Any], modes: Sequence[str], rou
 def tests(seeds: Sequence[int], per_seed: dict, problems: Sequence[Any], rows: Sequence[dict[str, Any]],
           rounds: int) -> dict[str, Any]:
     """Every pair of :data:`COMPARISONS`: permutation over problems, pooled McNemar and, unless both modes
-    are deterministic, the seed-level tests of :mod:`benchmarks.seedstats` on the outcome ``rows``."""
+    are deterministic, the seed-level tests of :mod:`benchmarks.plans.seedstats` on the outcome ``rows``."""
     from .efficacy_modes import seed_level
 
     def by_problem(m: str) -> list[list[bool]]:

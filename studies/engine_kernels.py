@@ -1,6 +1,6 @@
 """llama.cpp decode speed by weight type, LoRA adapter and OpenMP wait policy: why the engine is as fast as it is.
 
-Two findings of issue 21 rest on this script:
+Two findings about the llama.cpp engine's speed rest on this script:
 
 * **Wait policy.** llama.cpp's CPU backend ends every graph node with an OpenMP barrier (a LoRA adapter adds
   four nodes per adapted weight), and in an ``rsim`` process it shares torch's libgomp. Under
@@ -68,7 +68,7 @@ class Config:
 def gguf_of(quant: str, cache_dir: str) -> Path:
     """The embedded GGUF (q4_1) or a re-quantized copy of it, made once."""
     from agents.embedded import fetched_gguf_path
-    from agents.llamacpp_engine import import_llama_cpp
+    from agents.llamacpp.engine import import_llama_cpp
 
     src = Path(fetched_gguf_path())
     if quant == "q4_1":
@@ -90,7 +90,7 @@ def random_adapter(path: Path, gguf: Path, rank: int = 16) -> Path:
     """A rank-``rank`` LoRA adapter on all 7 projections of every layer (random weights: speed only)."""
     import numpy as np
 
-    from agents.gguf_lora import HF_TO_GGUF, BaseTensors, write_adapter
+    from agents.llamacpp.gguf_lora import HF_TO_GGUF, BaseTensors, write_adapter
 
     base = BaseTensors.from_gguf(gguf)
     rng = np.random.default_rng(0)
@@ -109,7 +109,7 @@ def cell(cfg: Config, gguf: Path, adapter: Path | None) -> dict[str, float]:
     """Prompt and decode tokens/s of one engine (see module docstring)."""
     import numpy as np
 
-    from agents.llamacpp_engine import Engine
+    from agents.llamacpp.engine import Engine
 
     engine = Engine(gguf, n_ctx=cfg.prompt + cfg.decode + 8, threads=cfg.threads)
     try:

@@ -1,12 +1,12 @@
 """How far llama.cpp's log-probs are from torch's for a LoRA reasoner trained with engine rollouts.
 
 A LoRA reasoner on the embedded model (``llamacpp:default`` with ``model.reasoner_lora.enabled``,
-:func:`agents.llamacpp.build_trainable`) takes ``steps`` real GRPO updates: each step the
+:func:`agents.llamacpp.reasoner.build_trainable`) takes ``steps`` real GRPO updates: each step the
 adapter is written as a GGUF adapter and loaded into the engine (the sync), the engine rolls out
 ``problems`` x G copies (a fixed plan, sampled at ``temperature``), torch scores the engine's tokens
 with the same adapter, and one AdamW step follows (:func:`algos.grpo.grpo_loss` with truncated
 importance sampling, as :class:`algos.update.PolicyUpdate` weights it). The reward is
-``benchmarks.train_step.dense_reward`` (digits in the step texts) so that every group has reward
+``benchmarks.runtime.train_step.dense_reward`` (digits in the step texts) so that every group has reward
 variance and the adapter really moves.
 
 Per step, over the generated tokens: ``mean_abs_dlogp`` (mean |torch log p - engine log p|, the same
@@ -89,7 +89,7 @@ def token_mismatch(torch_lp: Any, records: Any, mask: Any, cap: float) -> dict[s
 
 
 def _agent(cfg: Config) -> Any:
-    from agents.lora import LoraSpec
+    from agents.hf.lora import LoraSpec
     from agents.reasoner import ReasonerConfig
     from agents.registry import AgentContext, build_agent
 
@@ -102,17 +102,17 @@ def _agent(cfg: Config) -> Any:
 def _step(cfg: Config, agent: Any, optimizer: Any, problems: list, step: int) -> dict[str, Any]:
     import torch
 
-    from agents.scripted import FixedPlanner
+    from agents.scripted.policies import FixedPlanner
     from algos.grpo import GRPOConfig, grpo_loss, group_advantages
     from algos.rollout import rollout
     from algos.update import truncated_is_weights
-    from benchmarks.train_step import dense_reward
+    from benchmarks.runtime.train_step import dense_reward
     from rsim_env.game import EnvConfig
     from rsim_env.group import EnvGroup
 
     plan = [int(s) for s in cfg.plan.split(",")]
     t0 = time.perf_counter()
-    synced = agent.sync()
+    synced = agent.decoder.sync(agent.scorer)
     t1 = time.perf_counter()
     groups = [EnvGroup([p], cfg.group_size, config=EnvConfig(max_steps=len(plan) + 1)) for p in problems]
     out = rollout(groups, agent, FixedPlanner(plan), seed=cfg.seed * 1000 + step)

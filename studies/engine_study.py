@@ -1,6 +1,6 @@
 """Does training with engine rollouts learn as well as training with torch rollouts? Seed by seed.
 
-Issue 21 asks, before llama.cpp rollouts may be on by default for training: a study run (``--preset study``)
+What llama.cpp rollouts must show before they may be on by default for training: a study run (``--preset study``)
 with engine rollouts, its wall time against torch rollouts, and the accuracy of the trained models over
 several seeds -- not worse. This script trains, for each seed, the same preset twice (one run per *arm*,
 an arm being the ``model.reasoner`` spec that writes the rollouts), interleaving the arms so a busy machine
@@ -11,7 +11,7 @@ held-out problems. So the arms differ only in how their rollouts were decoded.
 
 Reported: per arm and seed, wall time, mean rollout and step time, and held-out accuracy; per seed, the
 exact McNemar test of the two arms on the same problems; over seeds, the sign test and the seeds-then-problems
-bootstrap of :mod:`benchmarks.seedstats` (the seed is the unit of a claim about a training procedure).
+bootstrap of :mod:`benchmarks.plans.seedstats` (the seed is the unit of a claim about a training procedure).
 Every (arm, seed, problem) outcome goes to ``F_outcomes.jsonl.gz`` beside ``--out F.json``, the table is
 regenerated from it (``--table-from``), and every evaluated episode to ``<output_dir>/episodes/``.
 Finished runs and evaluations are cached in ``<output_dir>/engine_study_cache.json``: rerun to resume.
@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks import seedstats
+from benchmarks.plans import seedstats
 from .efficacy import SCALES, _agents, _eval_config, _outcomes
 from .efficacy_stats import mcnemar_exact
 
@@ -162,7 +162,7 @@ def _evaluate(cfg: Config, run: dict[str, Any], seed: int, name: str) -> tuple[d
 def _rows(cfg: Config, cache: _Cache) -> list[dict[str, Any]]:
     """One outcome row per (arm, seed, problem), with the ``plan`` the trained planner played (``[]`` for a GRPO
     run; left out for an evaluation cached before plans were kept, rather than guessed)."""
-    from benchmarks.plan_table import task_of
+    from benchmarks.plans.table import task_of
     from rsim_env.data import load_problems
 
     tasks = {p.id: task_of(p) for p in load_problems(SCALES[cfg.preset]["source"], limit=cfg.eval_limit, seed=1000)}

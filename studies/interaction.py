@@ -8,7 +8,7 @@ and every step is classified:
 * **follow** — the planned strategy is detected (:func:`rsim_env.detect`) in the step's
   *generated content* (echo clauses removed, :func:`rsim_env.echo.generated_content`); in mode
   ``none`` the single answer is scored against termination (it must state a final answer);
-* ``follow_raw`` — the same with detection on the raw step (the pre-issue-10 reward, which
+* ``follow_raw`` — the same with detection on the raw step (the reward before echo removal, which
   counted copied keywords);
 * **empty answer** — an episode whose termination step was written but holds no non-empty final
   answer (``\\boxed{}`` or nothing; extraction without the last-number fallback).
@@ -32,9 +32,9 @@ from typing import Any, Sequence
 
 from rsim_env import echo
 from rsim_env.answers import extract_answer
-from rsim_env.strategies import NUM_STRATEGIES, STRATEGIES, TERMINATION, detect
+from rsim_env.strategies import STRATEGIES, TERMINATION, detect, num_strategies
 
-DEFAULT_MODES = ("none", *(f"fixed:{k}" for k in range(NUM_STRATEGIES)), "fixed:1,3,8", "fixed:7,6,8",
+DEFAULT_MODES = ("none", *(f"fixed:{k}" for k in range(num_strategies())), "fixed:1,3,8", "fixed:7,6,8",
                  "fixed:2,0,8", "fixed:4,5,3,8", "random")
 """Modes measured by default: no planner, every single strategy then termination, four sequences, random."""
 

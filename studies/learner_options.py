@@ -1,6 +1,6 @@
 """What each planner learner option buys: planner-only GRPO on scripted task families, measured against the table.
 
-The reasoner is :class:`agents.scripted_families.FamilyReasoner` (a problem is solved only under its family's
+The reasoner is :class:`agents.scripted.families.FamilyReasoner` (a problem is solved only under its family's
 plan), so the outcome of every plan on every problem is known exactly: the study fills that table
 (every terminating plan of at most ``max_steps`` rounds on every training problem and every held-out one),
 trains the planner with each variant of the learner options (docs/training.md) over a few seeds, and
@@ -9,7 +9,7 @@ reports the greedy planner's reward and accuracy against the best single plan an
 (generalisation), with curves, the share of sampled plans that never terminated and the sampled entropy.
 
 Variants: ``default`` (the paper), ``last_round`` (``env.terminate_last_round``), ``per_term``
-(``train.grpo.per_term_advantages``), ``both``. Planner ``toy`` (:class:`agents.toy.ToyPlanner`, sees only the
+(``train.grpo.per_term_advantages``), ``both``. Planner ``toy`` (:class:`agents.scripted.toy.ToyPlanner`, sees only the
 round and the previous strategy: it can reach the best single plan, not the per-task best) or ``tiny`` (a
 random-init tiny LM planner that reads the question).
 
@@ -27,13 +27,13 @@ from typing import Any, Sequence
 
 import torch
 
-from agents.scripted_families import FamilyReasoner, families, family_problems
+from agents.scripted.families import FamilyReasoner, families, family_problems
 from algos.grpo import GRPOConfig
 from algos.optimisation_gap import optimisation_gap
 from algos.planner_only import PlannerOnly
 from algos.rollout import rollout
 from algos.trainer import OptimConfig, TrainConfig, Trainer, make_accelerator
-from benchmarks.plan_table import TablePlanner, all_plans
+from benchmarks.plans.table import TablePlanner, all_plans
 from rsim_env import EnvConfig, EnvGroup
 
 VARIANTS: dict[str, dict[str, bool]] = {
@@ -54,7 +54,7 @@ class Config:
     planner: str = "toy"
     """"toy" (round + previous strategy only) or "tiny" (a random-init tiny LM that reads the question)."""
     families: str = "two_step"
-    """Family set (agents.scripted_families.FAMILY_SETS)."""
+    """Family set (agents.scripted.families.FAMILY_SETS)."""
     max_steps: int = 3
     """env.max_steps: the longest plan (73 terminating plans for 3)."""
     steps: int = 40
@@ -89,10 +89,11 @@ class Config:
                 raise ValueError(f"Config.{f}={getattr(self, f)!r} is invalid: use an int >= 1.")
 
 
-def plan_rows(problems: Sequence[Any], reasoner: Any, env: EnvConfig) -> list[dict[str, Any]]:
-    """The outcome table: every terminating plan of at most ``env.max_steps`` rounds on every problem."""
+def plan_rows(problems: Sequence[Any], reasoner: Any, env: EnvConfig, **env_options: Any) -> list[dict[str, Any]]:
+    """The outcome table: every terminating plan of at most ``env.max_steps`` rounds on every problem
+    (``env_options``: e.g. ``grader=`` a :class:`rsim_env.grading.GradeCache`)."""
     plans = all_plans(env.max_steps)
-    out = rollout(EnvGroup(list(problems), len(plans), config=env), reasoner, TablePlanner(plans), seed=0)
+    out = rollout(EnvGroup(list(problems), len(plans), config=env, **env_options), reasoner, TablePlanner(plans), seed=0)
     return [_row(t) for t in out.trajectories]
 
 
@@ -102,7 +103,8 @@ def _row(t: dict[str, Any]) -> dict[str, Any]:
             "reward": float(t["rewards"]["planner"])}
 
 
-def greedy_rows(planner: Any, problems: Sequence[Any], reasoner: Any, env: EnvConfig) -> list[dict[str, Any]]:
+def greedy_rows(planner: Any, problems: Sequence[Any], reasoner: Any, env: EnvConfig,
+                **env_options: Any) -> list[dict[str, Any]]:
     """The planner's greedy episodes on ``problems`` (its sampling setting restored afterwards)."""
     toy = not hasattr(planner, "config")
     before = planner.greedy if toy else planner.config
@@ -112,7 +114,7 @@ def greedy_rows(planner: Any, problems: Sequence[Any], reasoner: Any, env: EnvCo
         planner.config = dataclasses.replace(before, greedy=True)
     try:
         with torch.no_grad():
-            out = rollout(EnvGroup(list(problems), 1, config=env), reasoner, planner, seed=0)
+            out = rollout(EnvGroup(list(problems), 1, config=env, **env_options), reasoner, planner, seed=0)
     finally:
         if toy:
             planner.greedy = before
@@ -124,41 +126,48 @@ def greedy_rows(planner: Any, problems: Sequence[Any], reasoner: Any, env: EnvCo
 def _planner(cfg: Config, seed: int) -> Any:
     torch.manual_seed(seed)
     if cfg.planner == "toy":
-        from agents.toy import ToyPlanner
+        from agents.scripted.toy import ToyPlanner
 
         return ToyPlanner(max_rounds=cfg.max_steps)
-    from agents.loading import tiny_model
-    from agents.planner import Planner, PlannerConfig
+    from agents.hf.loading import tiny_model
+    from agents.planners.llm import Planner, PlannerConfig
 
     backbone, tok = tiny_model("backbone", seed=seed)
     return Planner(backbone, tok, PlannerConfig(seed=seed))
 
 
 def train_run(cfg: Config, variant: str, seed: int, data: dict[str, Any]) -> dict[str, Any]:
-    """One training run of ``variant``: its curve and final gaps on the training and held-out tables."""
+    """One training run of ``variant``: its curve and final gaps on the training and held-out tables.
+
+    ``data``: ``train`` / ``test`` problems, their ``*_table``, the ``reasoner`` (or one per split:
+    ``train_reasoner`` / ``test_reasoner``), optionally ``planner(seed)`` (a factory; default :func:`_planner`) and
+    ``env_options`` (passed to every env: a grade cache on a plan tree)."""
     opts = VARIANTS[variant]
     env = EnvConfig(max_steps=cfg.max_steps, terminate_last_round=opts.get("terminate_last_round", False))
-    planner = _planner(cfg, seed)
+    planner = data["planner"](seed) if "planner" in data else _planner(cfg, seed)
+    play = {s: data.get(f"{s}_reasoner", data["reasoner"] if "reasoner" in data else None) for s in ("train", "test")}
+    options = data.get("env_options", {})
     tcfg = TrainConfig(steps=cfg.steps, groups_per_step=cfg.groups_per_step, seed=seed, progress=False,
                        output_dir=f"{cfg.output_dir}/{variant}_s{seed}", sample_rollouts=0, save_every=0,
                        mixed_precision="no", planner_optim=OptimConfig(lr=cfg.lr),
                        grpo=GRPOConfig(group_size=cfg.group_size,
                                        per_term_advantages=opts.get("per_term_advantages", False)))
-    trainer = Trainer(tcfg, PlannerOnly(), {"planner": planner, "reasoner": data["reasoner"]}, data["train"],
+    trainer = Trainer(tcfg, PlannerOnly(), {"planner": planner, "reasoner": play["train"]}, data["train"],
                       make_accelerator(tcfg), run_config={"study": "learner_options", "variant": variant}, env=env)
+    trainer.env_options.update(options)
     curve = []
     while trainer.step < cfg.steps:
         m = trainer.train_step()
         row = {"step": trainer.step, "batch_reward": m["planner/reward"], "accuracy": m["accuracy"],
                "unterminated": (1 - m["rewards/terminal/mean"]) / 2, "entropy": m.get("planner/entropy")}
         if trainer.step % cfg.eval_every == 0 or trainer.step == cfg.steps:
-            g = optimisation_gap(data["train_table"], greedy_rows(planner, data["train"], data["reasoner"], env))
+            g = optimisation_gap(data["train_table"], greedy_rows(planner, data["train"], play["train"], env, **options))
             row |= {"greedy_reward": g["trained"]["reward"], "greedy_accuracy": g["trained"]["accuracy"]}
         curve.append(row)
     trainer.acc.end_training()
     gaps = {}
     for split in ("train", "test"):
-        g = optimisation_gap(data[f"{split}_table"], greedy_rows(planner, data[split], data["reasoner"], env),
+        g = optimisation_gap(data[f"{split}_table"], greedy_rows(planner, data[split], play[split], env, **options),
                              select=data["train_table"])
         gaps[split] = g
     return {"variant": variant, "seed": seed, "curve": curve, "gap": gaps}
@@ -174,7 +183,7 @@ def _data(cfg: Config) -> dict[str, Any]:
             "train_table": plan_rows(train, reasoner, env), "test_table": plan_rows(test, reasoner, env)}
 
 
-def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Per variant: the mean over seeds of the final greedy reward, accuracy, ratio and the last batch's numbers."""
     out: dict[str, Any] = {}
     for v in dict.fromkeys(r["variant"] for r in runs):
@@ -200,16 +209,16 @@ def main(cfg: Config) -> dict[str, Any]:
     first = runs[0]["gap"]
     result = {"config": asdict(cfg), "tables": {s: {k: first[s][k] for k in ("problems", "best_single", "per_task_best")}
                                                 for s in ("train", "test")},
-              "summary": _summary(runs), "runs": runs, "wall_seconds": time.perf_counter() - t0,
+              "summary": summary(runs), "runs": runs, "wall_seconds": time.perf_counter() - t0,
               "torch_threads": torch.get_num_threads()}
-    _print(result)
+    print_result(result)
     if cfg.out:
         Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
         Path(cfg.out).write_text(json.dumps(result, indent=1))
     return result
 
 
-def _print(r: dict[str, Any]) -> None:
+def print_result(r: dict[str, Any]) -> None:
     for s in ("train", "test"):
         t = r["tables"][s]
         print(f"{s} table ({t['problems']} problems): best single {t['best_single']['plan']} reward "

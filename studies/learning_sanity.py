@@ -2,10 +2,10 @@
 
 Setup: a scripted reasoner (templated steps, so strategy detection works) whose final answer is
 right only when the planner chose exactly ``target`` (default decomposition -> validation ->
-termination). The planner is a tiny random-init MLP (``agents.toy.ToyPlanner``) trained with the
+termination). The planner is a tiny random-init MLP (``agents.scripted.toy.ToyPlanner``) trained with the
 Stackelberg learner and its lambda schedule; the scripted follower cannot learn, so only the
 leader updates (at lr * lambda). Reported: greedy success before and after training, the success
-of a uniformly random planner (measured, and the exact ``NUM_STRATEGIES**-len(target)``), and updates used.
+of a uniformly random planner (measured, and the exact ``num_strategies() ** -len(target)``), and updates used.
 
     python -m studies.learning_sanity --out results/learning_sanity.json
 """
@@ -21,8 +21,8 @@ from typing import Any
 
 import torch
 
-from agents.scripted import RandomPlanner, TemplateReasoner
-from agents.toy import ToyPlanner
+from agents.scripted.policies import RandomPlanner, TemplateReasoner
+from agents.scripted.toy import ToyPlanner
 from algos.stackelberg import StackelbergConfig, StackelbergGRPO
 from algos.trainer import OptimConfig, TrainConfig, Trainer, make_accelerator
 from algos.grpo import GRPOConfig

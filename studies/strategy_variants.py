@@ -1,6 +1,6 @@
 """Strategies a small reasoner can perform: the turn-protocol variants, compared on atlas runs.
 
-Each input is an atlas JSON (``python -m benchmarks.atlas --protocol P --out F.json``) whose
+Each input is an atlas JSON (``python -m benchmarks.plans.atlas --protocol P --out F.json``) whose
 ``F.outcomes.jsonl.gz`` holds one row per task, problem and plan. The runs share tasks, problems and plans and
 differ only in the turn protocol (``chat+lead``, the default; ``chat+lead:action``: strategy texts that demand a
 visible move; ``chat+lead:exemplar``: each strategy's instruction carries a worked example of the move on another
@@ -71,7 +71,7 @@ def load(atlas: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The atlas JSON and its outcome rows of the kept (task, setting)s, one per (task, problem, plan)."""
     path = Path(atlas)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such atlas JSON; run python -m benchmarks.atlas --out {path} first.")
+        raise FileNotFoundError(f"{path}: no such atlas JSON; run python -m benchmarks.plans.atlas --out {path} first.")
     result = json.loads(path.read_text())
     kept = {(t["task"], t["setting"]) for t in result["tasks"]}
     rows: dict[tuple, dict[str, Any]] = {}

@@ -7,7 +7,7 @@ Rows, each in its own process (so each gets the GPU's memory to itself):
 
 * ``ours``: ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True vllm serve MODEL --enable-lora ...`` is started, then
   ``rsim train --preset paper`` runs ``--steps`` steps with ``model.reasoner=openai:MODEL@URL`` and LoRA on both
-  agents (:mod:`agents.served_train`: every rollout on the server, the adapter loaded by a new name before each
+  agents (:mod:`agents.served.train`: every rollout on the server, the adapter loaded by a new name before each
   rollout, torch scores and updates with ``tis_cap=2``), then the server is stopped;
 * ``trl``: TRL's ``GRPOTrainer`` with ``use_vllm=True, vllm_mode="colocate"`` (vLLM in the trainer's process,
   the merged LoRA weights pushed to it each step) on the same GSM8K problems, the same LoRA, G and problems per
@@ -148,7 +148,7 @@ def run_trl(cfg: Config) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from agents.lora import LoraSpec
+    from agents.hf.lora import LoraSpec
     from rsim_env.data import load_problems
     from rsim_env.render import no_planner_chat
     from rsim_env.trl_rewards import make_accuracy_reward, make_format_reward

@@ -53,7 +53,7 @@ class ChatServer:
     """Start with ``ChatServer()``; ``.url`` is the API root (``http://127.0.0.1:PORT/v1``).
 
     ``port`` 0 takes any free port; a fixed one lets a restarted server come back at the same URL
-    (``benchmarks/soak.py`` kills and restarts it). ``completions``: also answer ``/v1/completions``.
+    (``benchmarks/runtime/soak.py`` kills and restarts it). ``completions``: also answer ``/v1/completions``.
     """
 
     def __init__(self, port: int = 0, completions: bool = False, text_prompts_only: bool = False) -> None:

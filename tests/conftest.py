@@ -39,7 +39,7 @@ def scripted_lm() -> type:
     last column (so rows that finished their step, fed holes, do not advance). ``.tok`` is its tokenizer.
     """
     torch = pytest.importorskip("torch")
-    from agents.loading import tiny_config, tiny_tokenizer
+    from agents.hf.loading import tiny_config, tiny_tokenizer
 
     class ScriptedLM(torch.nn.Module):
         def __init__(self, scripts: list[str]):
@@ -67,7 +67,7 @@ def scripted_lm() -> type:
 def gguf() -> str:
     """Path of the embedded GGUF (skips without llama-cpp-python or the fetched model file)."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (pip install 'rsim[llamacpp]')")
-    from agents.loading import embedded_gguf_path
+    from agents.embedded import embedded_gguf_path
 
     try:
         return embedded_gguf_path()

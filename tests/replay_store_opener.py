@@ -1,7 +1,7 @@
 """The child of the many-openers test (tests/test_replay_store_faults.py): opens a new replay store at the same
 instant as its siblings, round after round, and writes keys that interleave and overlap with theirs.
 
-Standard library only, and it loads agents/replay_store.py by path, so a spawned child starts in a fraction
+Standard library only, and it loads agents/replay/store.py by path, so a spawned child starts in a fraction
 of a second and tests exactly that file (the test may point it at another copy, e.g. an older version).
 """
 

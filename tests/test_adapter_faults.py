@@ -15,9 +15,9 @@ import pytest
 
 gguf = pytest.importorskip("gguf", reason="needs the gguf package (pip install gguf)")
 
-from agents.gguf_lora import BaseTensors, check_adapter, write_adapter  # noqa: E402
-from agents.decoding.engine import EngineDecoder, read_peft_dir  # noqa: E402
-from agents.llamacpp_engine import Engine  # noqa: E402
+from agents.llamacpp.gguf_lora import BaseTensors, check_adapter, write_adapter  # noqa: E402
+from agents.llamacpp.decoder import EngineDecoder, read_peft_dir  # noqa: E402
+from agents.llamacpp.engine import Engine  # noqa: E402
 from tests.test_gguf_lora import _adapter, _base_gguf  # noqa: E402
 
 

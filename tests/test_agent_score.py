@@ -3,10 +3,10 @@ Llama models, byte tokenizer)."""
 
 import torch
 
-from agents.loading import tiny_model
-from agents.planner import Planner
+from agents.hf.loading import tiny_model
+from agents.planners.llm import Planner
 from agents.reasoner import Reasoner, ReasonerConfig
-from agents.sampling import token_logprobs
+from agents.hf.sampling import token_logprobs
 from algos.grpo import GRPOConfig
 from algos.stackelberg import StackelbergConfig, StackelbergGRPO
 from algos.trainer import OptimConfig, TrainConfig, Trainer, make_accelerator
@@ -103,7 +103,7 @@ def test_reasoner_score_matches_full_sequence_logprobs():
 def test_masked_logprobs_temperature_one_is_the_plain_log_softmax():
     """T = 1 skips the divide (a full-vocabulary pass per decoded token): bit for bit the divided result, and
     the caller's logits are left as they were; other temperatures and suppressed ids still apply."""
-    from agents.sampling import masked_logprobs
+    from agents.hf.sampling import masked_logprobs
 
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(3, 50, generator=g) * 4

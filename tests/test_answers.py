@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchmarks.answer_check import CASES
+from benchmarks.grading.answer_check import CASES
 from rsim_env.answers import AnswerCheck, CheckConfig, check, extract_answer
 
 

@@ -1,5 +1,5 @@
 """The general causes behind issue 22's unseen-form misses, one test each (the labelled cases live in
-benchmarks/answer_cases/families.jsonl): unit conversion, two-unit quantities, a final statement read whole,
+benchmarks/grading/answer_cases/families.jsonl): unit conversion, two-unit quantities, a final statement read whole,
 x/** spellings of powers of ten, and a decimal gold's precision."""
 
 from fractions import Fraction
@@ -81,7 +81,7 @@ def test_unit_of_a_merged_quantity_is_the_smaller_one():
 
 
 def test_a_gold_in_two_units_with_one_letter_unit():
-    """Found by the second batch (benchmarks/answer_cases/families2.jsonl): 3 min 20 s merged to 200 s lost its
+    """Found by the second batch (benchmarks/grading/answer_cases/families2.jsonl): 3 min 20 s merged to 200 s lost its
     one-letter unit ("s" without markup is a symbol), so 200 s was compared with 200 of nothing."""
     assert normalize_with_unit("3\\text{ min } 20\\text{ s}") == ("200", "s")
     assert check("\\boxed{200\\text{ s}}", "3\\text{ min } 20\\text{ s}").correct

@@ -1,6 +1,6 @@
 """The held-out answer cases (written without reading the checker): zero false positives.
 
-Accuracy on this table is reported, not asserted (``python -m benchmarks.answer_check``): the
+Accuracy on this table is reported, not asserted (``python -m benchmarks.grading.answer_check``): the
 table exists to find what the checker misses, and a miss is a false negative to fix in general,
 never by special-casing a row. A false positive -- a wrong answer scored correct -- is the one
 outcome that must never happen, so every row labelled wrong must be refused.
@@ -8,8 +8,8 @@ outcome that must never happen, so every row labelled wrong must be refused.
 
 import pytest
 
-from benchmarks.answer_check import FAMILIES, FAMILIES2
-from benchmarks.answer_check import HELDOUT as CASES
+from benchmarks.grading.answer_check import FAMILIES, FAMILIES2
+from benchmarks.grading.answer_check import HELDOUT as CASES
 from rsim_env.answers import check
 
 WRONG = [c for c in CASES if not c[3]]
@@ -32,6 +32,6 @@ FAMILY_WRONG = [c for c in FAMILIES + FAMILIES2 if not c[3]]
 @pytest.mark.parametrize("category,response,gold,expected,answer_type", FAMILY_WRONG,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(FAMILY_WRONG)])
 def test_no_false_positive_on_unseen_families(category, response, gold, expected, answer_type):
-    """benchmarks/answer_cases/families*.jsonl (issue 22; batch 1 written before the fixes): near misses stay wrong."""
+    """benchmarks/grading/answer_cases/families*.jsonl (issue 22; batch 1 written before the fixes): near misses stay wrong."""
     result = check(response, gold, answer_type)
     assert result.correct is False, result

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from benchmarks.answer_check import HOSTILE
+from benchmarks.grading.answer_check import HOSTILE
 from rsim_env.answers import REASONS, CheckConfig, check
 
 CANARY = "/tmp/rsim_answers_canary"

@@ -3,7 +3,7 @@
 Scheduling is tested with a fake worker whose "bomb" blocks without using CPU (so the test is
 cheap and exact); one test runs real sympy bombs through ``check``. Assertions are on outcomes
 (which call finished while which was still running, and with what reason), never on wall times;
-latency figures live in ``benchmarks/answer_check.py``.
+latency figures live in ``benchmarks/grading/answer_check.py``.
 """
 
 import sys

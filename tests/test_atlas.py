@@ -1,4 +1,4 @@
-"""benchmarks.atlas: catalogue and ladders, pilot, main pass, statistics, resume and --table-from, model-free.
+"""benchmarks.plans.atlas: catalogue and ladders, pilot, main pass, statistics, resume and --table-from, model-free.
 
 The reasoner is a deterministic fake (``tests.test_atlas:fake_reasoner``) with known preferences: on
 ``curriculum:add2_1d`` plan ``[3, 8]`` is right on ~80 % of problems and every other plan on ~30 %; on
@@ -14,9 +14,9 @@ import json
 
 import pytest
 
-from benchmarks import atlas_stats
-from benchmarks.atlas import Config, main
-from benchmarks.atlas_tasks import LADDERS, catalogue
+from benchmarks.plans import atlas_stats
+from benchmarks.plans.atlas import Config, main
+from benchmarks.plans.atlas_tasks import LADDERS, catalogue
 
 PREFERS = {"curriculum:add2_1d": 3, "curriculum:mul_1d": 4}
 
@@ -141,7 +141,8 @@ def test_rerun_decodes_nothing_and_table_from_reproduces(run, tmp_path):
 def test_a_task_that_fails_mid_run_is_dropped_with_its_reason_and_retried_on_rerun(tmp_path, monkeypatch):
     """One task's failure (here: its grader raises) must not end an hours-long run: the task is dropped with the
     error as its reason, the others go on, and a rerun tries it again."""
-    from benchmarks import atlas, plan_table
+    from benchmarks.plans import atlas
+    from benchmarks.plans import table as plan_table
 
     real = plan_table.play_table
 
@@ -201,7 +202,7 @@ def test_a_close_runner_up_extends_the_task_to_three_rounds(tmp_path):
 
 
 def test_a_cut_outcomes_tail_is_dropped_and_later_rows_stay_readable(tmp_path):
-    from benchmarks.atlas import Outcomes, read_rows
+    from benchmarks.plans.atlas import Outcomes, read_rows
 
     path = tmp_path / "a.outcomes.jsonl.gz"
     row = {"row": "outcome", "task": "t", "setting": "s", "problem_id": "p0", "plan": [8], "correct": True}
@@ -222,7 +223,7 @@ def test_committed_atlas_matches_its_outcomes_and_the_docs(tmp_path, name, min_t
     import re
     from pathlib import Path
 
-    from benchmarks.atlas import docs_mix_table
+    from benchmarks.plans.atlas import docs_mix_table
 
     root = Path(__file__).resolve().parent.parent
     outcomes = root / f"docs/atlas_results/{name}.outcomes.jsonl.gz"

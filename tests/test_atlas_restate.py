@@ -32,7 +32,7 @@ def test_committed_restatement_matches_its_outcomes_and_the_docs(tmp_path):
 
 
 def test_no_kept_test_problem_shares_its_text_with_validation_of_its_task():
-    from benchmarks.atlas import read_rows
+    from benchmarks.plans.atlas import read_rows
 
     committed = json.loads((ROOT / "docs/atlas_results/atlas_restated.json").read_text())
     rows = [r for r in read_rows(ROOT / "docs/atlas_results/atlas.outcomes.jsonl.gz") if r["row"] == "outcome"]

@@ -15,8 +15,14 @@ import pytest
 from algos.dataclass_cli import parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCHMARKS = sorted(p for pkg in ("benchmarks", "studies") for p in (ROOT / pkg).glob("*.py") if p.name != "__init__.py")
-RUNNABLE = [f"{p.parent.name}.{p.stem}" for p in BENCHMARKS if 'if __name__ == "__main__":' in p.read_text()]
+BENCHMARKS = sorted(p for pkg in ("benchmarks", "studies") for p in (ROOT / pkg).rglob("*.py") if p.name != "__init__.py")
+
+
+def _dotted(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+RUNNABLE = [_dotted(p) for p in BENCHMARKS if 'if __name__ == "__main__":' in p.read_text()]
 
 
 def _main_block(tree: ast.Module) -> ast.If | None:
@@ -26,7 +32,7 @@ def _main_block(tree: ast.Module) -> ast.If | None:
     return None
 
 
-@pytest.mark.parametrize("path", BENCHMARKS, ids=lambda p: f"{p.parent.name}.{p.stem}")
+@pytest.mark.parametrize("path", BENCHMARKS, ids=_dotted)
 def test_no_hand_written_parser(path):
     tree = ast.parse(path.read_text(), str(path))
     for node in ast.walk(tree):
@@ -69,7 +75,7 @@ def test_help_exits_0(name, monkeypatch, capsys):
 
 
 def _cfg(module, cls, argv):
-    mod = __import__(module if "." in module else f"benchmarks.{module}", fromlist=[cls])
+    mod = __import__(module, fromlist=[cls])
     return parse_config(getattr(mod, cls), argv, prog=module)
 
 
@@ -87,25 +93,25 @@ def _cfg(module, cls, argv):
                             "--baselines-from", "runs/v2", "--seeds", "0,1", "--fixed", "1,3,8"],
      dict(steps=12, batch=64, random_seeds=1, output_dir="runs/e", baselines_from="runs/v2", seeds=(0, 1),
           train_set=("reasoner.sample_dtype=bfloat16", "train.grpo.tis_cap=2"), fixed=((1, 3, 8),))),
-    ("rollout", "BenchConfig", ["--threads", "2", "--variants", "", "--skip-rollout"],
+    ("benchmarks.runtime.rollout", "BenchConfig", ["--threads", "2", "--variants", "", "--skip-rollout"],
      dict(threads=2, variants=(), skip_rollout=True)),
-    ("rollout", "BenchConfig", ["--variants", "bf16,int8", "--tokens-per-round", "8"],
+    ("benchmarks.runtime.rollout", "BenchConfig", ["--variants", "bf16,int8", "--tokens-per-round", "8"],
      dict(threads=0, variants=("bf16", "int8"), tokens_per_round=8)),
-    ("train_step", "Config", ["--threads", "2", "--rows", "ours_full,trl_full", "--group-size", "2"],
+    ("benchmarks.runtime.train_step", "Config", ["--threads", "2", "--rows", "ours_full,trl_full", "--group-size", "2"],
      dict(threads=2, rows="ours_full,trl_full", group_size=2)),
-    ("code_sandbox", "Config", ["--no-anchor", "--timeout-s", "1.5", "--hostile-every", "4"],
+    ("benchmarks.grading.code_sandbox", "Config", ["--no-anchor", "--timeout-s", "1.5", "--hostile-every", "4"],
      dict(anchor=False, timeout_s=1.5, hostile_every=4)),
-    ("answer_check", "BenchConfig", ["--no-math-verify", "--timeout-s", "1", "--rgym-size", "10"],
+    ("benchmarks.grading.answer_check", "BenchConfig", ["--no-math-verify", "--timeout-s", "1", "--rgym-size", "10"],
      dict(math_verify=False, timeout_s=1.0, rgym_size=10)),
     ("studies.continual", "Config", ["--steps-math", "2", "--math-run", "runs/m"], dict(steps_math=2, math_run="runs/m")),
-    ("env_throughput", "Config", ["--episodes", "5", "--out", "x.json"], dict(episodes=5, out="x.json")),
+    ("benchmarks.runtime.env_throughput", "Config", ["--episodes", "5", "--out", "x.json"], dict(episodes=5, out="x.json")),
     ("studies.learning_sanity", "Config", ["--steps", "3", "--target", "2,8"], dict(steps=3, target=(2, 8))),
     ("studies.paper", "PaperConfig", ["--rsim", "runs/demo", "--limit", "5"], dict(rsim="runs/demo", limit=5)),
-    ("atlas", "Config", ["--reasoner", "llamacpp:default", "--pilot-only", "--tasks", "chain_sum,curriculum:mul_1d",
+    ("benchmarks.plans.atlas", "Config", ["--reasoner", "llamacpp:default", "--pilot-only", "--tasks", "chain_sum,curriculum:mul_1d",
                          "--pilot-plans", "8;3,8;4,8", "--no-extend", "--table-from", "x.outcomes.jsonl.gz"],
      dict(reasoner="llamacpp:default", pilot_only=True, tasks=("chain_sum", "curriculum:mul_1d"),
           pilot_plans=((8,), (3, 8), (4, 8)), extend=False, table_from="x.outcomes.jsonl.gz")),
-    ("plan_tree", "Config", ["--planners", "head_only", "--tree-steps", "10", "--store", "s", "--max-rounds", "3"],
+    ("benchmarks.plans.tree", "Config", ["--planners", "head_only", "--tree-steps", "10", "--store", "s", "--max-rounds", "3"],
      dict(planners=("head_only",), tree_steps=10, store="s", max_rounds=3)),
 ], ids=["calibrate", "interaction-old-modes", "interaction-modes", "efficacy", "rollout-no-variants", "rollout",
         "train-step", "code-sandbox", "answer-check", "continual", "env-throughput", "learning-sanity", "paper",
@@ -120,7 +126,7 @@ def test_documented_flags_still_parse(module, cls, argv, expect):
     ("studies.interaction", "Config", ["--modes", "fixed:1-3-8"], "fixed:1,3,8"),
     ("studies.efficacy", "Config", ["--set", "train.steps"], "not KEY=VALUE"),
     ("studies.efficacy", "Config", ["--seeds", "0,x"], "comma-separated list of int"),
-    ("atlas", "Config", ["--pilot-plans", "8;3-8"], "comma lists separated by ';'"),
+    ("benchmarks.plans.atlas", "Config", ["--pilot-plans", "8;3-8"], "comma lists separated by ';'"),
 ], ids=["settings", "plan-spelling", "set", "seeds", "atlas-plans"])
 def test_bad_values_name_the_fix(module, cls, argv, says):
     with pytest.raises(ValueError, match=says):

@@ -22,8 +22,8 @@ def test_stackelberg_planner_learns_target_sequence(tmp_path):
 
 
 def test_code_sandbox_benchmark_every_benign_passes_and_every_hostile_fails(tmp_path):
-    from benchmarks.code_sandbox import Config as SandboxBench
-    from benchmarks.code_sandbox import main as sandbox_bench
+    from benchmarks.grading.code_sandbox import Config as SandboxBench
+    from benchmarks.grading.code_sandbox import main as sandbox_bench
 
     # 3 s (the benchmark's default): a benign program shares the cores with fork bombs and spinning loops, and
     # its bound runs from process start; 1 s left a loaded 2-core machine about 5x the 0.2 s such a run takes
@@ -37,11 +37,11 @@ def test_code_sandbox_benchmark_every_benign_passes_and_every_hostile_fails(tmp_
 
 
 def test_rollout_benchmark_smoke_on_tiny_model(tmp_path):
-    """benchmarks/rollout.py end to end on the tiny random model: every documented key, identical tokens
+    """benchmarks/runtime/rollout.py end to end on the tiny random model: every documented key, identical tokens
     with and without prefix sharing, and the frozen bf16 variant runs (it once failed under inference mode)."""
     import json
 
-    from benchmarks.rollout import BenchConfig, main
+    from benchmarks.runtime.rollout import BenchConfig, main
 
     out = tmp_path / "rollout.json"
     r = main(BenchConfig(model="tiny", batch=4, rounds=2, tokens_per_round=3, variants=("bf16", "int8"), out=str(out)))
@@ -58,11 +58,11 @@ def test_rollout_benchmark_smoke_on_tiny_model(tmp_path):
 
 
 def test_train_step_benchmark_smoke_on_tiny_model(tmp_path):
-    """benchmarks/train_step.py end to end on the tiny model: our row reports groups updated (the tiny model's
+    """benchmarks/runtime/train_step.py end to end on the tiny model: our row reports groups updated (the tiny model's
     random text may have no digits, so 0 or 1 here) and a rollout time inside the step time."""
     import json
 
-    from benchmarks.train_step import Config, main
+    from benchmarks.runtime.train_step import Config, main
 
     out = tmp_path / "ts.json"
     main(Config(model="tiny", steps=2, warmup=1, completion_tokens=4, rows="ours_full", out=str(out),
@@ -77,7 +77,7 @@ def test_rollout_benchmark_engine_rows_on_a_tiny_gguf(tmp_path):
     a repeated file with the same options measured once, the first giving the headline keys."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (pip install 'rsim[llamacpp]')")
     pytest.importorskip("gguf", reason="needs the gguf package")
-    from benchmarks.rollout import BenchConfig, main
+    from benchmarks.runtime.rollout import BenchConfig, main
     from tests.tiny_gguf import write_tiny_gguf
 
     path = write_tiny_gguf(tmp_path / "tiny.gguf")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.scripted import WRONG_PROGRAM, FixedPlanner, TemplateReasoner
+from agents.scripted.policies import WRONG_PROGRAM, FixedPlanner, TemplateReasoner
 from algos.rollout import rollout
 from rsim_env import EnvGroup, Problem, env, grading, render
 from rsim_env.code.extract import answer_text, closes_program, extract_program, leaves_open, prose
@@ -34,11 +34,11 @@ def test_math_prompts_are_the_kind_default_and_still_ask_for_a_box(proto):
     for plans in ([], [8], [1, 8], [3, 6]):
         args = ("What is 2 + 3?", ["x"] * max(len(plans) - 1, 0), plans[:-1], plans[-1] if plans else None, proto)
         assert render.reasoner_chat(*args, kind="math") == render.reasoner_chat(*args)
-    assert render.system(proto, "math") == render.PROTOCOLS[proto].system("math") == render.PROTOCOLS[proto].system()
+    assert render.protocol(proto).system("math") == render.PROTOCOLS[proto].system("math") == render.PROTOCOLS[proto].system()
     assert render.no_planner_chat("Q", "math") == render.no_planner_chat("Q")
     text = render.chat_to_text(render.reasoner_chat("Q", ["a"], [1], TERMINATION, proto))
     assert "\\boxed" in text and "```" not in text
-    assert render.lead("lead", 0, TERMINATION) == "The final answer is \\boxed{"
+    assert render.protocol("lead").lead(0, TERMINATION) == "The final answer is \\boxed{"
 
 
 @pytest.mark.parametrize("proto", sorted(render.PROTOCOLS))

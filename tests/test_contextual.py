@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from agents.scripted import FixedPlanner
-from agents.scripted_families import DEFAULT_FAMILIES, Family, FamilyReasoner, families, family_problems
+from agents.scripted.policies import FixedPlanner
+from agents.scripted.families import DEFAULT_FAMILIES, Family, FamilyReasoner, families, family_problems
 from algos.grpo import GRPOConfig, grpo_loss
 from algos.metrics import plan_stats, task_of
 from algos.rollout import rollout
 from rsim_env import EnvGroup
 from rsim_env.render import PROTOCOLS
-from rsim_env.strategies import NUM_STRATEGIES, TERMINATION
+from rsim_env.strategies import TERMINATION, num_strategies
 
 
 pytestmark = pytest.mark.usefixtures("single_thread")  # tests/conftest.py
@@ -105,12 +105,12 @@ def test_family_sets_by_name():
 # ------------------------------------------------------------------------------ entropy: planner and loss
 
 def _planner_records():
-    from agents.loading import tiny_model
-    from agents.planner import Planner, PlannerConfig
+    from agents.hf.loading import tiny_model
+    from agents.planners.llm import Planner, PlannerConfig
 
     backbone, tok = tiny_model("backbone", seed=1)
     planner = Planner(backbone, tok, PlannerConfig(seed=0, head_init_std=0.5))
-    mask = np.ones(NUM_STRATEGIES, np.int8)
+    mask = np.ones(num_strategies(), np.int8)
     mask[[0, 4]] = 0
     planner.reset(2)
     obs = {"question": "Add 2 and 3.", "steps": (), "strategies": (), "round": 0, "action_mask": mask}

@@ -15,9 +15,8 @@ FIX = Path(__file__).parent / "fixtures" / "datasets"
 HUB_SETS = ("gsm8k", "math", "math500", "aime2024", "mmlu_pro", "theoremqa")
 
 
-def test_default_and_its_alias():
+def test_default_is_the_embedded_source():
     assert load_problems("default", limit=6, seed=2) == default_source(size=6, seed=2)
-    assert load_problems("reasoning_gym", limit=6, seed=2) == default_source(size=6, seed=2)
 
 
 def test_rg_tasks_and_options():

@@ -15,9 +15,9 @@ import pytest
 pytest.importorskip("transformers", reason="the turns render a chat template (the 'train' extra)")
 
 from agents.decoding.turns import Turns  # noqa: E402
-from agents.loading import tiny_model, tiny_tokenizer  # noqa: E402
+from agents.hf.loading import tiny_model, tiny_tokenizer  # noqa: E402
 from agents.reasoner import Reasoner, ReasonerConfig  # noqa: E402
-from agents.scripted import FixedPlanner  # noqa: E402
+from agents.scripted.policies import FixedPlanner  # noqa: E402
 from algos.rollout import rollout  # noqa: E402
 from rsim_env import EnvGroup  # noqa: E402
 from rsim_env.problems import Problem  # noqa: E402

@@ -33,7 +33,7 @@ def test_real_reasoning_is_not_an_echo(step):
     assert echo.generated_content(step) == step
 
 
-@pytest.mark.parametrize("text", render.INSTRUCTIONS + render.LEADS + tuple(s.prompt for s in STRATEGIES),
+@pytest.mark.parametrize("text", (*render.INSTRUCTIONS, *render.LEADS, *(s.prompt for s in STRATEGIES)),
                          ids=lambda t: t[:24])
 def test_every_injected_text_is_an_echo_of_itself(text):
     assert echo.is_echo(text)

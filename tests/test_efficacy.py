@@ -48,7 +48,7 @@ def test_toy_scale_end_to_end(tmp_path):
 
 
 def test_exhaustive_per_task_and_bandit_modes_choose_on_the_validation_table(tmp_path):
-    from benchmarks.plan_table import all_plans
+    from benchmarks.plans.table import all_plans
 
     r = main(Config(preset="tiny", seeds=(0,), eval_limit=8, validation_limit=6, output_dir=str(tmp_path / "runs"),
                     plan_rounds=2, bandit_episodes=300, bootstrap_rounds=200, fixed=tuple(all_plans(2))))
@@ -90,7 +90,7 @@ def test_outcome_file_regenerates_the_table(tmp_path):
     import subprocess
     import sys
 
-    from benchmarks.seedstats import read_outcomes
+    from benchmarks.plans.seedstats import read_outcomes
 
     out = tmp_path / "e.json"
     r = main(Config(preset="tiny", seeds=(0, 1), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "runs"),
@@ -107,7 +107,7 @@ def test_outcome_file_regenerates_the_table(tmp_path):
     assert all(row["plan"] == [8] for row in rows if row["mode"] == "best_fixed")
     # the validation plan table is committed beside it: the exhaustive choice can be recomputed from it
     from studies.efficacy_modes import choose_fixed, plan_name
-    from benchmarks.plan_table import all_plans
+    from benchmarks.plans.table import all_plans
 
     val = read_outcomes(tmp_path / "e_validation_table.jsonl.gz")
     assert len(val) == 4 * 9
@@ -310,7 +310,7 @@ def test_interval_counts_identical_seeds_once():
     """Six seeds that play alike carry one seed's evidence: the interval is as wide as one seed's over the same
     40 problems, not the Wilson interval of 240 (seed, problem) pairs (what the table showed before)."""
     from algos.analysis import wilson
-    from benchmarks.seedstats import bootstrap_accuracy
+    from benchmarks.plans.seedstats import bootstrap_accuracy
     from studies.efficacy_modes import outcome_table
 
     one = [i % 4 == 0 for i in range(40)]  # 25 %
@@ -343,7 +343,7 @@ def test_committed_episodes_are_the_outcomes_they_explain():
     import re
     from pathlib import Path
 
-    from benchmarks.seedstats import read_outcomes
+    from benchmarks.plans.seedstats import read_outcomes
 
     root = Path(__file__).resolve().parent.parent
     with gzip.open(root / f"{COMMITTED}_episodes.jsonl.gz", "rt", encoding="utf-8") as f:

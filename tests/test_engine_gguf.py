@@ -89,7 +89,7 @@ def test_check_refuses_a_copy_whose_weights_moved(tmp_path):
 @pytest.mark.slow
 def test_embedded_engine_gguf_is_the_torch_weights_in_q8_0(gguf):  # noqa: F811 (the conftest fixture)
     """The real file: every weight of the Q8_0 copy within half a step (+ scale rounding) of the shipped Q4_1."""
-    from agents.loading import embedded_engine_gguf_path
+    from agents.embedded import embedded_engine_gguf_path
 
     path = embedded_engine_gguf_path()
     assert embedded.check_requantized(gguf, path) <= embedded.Q8_0_STEP_SLACK
@@ -97,11 +97,11 @@ def test_embedded_engine_gguf_is_the_torch_weights_in_q8_0(gguf):  # noqa: F811 
 
 def test_the_q8_0_copy_is_opt_in_by_spec(monkeypatch, tmp_path):
     """``llamacpp:q8_0`` names the copy; ``llamacpp:default`` stays the shipped file (every committed engine result)."""
-    import agents.loading as loading
-    from agents.llamacpp import parse_spec
+    import agents.embedded as embedded_model
+    from agents.llamacpp.reasoner import parse_spec
 
     copy, shipped = tmp_path / "SmolLM2-135M-Instruct.Q4_1-as-Q8_0.gguf", tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    monkeypatch.setattr(loading, "embedded_engine_gguf_path", lambda: copy)
-    monkeypatch.setattr(loading, "embedded_gguf_path", lambda: shipped)
+    monkeypatch.setattr(embedded_model, "embedded_engine_gguf_path", lambda: copy)
+    monkeypatch.setattr(embedded_model, "embedded_gguf_path", lambda: shipped)
     assert parse_spec("q8_0#threads=2") == (str(copy), {"threads": 2})
     assert parse_spec("default")[0] == str(shipped)

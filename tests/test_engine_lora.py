@@ -14,23 +14,23 @@ import numpy as np
 import pytest
 import torch
 
-from agents.decoding.engine import EngineDecoder
-from agents.lora import LoraSpec
+from agents.llamacpp.decoder import EngineDecoder
+from agents.hf.lora import LoraSpec
 
 PROMPT = "The capital of France is"
 
 
 @pytest.fixture(scope="module")
 def engine(gguf):
-    from agents.llamacpp_engine import Engine
+    from agents.llamacpp.engine import Engine
 
     return Engine(gguf, n_ctx=256, threads=1)
 
 
 @pytest.fixture(scope="module")
 def lora(gguf):
-    from agents.loading import load_causal_lm
-    from agents.lora import SharedBase
+    from agents.hf.loading import load_causal_lm
+    from agents.hf.lora import SharedBase
 
     model, tok = load_causal_lm("default")
     slot = SharedBase(model, "default").add("reasoner", LoraSpec(enabled=True, rank=8, alpha=16.0))
@@ -60,7 +60,7 @@ def _torch_logp(model, slot, ids, adapter: bool = True) -> np.ndarray:
 
 
 def _load(engine, slot, tmp_path, name="a.gguf") -> dict:
-    from agents.gguf_lora import write_adapter
+    from agents.llamacpp.gguf_lora import write_adapter
 
     return engine.load_adapter(write_adapter(tmp_path / name, slot.parameters(), 16.0, engine.base_tensors, "reasoner"))
 
@@ -108,7 +108,7 @@ def test_zero_adapter_changes_nothing_and_clear_restores_the_base(engine, lora, 
 @pytest.mark.slow
 def test_a_grown_context_keeps_the_adapter(gguf, lora, tmp_path):
     """reset() with more copies than the context holds builds a new context: the adapter is attached to it."""
-    from agents.llamacpp_engine import Engine
+    from agents.llamacpp.engine import Engine
 
     model, tok, slot = lora
     ids = tok(PROMPT, add_special_tokens=False)["input_ids"]
@@ -128,7 +128,7 @@ def test_a_grown_context_keeps_the_adapter(gguf, lora, tmp_path):
 
 @pytest.mark.slow
 def test_foreign_files_are_refused_and_the_loaded_adapter_stays(engine, lora, tmp_path, gguf):
-    from agents.gguf_lora import BaseTensors, write_adapter
+    from agents.llamacpp.gguf_lora import BaseTensors, write_adapter
     from tests.test_gguf_lora import _adapter, _base_gguf
 
     model, tok, slot = lora

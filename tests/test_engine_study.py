@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from benchmarks import seedstats
+from benchmarks.plans import seedstats
 from studies.engine_study import Config, main, parse_arms
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import rsim_env
-from agents.scripted import FixedPlanner, RandomPlanner, TemplateReasoner
+from agents.scripted.policies import FixedPlanner, RandomPlanner, TemplateReasoner
 from rsim_env import Problem
 
 PROB = Problem(id="t/1", question="What is 6 * 7?", answer="42", answer_type="number", source="test")

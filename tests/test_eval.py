@@ -16,7 +16,7 @@ from agents.reasoner import Reasoner
 from algos.config import ModelConfig
 from algos.evaluation import DEFAULT_FIXED, EvalConfig, main, parse, split_modes
 from rsim_env.record import EpisodeRecord
-from rsim_env.strategies import NUM_STRATEGIES
+from rsim_env.strategies import num_strategies
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -107,12 +107,12 @@ def test_eval_scripted_writes_every_field(tmp_path, capsys):
         assert set(m) >= {"accuracy", "ci95", "correct", "format_rate", "mean_rounds", "terminated_rate",
                           "truncated_rate", "mean_distinct_strategies", "mean_injected", "strategies",
                           "accuracy_by_strategy_count", "timing", "token_cost"}
-        assert len(m["strategies"]["injected"]) == NUM_STRATEGIES == len(m["strategies"]["names"])
+        assert len(m["strategies"]["injected"]) == num_strategies() == len(m["strategies"]["names"])
         assert m["token_cost"]["wall_s"] >= 0 and m["token_cost"]["reasoner_written_mean"] is None  # scripted
     # the oracle-backed template reasoner always answers right when the episode terminates
     assert data["modes"]["fixed:1,3,8"]["accuracy"] == 1.0 and data["modes"]["none"]["accuracy"] == 1.0
     assert data["modes"]["fixed:1,3,8"]["strategies"]["injected"] == [0, 5, 0, 5, 0, 0, 0, 0, 5]
-    assert data["modes"]["none"]["strategies"]["injected"] == [0] * NUM_STRATEGIES
+    assert data["modes"]["none"]["strategies"]["injected"] == [0] * num_strategies()
     assert data["modes"]["fixed:1,3,8"]["mean_rounds"] == 3 and data["modes"]["fixed:8"]["mean_rounds"] == 1
     assert data["modes"]["none"]["token_cost"]["planner_read_mean"] == 0
     assert len(data["per_problem"]) == 4 * 5 and "steps" not in data["per_problem"][0]
@@ -143,8 +143,8 @@ TINY = ["--reasoner", "tiny", "--data", "rg:basic_arithmetic", "--limit", "3", "
 
 @pytest.fixture(scope="module")
 def tiny_planner_dir(tmp_path_factory):
-    from agents.loading import tiny_model
-    from agents.planner import Planner
+    from agents.hf.loading import tiny_model
+    from agents.planners.llm import Planner
 
     path = tmp_path_factory.mktemp("planner") / "saved"
     Planner(*tiny_model("backbone", seed=1)).save_pretrained(path)
@@ -179,11 +179,11 @@ def test_eval_tiny_lms_via_rsim_cli(tmp_path, tiny_planner_dir):
 
 
 def test_planner_tokens_with_and_without_cache():
-    from agents.loading import tiny_model
-    from agents.planner import Planner, PlannerConfig
+    from agents.hf.loading import tiny_model
+    from agents.planners.llm import Planner, PlannerConfig
     from algos.evaluation import episode_tokens
 
-    from agents.planner import PlannerRecord
+    from agents.planners.llm import PlannerRecord
     from agents.reasoner import ReasonerRecord
 
     rec = PlannerRecord(input_ids=list(range(30)), positions=[9, 19, 29], actions=[1, 2, 8], logprobs=[-1.0] * 3,

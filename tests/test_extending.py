@@ -78,9 +78,24 @@ def run(tree: Path, code: str, **values: str) -> str:
     return out.stdout
 
 
+TABLE_ROW = re.compile(r"^\| (?P<change>[^|]+?) \|.*\| `(?P<test>tests/test_\w+\.py)::(?P<name>test_\w+)` \|$", re.M)
+
+
+def test_each_row_names_a_test_that_exists():
+    """Every row of the table names the test that makes its change, and that test is defined."""
+    table = re.search(r"^\| change \|.*?\n\n", DOC, flags=re.S | re.M)
+    assert table, "docs/extending.md has no table starting with '| change |'"
+    rows = [line for line in table.group(0).splitlines()[2:] if line.startswith("| ")]
+    named = [TABLE_ROW.match(line) for line in rows]
+    assert rows and all(named), [r.split(" | ")[0] for r, m in zip(rows, named) if not m]
+    for m in named:
+        source = (ROOT / m["test"]).read_text(encoding="utf-8")
+        assert re.search(rf"^def {m['name']}\(", source, flags=re.M), f"{m['change']}: {m['test']}::{m['name']} is not defined"
+
+
 @pytest.mark.parametrize("title,files", [
     ("A learner", {"algos/rloo.py", "algos/learners.py"}),
-    ("A reward component", {"rsim_env/rewards.py"}),
+    ("A reward component", {"my_rewards.py"}),
     ("A hub dataset", {"rsim_env/loaders.py"}),
     ("Another problem source", {"rsim_env/data.py"}),
 ], ids=["learner", "reward", "loader", "source"])
@@ -149,19 +164,17 @@ def test_a_learner_added_as_the_doc_says_trains_by_name(tree, tmp_path):
 REWARD_CHECK = """
 import math
 
-from agents.scripted import FixedPlanner, TemplateReasoner
+from agents.scripted.policies import FixedPlanner, TemplateReasoner
 from algos.cli import main, parse
+from my_rewards import brevity, r_brevity
 from rsim_env import EnvConfig, EnvGroup, Problem
-from rsim_env.rewards import COMPONENTS, RewardWeights, r_brevity
 
-row = next(c for c in COMPONENTS if c.name == "brevity")
-assert row.agents == ("reasoner",) and not row.needs_plans
-assert RewardWeights().brevity == 0.0, "a new component starts logged only"
+assert brevity.agents == ("reasoner",) and not brevity.needs_plans and brevity.weight == 0.5
 PROB = Problem("p", "What is 6 * 7?", "42", "number")
 
 
-def play(weights):
-    group = EnvGroup([PROB], 1, max_steps=6, weights=weights)
+def play(components):
+    group = EnvGroup([PROB], 1, max_steps=6, components=components)
     agents = {"planner": FixedPlanner([3]), "reasoner": TemplateReasoner({PROB.question: "42"})}
     group.reset(seed=0)
     for a in agents.values():
@@ -172,23 +185,23 @@ def play(weights):
     return group.results()[0]
 
 
-off, on = play(RewardWeights()), play(RewardWeights(brevity=0.5))
+off, on = play(()), play((brevity,))
 value = on["info"]["components"]["brevity"]
-assert off["info"]["components"]["brevity"] == value == r_brevity(on["info"]["shown_steps"][-1]) > 0, value
+assert "brevity" not in off["info"]["components"] and value == r_brevity(on["info"]["shown_steps"][-1]) > 0, value
 assert math.isclose(on["rewards"]["reasoner"], off["rewards"]["reasoner"] + 0.5 * value)
 assert on["rewards"]["planner"] == off["rewards"]["planner"], "the planner's sum does not list it"
 assert r_brevity("x" * 400) == 1.0 and r_brevity("x" * 600) == 0.5 and r_brevity("x" * 800) == 0.0
 argv = ["train", "--preset", "tiny", "--steps", "1", "--out", OUT, "--set", "train.progress=false",
-        "--set", "env.weights.brevity=0.5"]
+        "--set", 'env.components=["my_rewards:brevity"]']
 _, cfg, _ = parse(argv)
-assert cfg.env.weights.brevity == 0.5 and EnvConfig(weights=cfg.env.weights).weights.brevity == 0.5
+assert cfg.env.components == ("my_rewards:brevity",) and EnvConfig(components=cfg.env.components).rubric.names[-1] == "brevity"
 out = main(argv)
 assert "rewards/brevity/mean" in out["history"][-1], sorted(out["history"][-1])
 """
 
 
 def test_a_reward_component_added_as_the_doc_says_is_logged_weighted_and_settable(tree, tmp_path):
-    """Its value is in ``info["components"]``, its weight moves the reasoner's reward only, ``--set`` sets it."""
+    """Its value is in ``info["components"]``, its weight moves the reasoner's reward only, ``--set`` names it."""
     for block in section("A reward component"):
         apply(block, tree)
     run(tree, REWARD_CHECK, OUT=str(tmp_path / "run"))
@@ -205,7 +218,7 @@ SVAMP_ROWS = [
 LOADER_CHECK = """
 import json, sys, types
 
-from agents.scripted import TemplateReasoner
+from agents.scripted.policies import TemplateReasoner
 from algos.cli import build_problems
 from algos.config import resolve
 from rsim_env import EnvGroup
@@ -255,7 +268,7 @@ def test_a_hub_dataset_added_as_the_doc_says_loads_by_name_and_from_a_file(tree,
 SOURCE_CHECK = """
 import contextlib, io
 
-from agents.scripted import TemplateReasoner
+from agents.scripted.policies import TemplateReasoner
 from algos.cli import build_problems, parse
 from rsim_env import EnvGroup
 from rsim_env.data import check_spec, load_problems

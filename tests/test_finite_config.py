@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from agents.planner import PlannerConfig
+from agents.planners.llm import PlannerConfig
 from agents.reasoner import ReasonerConfig
 from algos.config import DataConfig, ModelConfig, RunConfig, resolve
 from algos.evaluation.config import EvalConfig

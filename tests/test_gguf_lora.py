@@ -1,4 +1,4 @@
-"""PEFT LoRA -> llama.cpp GGUF adapter (agents/gguf_lora.py): names, layouts, q/k row order, refusals.
+"""PEFT LoRA -> llama.cpp GGUF adapter (agents/llamacpp/gguf_lora.py): names, layouts, q/k row order, refusals.
 
 Model-free of llama.cpp: a tiny Llama with a PEFT adapter, and a stand-in base GGUF holding only the
 tiny model's metadata and tensor table (what the writer checks against). tests/test_engine_lora.py
@@ -15,9 +15,9 @@ import torch
 
 gguf = pytest.importorskip("gguf", reason="needs the gguf package (pip install gguf)")
 
-from agents.gguf_lora import BaseTensors, adapter_tensors, check_adapter, write_adapter  # noqa: E402
-from agents.loading import tiny_model  # noqa: E402
-from agents.lora import LoraSpec, SharedBase  # noqa: E402
+from agents.llamacpp.gguf_lora import BaseTensors, adapter_tensors, check_adapter, write_adapter  # noqa: E402
+from agents.hf.loading import tiny_model  # noqa: E402
+from agents.hf.lora import LoraSpec, SharedBase  # noqa: E402
 
 
 def _adapter(rank: int = 4, seed: int = 0, **model_overrides):
@@ -97,8 +97,8 @@ def test_q_and_k_rows_follow_the_converters_rotary_interleave(tiny, module, head
 
 
 def test_trained_state_dict_and_peft_names_give_the_same_file(tiny):
-    """``agents.lora.Trained`` names ('__' for '.') and a saved PEFT dir's names map alike."""
-    from agents.lora import Trained
+    """``agents.hf.lora.Trained`` names ('__' for '.') and a saved PEFT dir's names map alike."""
+    from agents.hf.lora import Trained
 
     model, slot, base = tiny
     from_params = adapter_tensors(slot.parameters(), base, adapter="reasoner")
@@ -153,7 +153,7 @@ def test_bad_inputs_are_refused_with_the_fix(tmp_path, tiny):
 
 def test_peft_dir_reader_keeps_peft_scale(tmp_path, tiny):
     """A saved PEFT dir gives llama.cpp the same scale: alpha / r, or alpha / sqrt(r) under rslora."""
-    from agents.decoding.engine import read_peft_dir
+    from agents.llamacpp.decoder import read_peft_dir
 
     model, slot, _ = tiny
     slot.base.peft.save_pretrained(str(tmp_path / "dir"), selected_adapters=["reasoner"])

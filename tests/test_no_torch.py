@@ -16,12 +16,12 @@ for name in ("torch", "transformers", "accelerate"):
 import rsim_env
 assert not any(m == "agents" or m.startswith("agents.") for m in sys.modules), "rsim_env imported agents"
 import gymnasium
-from agents.gym_planner import TextFeatures
+from agents.planners.gym import TextFeatures
 g = TextFeatures(gymnasium.make("rsim/Planner-v0", max_steps=3))
 g.reset(seed=0); g.step(8)
 from rsim_env import rsim_v0
 par = rsim_v0.parallel_env(max_steps=2); par.reset(seed=0)
-from agents.scripted import FixedPlanner, TemplateReasoner
+from agents.scripted.policies import FixedPlanner, TemplateReasoner
 e = rsim_env.env(max_steps=4)
 e.reset(seed=3)
 prob = e.unwrapped.episode.problem

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from agents.decoding.served import ServedDecoder
-from agents.openai_reasoner import APIError, OpenAIConfig, OpenAIReasoner, parse_spec
-from agents.scripted import FixedPlanner
+from agents.served.decoder import ServedDecoder
+from agents.served.reasoner import APIError, OpenAIConfig, OpenAIReasoner, parse_spec
+from agents.scripted.policies import FixedPlanner
 from algos.rollout import rollout
 from rsim_env import EnvGroup
 from rsim_env.problems import Problem
@@ -134,13 +134,13 @@ CLASSIFIED = {  # (status, body, request, token_ids) -> a fragment of the line, 
     "text_422": (422, {"detail": [{"loc": ["body", "n"], "msg": "bad n"}]}, TEXT, 0, "body.n: bad n; its message"),
     "oom_500": (*OOM_500, IDS, 1, None),
     "busy_503": (*BUSY_503, TEXT, 0, None),
-    "lora_load_400": (400, {"message": "already loaded"}, LOAD, 0, None),  # agents.served_lora reads the 4xx itself
+    "lora_load_400": (400, {"message": "already loaded"}, LOAD, 0, None),  # agents.served.lora reads the 4xx itself
 }
 
 
 @pytest.mark.parametrize("status, body, request_, token_ids, fragment", list(CLASSIFIED.values()), ids=list(CLASSIFIED))
 def test_which_errors_refuse_the_request_form(status, body, request_, token_ids, fragment):
-    from agents.completions import refused_form
+    from agents.served.completions import refused_form
 
     line = refused_form(status, json.dumps(body), json.dumps(request_).encode(), token_ids)
     assert line is None if fragment is None else fragment in line, line
@@ -236,7 +236,7 @@ def test_code_programs_are_requested_whole(server):
         assert all("stop" in q for q in server.requests[:-1])  # planner-mode steps still stop at a blank line
 
 
-# -- the completions route: every protocol (agents.completions); the chat-only refusal --------------------------------
+# -- the completions route: every protocol (agents.served.completions); the chat-only refusal --------------------------------
 
 
 def _console(argv):
@@ -296,7 +296,7 @@ def test_auto_falls_back_to_chat_on_a_chat_only_server(server):
 def test_tokenizer_mismatch_is_named():
     """The server counts the prompt's tokens differently from the template's tokenizer: an error names both counts."""
     pytest.importorskip("transformers", reason="the completions route renders the chat template (the 'train' extra; this file also runs env-only)")
-    from agents.completions import TokenizerMismatch
+    from agents.served.completions import TokenizerMismatch
 
     s = ChatServer(completions=True)
     try:
@@ -330,7 +330,7 @@ def test_a_step_that_ends_at_its_last_token_keeps_the_turn_open():
     there (the end-of-turn the server wrote after it was never reached locally), text after it is dropped."""
     pytest.importorskip("transformers", reason="the completions route renders the chat template (the 'train' extra; this file also runs env-only)")
     from agents.decoding.turns import Conversation, Turns
-    from agents.loading import tiny_tokenizer
+    from agents.hf.loading import tiny_tokenizer
     from agents.reasoner import ReasonerConfig
 
     tok = tiny_tokenizer()
@@ -356,7 +356,7 @@ def test_a_later_prompt_counted_differently_is_logged_not_refused(monkeypatch, c
     reads "plan:\\n\\n1." with one "\\n\\n" token, the HF tokenizer with two): only a conversation's first prompt, which
     holds no model text, must count the same."""
     pytest.importorskip("transformers", reason="the completions route renders the chat template (the 'train' extra; this file also runs env-only)")
-    from agents.completions import TokenizerMismatch
+    from agents.served.completions import TokenizerMismatch
 
     def served(offsets):
         r = OpenAIReasoner(OpenAIConfig(base_url="http://127.0.0.1:9/v1", model="tiny", tokenizer="tiny"))

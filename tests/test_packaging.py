@@ -65,6 +65,35 @@ def test_name_clash_is_detected_and_names_the_distribution(tmp_path):
     assert "'openai-agents'" in msg and "python -m venv" in msg and "pip uninstall openai-agents" in msg
 
 
+@pytest.mark.parametrize("layout", ["package", "module"])
+def test_a_local_package_shadowing_ours_is_named_with_its_path_and_the_fix(tmp_path, layout):
+    """A user's own ``agents/`` (or ``agents.py``) in the directory they run from is found before ours."""
+    if layout == "package":
+        (tmp_path / "agents").mkdir()
+        (tmp_path / "agents" / "__init__.py").write_text("from .bot import Bot  # the user's own package\n")
+        local = tmp_path / "agents"
+    else:
+        (tmp_path / "agents.py").write_text("BOT = 1  # the user's own module\n")
+        local = tmp_path / "agents.py"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", "import rsim_env"], capture_output=True, text=True, timeout=120,
+                         env=env, cwd=tmp_path)  # python -c puts the current directory first on sys.path
+    assert out.returncode != 0
+    msg = out.stderr.strip().splitlines()[-1]
+    assert msg.startswith("rsim_env.install.PackageClashError: A local package shadows rSIM's 'agents'"), msg
+    assert str(local.resolve()) in msg and str((ROOT / "agents").resolve()) in msg
+    assert "rename your package" in msg and "run from another directory" in msg
+    assert "venv" not in msg and "pip" not in msg  # nothing was overwritten; a new environment would not help
+
+
+def test_a_bare_directory_named_like_ours_shadows_nothing(tmp_path):
+    (tmp_path / "agents").mkdir()  # no __init__.py: Python prefers any regular package to it
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", "import rsim_env, agents; print(agents.RSIM_PACKAGE)"],
+                         capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.strip() == "agents", out.stderr
+
+
 def test_wheel_ships_the_instruments_not_the_studies():
     """The wheel's packages (pyproject's find rule) hold benchmarks/ but not studies/; answer cases are data."""
     from setuptools import find_namespace_packages
@@ -74,7 +103,7 @@ def test_wheel_ships_the_instruments_not_the_studies():
     assert "benchmarks" in shipped and "agents" in shipped
     assert not [p for p in shipped if p.split(".")[0] in ("studies", "tests", "tools")], shipped
     assert not list((ROOT / "benchmarks").rglob("answer_case*.py"))  # labelled cases live in JSONL files
-    tables = {p for pattern in tool["package-data"]["benchmarks"] for p in (ROOT / "benchmarks").glob(pattern)}
+    tables = {p for pattern in tool["package-data"]["benchmarks.grading"] for p in (ROOT / "benchmarks" / "grading").glob(pattern)}
     assert {p.name for p in tables} >= {"own.jsonl", "heldout.jsonl", "families.jsonl", "families2.jsonl"}
 
 
@@ -89,10 +118,10 @@ def test_heavy_modules_name_the_extra_without_torch():
 import sys
 for n in ("torch", "transformers", "accelerate"):
     sys.modules[n] = None
-import rsim_env, agents.scripted, agents.gym_planner, agents.openai_reasoner, agents.embedded, agents.reasoner
+import rsim_env, agents.scripted.policies, agents.planners.gym, agents.served.reasoner, agents.embedded, agents.reasoner
 import algos.rollout, algos.viewer, rsim_env.trl_rewards
 import algos.cli  # imports nothing heavy (main() sets the OpenMP wait policy before torch loads)
-for mod in ("agents.decoding.torch_lm", "agents.planner", "algos.trainer"):
+for mod in ("agents.hf.decoder", "agents.planners.llm", "algos.trainer"):
     try:
         __import__(mod)
     except ModuleNotFoundError as e:

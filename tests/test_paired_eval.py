@@ -1,4 +1,4 @@
-"""benchmarks.paired_eval: two evaluations of the same problems compared problem by problem."""
+"""benchmarks.plans.paired_eval: two evaluations of the same problems compared problem by problem."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from benchmarks.paired_eval import Config, main
-from benchmarks.seedstats import read_outcomes
+from benchmarks.plans.paired_eval import Config, main
+from benchmarks.plans.seedstats import read_outcomes
 
 
 def _results(path, outcomes):

@@ -1,4 +1,4 @@
-"""benchmarks.plan_shift: did training the reasoner change which plans work (model-free, synthetic tables)."""
+"""benchmarks.plans.shift: did training the reasoner change which plans work (model-free, synthetic tables)."""
 
 import gzip
 import json
@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import plan_shift
+from benchmarks.plans import shift as plan_shift
 
 PLANS = [(8,), (3, 8), (5, 8)]
 
 
 def _write(path, correct):
-    """correct[problem][plan] -> an episodes file as benchmarks.plan_table writes it."""
+    """correct[problem][plan] -> an episodes file as benchmarks.plans.table writes it."""
     with gzip.open(path, "wt", encoding="utf-8") as f:
         for i, row in enumerate(correct):
             for p, c in zip(PLANS, row):
@@ -97,7 +97,7 @@ def test_efficacy_doc_plan_shift_table_is_generated_from_the_committed_plan_tabl
 
     root = Path(__file__).resolve().parents[1]
     doc = (root / "docs" / "efficacy.md").read_text()
-    blocks = list(re.finditer(r"<!-- plan shift: (python -m benchmarks\.plan_shift .*?) -->\n(.*?)\n<!-- /plan shift -->",
+    blocks = list(re.finditer(r"<!-- plan shift: (python -m benchmarks\.plans\.shift .*?) -->\n(.*?)\n<!-- /plan shift -->",
                               doc, re.S))
     assert len(blocks) == 1, "docs/efficacy.md lost its generated plan-shift block"
     args = shlex.split(blocks[0].group(1))[3:]

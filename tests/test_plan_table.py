@@ -1,4 +1,4 @@
-"""benchmarks.plan_table: plan counts, the statistics on a known matrix, and a smoke run on the tiny model."""
+"""benchmarks.plans.table: plan counts, the statistics on a known matrix, and a smoke run on the tiny model."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from benchmarks import plan_stats
-from benchmarks.plan_table import Config, all_plans, main
+from benchmarks.plans import stats as plan_stats
+from benchmarks.plans.table import Config, all_plans, main
 
 
 def test_plan_counts_follow_the_nine_strategies():

@@ -1,4 +1,4 @@
-"""agents.plan_tree: the tree holds every plan's steps once, plays the live replay route's episodes byte for byte,
+"""agents.replay.plan_tree: the tree holds every plan's steps once, plays the live replay route's episodes byte for byte,
 refuses a step it lacks, resumes; rsim_env.grading.GradeCache grades as the kind does."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import json
 import pytest
 import torch
 
-from agents.loading import tiny_model
-from agents.plan_tree import PlanTree, TreeMiss, TreeReasoner, fill, game_plans, terminal_plans, waves
+from agents.hf.loading import tiny_model
+from agents.replay.plan_tree import PlanTree, TreeMiss, TreeReasoner, fill, game_plans, terminal_plans, waves
 from agents.reasoner import Reasoner, ReasonerConfig
-from agents.replay import ReplayReasoner, StepStore
-from agents.scripted import RandomPlanner
+from agents.replay.reasoner import ReplayReasoner, StepStore
+from agents.scripted.policies import RandomPlanner
 from algos.rollout import rollout
 from rsim_env import Problem
 from rsim_env.game import EnvConfig
@@ -140,8 +140,8 @@ def test_grade_cache_equals_the_kind_and_skips_code():
 def test_warmed_features_are_the_planners_own_and_equal_uncached_logits(filled):
     """warm_planner computes every tree context's feature once; training rollouts on the tree then never run the
     backbone, and their log-probs equal a planner that caches nothing."""
-    from agents.plan_tree import warm_planner
-    from agents.planner import Planner, PlannerConfig
+    from agents.replay.plan_tree import warm_planner
+    from agents.planners.llm import Planner, PlannerConfig
 
     tmp, _, _ = filled
     tree = PlanTree.load(tmp / "t.json.gz")
@@ -164,7 +164,7 @@ def test_warmed_features_are_the_planners_own_and_equal_uncached_logits(filled):
 
 
 def test_benchmark_smoke_on_the_tiny_models(tmp_path):
-    from benchmarks.plan_tree import Config, main
+    from benchmarks.plans.tree import Config, main
 
     cfg = Config(reasoner="tiny", planner="tiny", source="tiny", problems=3, max_step_tokens=4, max_answer_tokens=6,
                  group_size=2, groups_per_step=2, replay_steps=1, tree_steps=3, store=str(tmp_path / "store"),

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from agents.loading import tiny_model
-from agents.planner import Planner, PlannerConfig
+from agents.hf.loading import tiny_model
+from agents.planners.llm import Planner, PlannerConfig
 from rsim_env.render import planner_text
-from rsim_env.strategies import NUM_STRATEGIES, TERMINATION
+from rsim_env.strategies import TERMINATION, num_strategies
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -29,7 +29,7 @@ def make_planner(**cfg) -> Planner:
 def obs(question, steps=(), plans=(), mask=None):
     return {"question": question, "steps": tuple(steps), "strategies": tuple(plans), "round": len(steps),
             "prompt": planner_text(question, steps, plans),
-            "action_mask": np.ones(NUM_STRATEGIES, np.int8) if mask is None else np.asarray(mask, np.int8)}
+            "action_mask": np.ones(num_strategies(), np.int8) if mask is None else np.asarray(mask, np.int8)}
 
 
 QUESTIONS = ["What is 2+3?", "A train leaves at 3pm going 60 km/h. When does it arrive 150 km away?"]
@@ -51,10 +51,10 @@ def play(planner: Planner, rounds: int) -> list[dict]:
 def test_head_shape_and_logprobs_are_a_distribution():
     planner = make_planner()
     assert planner.head.in_features == planner.backbone.config.hidden_size
-    assert planner.head.out_features == NUM_STRATEGIES
+    assert planner.head.out_features == num_strategies()
     ids = planner.encode("Question: x\nReasoning so far:\n")
     logits = planner.strategy_logits([ids], [[len(ids) - 1]])
-    assert logits.shape == (1, 1, NUM_STRATEGIES)
+    assert logits.shape == (1, 1, num_strategies())
     rec = play(planner, 2)[0]
     assert all(lp <= 0 for lp in rec.logprobs) and len(rec.logprobs) == 2
 
@@ -104,7 +104,7 @@ def test_trajectory_logprobs_carry_gradients():
 def test_action_mask_is_respected_in_sampling_and_scoring():
     planner = make_planner()
     planner.reset(4)
-    mask = np.zeros(NUM_STRATEGIES, np.int8)
+    mask = np.zeros(num_strategies(), np.int8)
     mask[[2, TERMINATION]] = 1
     for _ in range(5):
         planner.reset(4)
@@ -114,10 +114,10 @@ def test_action_mask_is_respected_in_sampling_and_scoring():
     assert rec.action_masks[0] == mask.tolist()
     logp, _ = planner.trajectory_logprobs(planner.records())
     assert logp[0, 0].item() == pytest.approx(rec.logprobs[0], abs=1e-5)
-    assert rec.logprobs[0] > np.log(1 / NUM_STRATEGIES)  # mass renormalised over two actions
+    assert rec.logprobs[0] > np.log(1 / num_strategies())  # mass renormalised over two actions
 
 
-@pytest.mark.parametrize("bad_mask", [np.zeros(NUM_STRATEGIES, np.int8), np.ones(3, np.int8)], ids=["empty", "shape"])
+@pytest.mark.parametrize("bad_mask", [np.zeros(num_strategies(), np.int8), np.ones(3, np.int8)], ids=["empty", "shape"])
 def test_bad_action_mask_raises(bad_mask):
     planner = make_planner()
     planner.reset(1)

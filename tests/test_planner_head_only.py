@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from agents.planner import Planner, PlannerConfig
+from agents.planners.llm import Planner, PlannerConfig
 from tests.test_planner import make_planner, play
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.scripted import FixedPlanner, TemplateReasoner
+from agents.scripted.policies import FixedPlanner, TemplateReasoner
 from rsim_env import EnvConfig, EnvGroup, Problem, env, render
 from rsim_env.protocols import (
     ACTION_TEXTS, DEFAULT_PROTOCOL, EXEMPLAR_PREFIX, EXEMPLARS, PROTOCOLS, Protocol, copied_numbers, exemplar,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agents.loading import tiny_model
+from agents.hf.loading import tiny_model
 from agents.reasoner import Reasoner, ReasonerConfig
-from agents.sampling import token_logprobs
+from agents.hf.sampling import token_logprobs
 from rsim_env.render import STEP_DELIMITER, injection
 
 
@@ -185,7 +185,7 @@ def test_misuse_raises():
 @pytest.mark.parametrize("proto", ["chat+lead", "chat", "lead", "inline", "chat+lead:action", "chat+lead:exemplar"])
 def test_protocol_conversation_is_exactly_the_chat_template_of_the_episode(proto, scripted_lm):
     """Fed + generated ids == the chat template of the finished episode's chat (KV cache reused)."""
-    from agents.scripted import FixedPlanner
+    from agents.scripted.policies import FixedPlanner
     from algos.rollout import rollout
     from rsim_env import EnvGroup, Problem
     from rsim_env.render import reasoner_chat
@@ -227,7 +227,7 @@ def test_no_planner_turn_stops_at_the_closed_boxed_answer(scripted_lm):
 def test_rows_fed_nothing_leave_the_forward_and_logits_stay_exact(kind):
     """Finished rows are skipped (prealloc: live rows swapped to the front); every live row's logits
     equal a from-scratch forward over its own tokens, through swaps, drops and cache growth."""
-    from agents.kv import KVBatch
+    from agents.hf.kv import KVBatch
 
     model, _ = tiny_model(seed=7)
     gen = torch.Generator().manual_seed(0)
@@ -250,8 +250,8 @@ def test_rows_fed_nothing_leave_the_forward_and_logits_stay_exact(kind):
 
 def test_shared_prefix_scoring_equals_plain_scoring_values_and_gradients():
     """Scoring G copies with their prompt encoded once gives the same log-probs and gradients."""
-    from agents.prefix import shared_prefix_logprobs
-    from agents.sampling import generated_logprobs
+    from agents.hf.prefix import shared_prefix_logprobs
+    from agents.hf.sampling import generated_logprobs
 
     model, _ = tiny_model(seed=9)
     model.train()

@@ -5,9 +5,8 @@ import json
 import pytest
 
 import rsim_env
-from agents.scripted import FixedPlanner
-from algos.viewer import ViewConfig, main
-from algos.viewer.load import NO_QUESTION, load_dir
+from agents.scripted.policies import FixedPlanner
+from algos.viewer.load import load_dir
 from rsim_env import Problem
 from rsim_env.record import RECORD_VERSION, EpisodeRecord, from_outcome, read_row
 from rsim_env.scoring import score
@@ -47,7 +46,7 @@ def test_unknown_or_missing_version_and_unknown_keys_are_refused():
     row = json.loads(from_outcome({"info": _episode()[0], "rewards": {}}).to_json())
     with pytest.raises(ValueError, match=r"version 99 is not supported; this rsim reads version 1"):
         EpisodeRecord.from_json({**row, "version": 99})
-    with pytest.raises(ValueError, match="no 'version'.*read_row"):
+    with pytest.raises(ValueError, match="no .version., so it is not an rsim episode record"):
         EpisodeRecord.from_json({k: v for k, v in row.items() if k != "version"})
     with pytest.raises(ValueError, match=r"unknown keys \['bogus'\]"):
         EpisodeRecord.from_json({**row, "bogus": 1})
@@ -61,27 +60,11 @@ def test_a_code_record_cannot_be_regraded_without_its_problem():
         score(rec)
 
 
-OLD_SAMPLE = {"step": 3, "problem_id": "p/0", "answer": "42", "extracted": "42", "correct": True, "strategies": [1, 8],
-              "steps": ["Split it: 6 * 5 = 30 and 6 * 2 = 12.", "\\boxed{42}"], "rewards": {"planner": 1.0, "reasoner": 3.0},
-              "components": {"acc": 1.0, "format": 1.0, "follow": 1.0, "terminal": 1.0, "penalty": -0.5}}
-OLD_EVAL = {"mode": "fixed:1,8", "problem_id": "p/0", "sample": 0, "answer": "42", "extracted": "42", "correct": True,
-            "reason": "ok", "format": 1.0, "rounds": 2, "terminated": True, "truncated": False, "injected": [1, 8],
-            "detected": [[1], [8]], "steps": ["Split it: 6 * 5 = 30 and 6 * 2 = 12.", "42}."],
-            "shown_steps": ["Split it: 6 * 5 = 30 and 6 * 2 = 12.", LEAD + "42}."], "tokens": {"reasoner_written": 9}}
+UNVERSIONED = {"step": 3, "problem_id": "p/0", "answer": "42", "correct": True, "strategies": [1, 8],
+               "steps": ["Split it: 6 * 5 = 30 and 6 * 2 = 12.", "\\boxed{42}"]}
 
 
-@pytest.mark.parametrize("name,row", [("samples.jsonl", OLD_SAMPLE), ("episodes.jsonl", OLD_EVAL)], ids=["run", "eval"])
-def test_files_written_before_the_record_still_load_in_the_viewer(tmp_path, name, row):
-    (tmp_path / name).write_text(json.dumps(row) + "\n")
-    data = load_dir(tmp_path)
-    r = data.groups[0].rollouts[0]
-    assert data.groups[0].question == "" and r.steps == row["steps"] and r.planned == [1, 8] and r.correct
-    assert r.components["follow"] == 1.0  # stored (run) or recomputed by the env's scoring (eval: no follow column)
-    if name == "episodes.jsonl":
-        assert r.injected == ["", LEAD] and r.detected == [[1], [8]] and not r.detected_computed
-        assert r.extra["tokens reasoner written"] == 9
-    else:
-        assert r.injected == ["", ""] and r.detected_computed and 1 in r.detected[0]
-    html = (tmp_path / "v.html")
-    main(ViewConfig(str(tmp_path), str(html)))
-    assert "question not recorded" in html.read_text() and NO_QUESTION.startswith("(question not recorded")
+def test_a_row_without_a_version_is_refused_by_the_viewer_naming_the_file(tmp_path):
+    (tmp_path / "samples.jsonl").write_text(json.dumps(UNVERSIONED) + "\n")
+    with pytest.raises(ValueError, match=r"samples.jsonl:1: this row has no 'version'"):
+        load_dir(tmp_path)

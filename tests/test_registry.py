@@ -12,7 +12,7 @@ PROBLEMS = [Problem(id="p", question="What is 1 + 1?", answer="2")]
 
 def make_reasoner(ctx):
     """A plug-in factory (spec ``tests.test_registry:make_reasoner``)."""
-    from agents.scripted import TemplateReasoner
+    from agents.scripted.policies import TemplateReasoner
 
     return TemplateReasoner(oracle={"q": "1"}, seed=ctx.seed)
 
@@ -40,8 +40,8 @@ def test_template_probability_and_oracle():
 
 
 def test_saved_planner_and_untrained_control(tmp_path):
-    from agents.loading import tiny_model
-    from agents.planner import Planner
+    from agents.hf.loading import tiny_model
+    from agents.planners.llm import Planner
 
     saved = Planner(*tiny_model("backbone", seed=3))
     saved.save_pretrained(tmp_path / "p")

@@ -1,4 +1,4 @@
-"""Exact replay of a frozen greedy reasoner (agents.replay): same episodes, refusals, keys, concurrent writers."""
+"""Exact replay of a frozen greedy reasoner (agents.replay.reasoner): same episodes, refusals, keys, concurrent writers."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import multiprocessing as mp
 import pytest
 import torch
 
-from agents.loading import tiny_model
+from agents.hf.loading import tiny_model
 from agents.reasoner import Reasoner, ReasonerConfig
 from agents.registry import AgentContext, build_agent
-from agents.replay import ReplayReasoner, StepStore, weights_fingerprint
-from agents.scripted import FixedPlanner, RandomPlanner
+from agents.replay.reasoner import ReplayReasoner, StepStore, weights_fingerprint
+from agents.scripted.policies import FixedPlanner, RandomPlanner
 from algos.rollout import rollout
 from rsim_env import Problem
 from rsim_env.group import EnvGroup
@@ -153,7 +153,7 @@ def test_planner_only_training_and_eval_on_the_replay(tmp_path, monkeypatch):
 
 
 def test_replay_benchmark_smoke_plays_the_same_episodes(tmp_path):
-    from benchmarks.replay import Config, main
+    from benchmarks.runtime.replay import Config, main
 
     res = main(Config(planner="toy", reasoner="tiny", source="tiny", steps=2, max_step_tokens=4, max_answer_tokens=6,
                       out=str(tmp_path / "r.json")))

@@ -1,4 +1,4 @@
-"""Replay catch-up by prefill (agents.replay, Reasoner.prefill): a caught-up session holds exactly the stored steps.
+"""Replay catch-up by prefill (agents.replay.reasoner, Reasoner.prefill): a caught-up session holds exactly the stored steps.
 
 A copy read back for rounds ``0..k-1`` that misses at round ``k`` starts a fresh session; the stored steps are given
 to it as token ids (not decoded again), so the step it decodes is conditioned on exactly the stored history. The
@@ -20,10 +20,10 @@ pytest.importorskip("transformers", reason="the turns render a chat template (th
 
 from agents.base import Prefilling  # noqa: E402
 from agents.decoding.turns import Turns  # noqa: E402
-from agents.loading import tiny_model, tiny_tokenizer  # noqa: E402
+from agents.hf.loading import tiny_model, tiny_tokenizer  # noqa: E402
 from agents.reasoner import Reasoner, ReasonerConfig  # noqa: E402
-from agents.replay import ReplayReasoner, StepStore  # noqa: E402
-from agents.scripted import FixedPlanner  # noqa: E402
+from agents.replay.reasoner import ReplayReasoner, StepStore  # noqa: E402
+from agents.scripted.policies import FixedPlanner  # noqa: E402
 from algos.rollout import rollout  # noqa: E402
 from rsim_env import Problem  # noqa: E402
 from rsim_env.game import EnvConfig  # noqa: E402
@@ -111,7 +111,7 @@ def session_records(rep: ReplayReasoner) -> dict[int, object]:
 
 
 def test_every_llm_reasoner_prefills_and_scripted_ones_do_not(tmp_path):
-    from agents.toy import ToyReasoner
+    from agents.scripted.toy import ToyReasoner
 
     assert isinstance(history_reasoner(), Prefilling) and isinstance(torch_reasoner(), Prefilling)
     assert ReplayReasoner(history_reasoner(), StepStore(tmp_path / "s.sqlite"), fingerprint="h").prefills
@@ -191,8 +191,8 @@ def test_llamacpp_session_caught_up_under_other_batch_shapes_holds_the_stored_st
     replayed one copy per problem in batches of 3. Every caught-up session holds exactly the stored round-0 tokens
     (the store's ids, and the storing session's whole conversation up to there), and no catch-up step mismatches
     (re-decoding them differed in 2 of 15 steps on this model)."""
-    from agents.llamacpp import LlamaCppReasoner, load_tokenizer
-    from agents.llamacpp_engine import Engine
+    from agents.llamacpp.reasoner import LlamaCppReasoner, load_tokenizer
+    from agents.llamacpp.engine import Engine
 
     engine = Engine(gguf, n_ctx=1024)
     cfg = ReasonerConfig(max_step_tokens=24, max_answer_tokens=48, greedy=True)
@@ -224,8 +224,8 @@ def test_llamacpp_session_caught_up_under_other_batch_shapes_holds_the_stored_st
 
 
 def test_prefill_benchmark_smoke_on_the_tiny_model(tmp_path):
-    """benchmarks/replay_prefill.py runs its four arms and counts what it compares (the figure is on llama.cpp)."""
-    from benchmarks.replay_prefill import Config, main
+    """benchmarks/runtime/replay_prefill.py runs its four arms and counts what it compares (the figure is on llama.cpp)."""
+    from benchmarks.runtime.replay_prefill import Config, main
 
     res = main(Config(reasoner="tiny", source="tiny", problems=3, max_step_tokens=4, out=str(tmp_path / "p.json")))
     rows = res["rows"]

@@ -1,4 +1,4 @@
-"""Fault injection on the replay store (agents.replay_store): writer killed, corrupt or foreign files, full disk."""
+"""Fault injection on the replay store (agents.replay.store): writer killed, corrupt or foreign files, full disk."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.replay import ReplayReasoner
-from agents.replay_store import APPLICATION_ID, ReplayStoreError, StepStore
+from agents.replay.reasoner import ReplayReasoner
+from agents.replay.store import APPLICATION_ID, ReplayStoreError, StepStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -75,7 +75,7 @@ def test_writer_killed_at_random_points_loses_no_committed_step(tmp_path):
         done = _committed(side)
         start = max(done, default=-1) + 1  # a step committed but not reported is written again: ignored
         child = subprocess.Popen([sys.executable, "-c", inspect.getsource(_text) + _WRITER, str(path), str(side), str(start),
-                                  str(ROOT / "agents" / "replay_store.py")], env=env, cwd=ROOT,
+                                  str(ROOT / "agents" / "replay" / "store.py")], env=env, cwd=ROOT,
                                  stderr=subprocess.PIPE)
         if kill % 4:  # wait for its first commit, then kill it somewhere in the stream
             size, deadline = side.stat().st_size, time.monotonic() + 20
@@ -170,7 +170,7 @@ def test_store_written_before_the_application_id_and_the_ids_column_opens_and_is
     db.execute("INSERT INTO steps VALUES ('k1', 'old step', 3, 0.0)")
     db.close()
     store = StepStore(path)
-    assert store.get_many(["k1"]) == {"k1": ("old step", 3, None)}  # a row of no token ids (agents.replay misses it)
+    assert store.get_many(["k1"]) == {"k1": ("old step", 3, None)}  # a row of no token ids (agents.replay.reasoner misses it)
     assert store._db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     store.put_many([("k2", "new step", 2, [5, 7])])  # the ids column was added on open
     store.close()
@@ -296,5 +296,5 @@ def test_many_processes_open_a_new_store_at_once_and_all_write(tmp_path):
     default store do exactly this. Before the open retried its busy steps (the journal-mode switch and the
     table creation answer SQLITE_BUSY without waiting for busy_timeout), this test failed 18 of 20 runs on a
     quiet 2-core machine and 7 of 10 with both cores busy (the fixed open: 0 of 20 each); about 2 s a run."""
-    errors = _many_openers(ROOT / "agents" / "replay_store.py", tmp_path, processes=8, rounds=20, n_keys=40)
+    errors = _many_openers(ROOT / "agents" / "replay" / "store.py", tmp_path, processes=8, rounds=20, n_keys=40)
     assert not errors, "\n".join(errors[:5])

@@ -7,7 +7,7 @@ where the rewards are computed (rsim_env.game), for every turn protocol.
 import pytest
 
 import rsim_env
-from agents.scripted import FixedPlanner, TemplateReasoner
+from agents.scripted.policies import FixedPlanner, TemplateReasoner
 from rsim_env import Problem, render
 from rsim_env.answers import CheckConfig
 from rsim_env.strategies import STRATEGIES
@@ -182,7 +182,7 @@ def test_boxing_the_question_expression_earns_no_accuracy(proto):
     # A Stackelberg run on SmolLM2 learned to answer "37 * 22" with \boxed{37 * 22}: the symbolic value
     # equals the gold, so the checker paid for restating the question (docs/efficacy.md).
     def restate(text, obs):
-        return "6 * 7}" if render.lead(proto, 0, 8).endswith("{") else "\\boxed{6 * 7}"  # a lead may open the box
+        return "6 * 7}" if render.protocol(proto).lead(0, 8).endswith("{") else "\\boxed{6 * 7}"  # a lead may open the box
 
     info, ret = play(FixedPlanner([8]), WrapReasoner(TemplateReasoner(), restate), protocol=proto)
     assert info["reason"] == "unevaluated" and info["components"]["acc"] == 0.0 and not info["correct"]
@@ -280,14 +280,13 @@ def test_step_flags_are_counted_in_the_training_metrics():
 
 
 def test_the_viewer_recomputes_follow_by_the_env_rule(tmp_path):
-    import json
-
     from algos.viewer.load import load_dir
+    from rsim_env.record import EpisodeRecord
 
     steps = [render.INSTRUCTIONS[3], "Let me double-check whether that is correct.", "Verify: 42 / 7 = 6.", "\\boxed{42}"]
-    row = {"mode": "fixed:3,3,3,8", "problem_id": "t/1", "answer": "42", "correct": True, "injected": [3, 3, 3, 8],
-           "steps": steps, "question": PROB.question}  # an old eval row: no detected, no follow
-    (tmp_path / "episodes.jsonl").write_text(json.dumps(row) + "\n")
+    row = EpisodeRecord("t/1", "math", PROB.question, "42", protocol="chat", strategies=(3, 3, 3, 8), injected=("",) * 4,
+                        steps=tuple(steps), shown_steps=tuple(steps), correct=True, mode="fixed:3,3,3,8")  # no detected, no follow
+    (tmp_path / "episodes.jsonl").write_text(row.to_json() + "\n")
     r = load_dir(tmp_path).groups[0].rollouts[0]
     assert r.detected_computed and 3 not in r.detected[0]  # the echoed instruction shows nothing
     assert r.components["follow"] == pytest.approx(1 / 3)  # the announcement is vacuous; the answer step skipped

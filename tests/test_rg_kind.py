@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.scripted import FixedPlanner, TemplateReasoner
+from agents.scripted.policies import FixedPlanner, TemplateReasoner
 from rsim_env import EnvGroup, Problem, answers, kinds
 from rsim_env.answers.sandbox import WorkerPool
 from rsim_env.kinds import rgym

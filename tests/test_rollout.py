@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agents.loading import tiny_model
-from agents.planner import Planner, PlannerConfig
+from agents.hf.loading import tiny_model
+from agents.planners.llm import Planner, PlannerConfig
 from agents.reasoner import Reasoner, ReasonerConfig
-from agents.scripted import FixedPlanner, RandomPlanner, TemplateReasoner
+from agents.scripted.policies import FixedPlanner, RandomPlanner, TemplateReasoner
 from algos.rollout import rollout
 from rsim_env import Problem
 from rsim_env.group import EnvGroup

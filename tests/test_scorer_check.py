@@ -34,7 +34,7 @@ def test_the_rule_on_fake_scorers(scorer, bad):
 
 
 def test_game_of_life_halting_is_refused_by_rule_in_the_source_and_the_catalogue():
-    from benchmarks.atlas_tasks import _rule
+    from benchmarks.plans.atlas_tasks import _rule
     from rsim_env.problems import reasoning_gym_problems
 
     why = check("game_of_life_halting")

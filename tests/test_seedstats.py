@@ -1,10 +1,10 @@
-"""Seed-level statistics and per-problem outcome files (benchmarks/seedstats.py)."""
+"""Seed-level statistics and per-problem outcome files (benchmarks/plans/seedstats.py)."""
 
 import gzip
 
 import pytest
 
-from benchmarks import seedstats as ss
+from benchmarks.plans import seedstats as ss
 
 
 def test_sign_test_three_seeds_can_never_reach_005():

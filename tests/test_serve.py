@@ -1,4 +1,4 @@
-"""agents.serve: the minimal local server (completions and chat completions), driven by the OpenAI-compatible reasoner."""
+"""agents.served.server: the minimal local server (completions and chat completions), driven by the OpenAI-compatible reasoner."""
 
 import json
 import threading
@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from agents.openai_reasoner import OpenAIConfig, OpenAIReasoner
+from agents.served.reasoner import OpenAIConfig, OpenAIReasoner
 from rsim_env import EnvGroup
 from rsim_env.problems import Problem
 from rsim_env.render import PROTOCOLS
@@ -15,7 +15,7 @@ from rsim_env.render import PROTOCOLS
 
 @pytest.fixture(scope="module")
 def served():
-    from agents.serve import ChatModel, make_server
+    from agents.served.server import ChatModel, make_server
 
     chat = ChatModel("default", max_tokens_cap=64)
     server = make_server(chat, port=0)
@@ -33,7 +33,7 @@ def test_served_embedded_model_plays_the_local_episodes(served, proto, token_ids
     under ``chat`` the model writes "\\n" "\\n" as two tokens where its tokenizer reads one "\\n\\n", so that case
     needs token-id prompts (``token_ids=1``)."""
     from agents.reasoner import Reasoner, ReasonerConfig
-    from agents.scripted import FixedPlanner
+    from agents.scripted.policies import FixedPlanner
     from algos.rollout import rollout
 
     chat, url = served
@@ -89,7 +89,7 @@ def test_greedy_served_episodes_equal_local_ones(tiny_served, proto, token_ids):
     """Same weights, greedy: the served reasoner (completions endpoint; text or token-id prompts) plays the local
     reasoner's episodes byte for byte, whatever ended each step (end-of-turn, cap, delimiter, a closed box or program)."""
     from agents.reasoner import Reasoner, ReasonerConfig
-    from agents.scripted import FixedPlanner
+    from agents.scripted.policies import FixedPlanner
     from algos.rollout import rollout
     from tests.tiny_server import stop_kinds
 
@@ -141,11 +141,11 @@ def test_completions_endpoint(tiny_served):
 
 def test_rsim_eval_default_protocol_against_a_completions_server(tmp_path):
     """``rsim eval --reasoner openai:MODEL@URL`` under the default protocol plays what ``--reasoner tiny`` plays
-    locally (agents.serve serves the same random-init weights: tiny seed 0)."""
+    locally (agents.served.server serves the same random-init weights: tiny seed 0)."""
     from algos.evaluation import main as evaluate
     from tests.tiny_server import served
 
-    from agents.loading import tiny_model
+    from agents.hf.loading import tiny_model
 
     args = ["--data", "tiny", "--limit", "3", "--modes", "none,fixed:1,3,8", "--set", "reasoner.max_step_tokens=16",
             "--set", "env.max_steps=3", "--no-plots"]

@@ -1,4 +1,4 @@
-"""Fault injection on the served LoRA sync (agents.served_lora): a sync interrupted at each admin call.
+"""Fault injection on the served LoRA sync (agents.served.lora): a sync interrupted at each admin call.
 
 Invariant after every interruption: the requests name an adapter the server holds (the previous or the
 new one, never a dropped one), and the next sync recovers: only its adapter stays loaded, the stale
@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from agents.openai_reasoner import APIError, OpenAIConfig, OpenAIReasoner
+from agents.served.reasoner import APIError, OpenAIConfig, OpenAIReasoner
 from tests.test_vllm_lora import BASE, FakeVLLM
 
 LOAD, UNLOAD = "/v1/load_lora_adapter", "/v1/unload_lora_adapter"
@@ -45,7 +45,7 @@ class FlakyVLLM(FakeVLLM):
 
 
 class FakeSlot:
-    """An :class:`agents.lora.AdapterSlot` stand-in: ``base.peft.save_pretrained`` writes a PEFT dir."""
+    """An :class:`agents.hf.lora.AdapterSlot` stand-in: ``base.peft.save_pretrained`` writes a PEFT dir."""
 
     name = "default"
 

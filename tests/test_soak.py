@@ -1,4 +1,4 @@
-"""benchmarks/soak.py scaled down to seconds: every section runs, reports the documented keys, and the
+"""benchmarks/runtime/soak.py scaled down to seconds: every section runs, reports the documented keys, and the
 served run survives its server being killed twice (the full soak is a benchmark, not a test)."""
 
 import json
@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from benchmarks.soak import SoakConfig, main
+from benchmarks.runtime.soak import SoakConfig, main
 
 ISOLATION = "bwrap" if shutil.which("bwrap") else "rlimits"
 
@@ -52,7 +52,7 @@ def test_soak_config_errors_name_the_field(kw, field):
 
 
 def test_soak_cli_is_built_from_the_config():
-    from benchmarks.soak import parse
+    from benchmarks.runtime.soak import parse
 
     cfg = parse(["--executions", "40", "--requests", "10", "--sections", "served", "--isolation", "rlimits"])
     assert (cfg.executions, cfg.requests, cfg.section_list, cfg.isolation) == (40, 10, ["served"], "rlimits")
@@ -63,7 +63,7 @@ def test_benchmarks_soak_table_is_the_saved_runs():
     import re
     from pathlib import Path
 
-    from benchmarks.soak import table
+    from benchmarks.runtime.soak import table
 
     root = Path(__file__).resolve().parent.parent
     saved = json.loads((root / "docs/soak_results/soak.json").read_text())

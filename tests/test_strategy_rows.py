@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from agents.scripted import FixedPlanner, TemplateReasoner
+from agents.scripted.policies import FixedPlanner, TemplateReasoner
 from rsim_env import EnvGroup, Problem, echo, env, render, strategies
 from rsim_env.strategies import EXAMPLES, STRATEGIES, TERMINATION, Strategy, detect, extra_strategy, num_strategies
 
@@ -43,7 +43,7 @@ def play(protocol: str, plan: list[int]) -> dict:
 def test_a_tenth_strategy_is_one_row_and_plays_in_every_protocol(protocol):
     assert num_strategies() == 9
     with extra_strategy(ANALOGY):
-        assert num_strategies() == len(STRATEGIES) == strategies.NUM_STRATEGIES == 10
+        assert num_strategies() == len(STRATEGIES) == 10
         e = env(problems=[PROB], protocol=protocol)
         e.reset(seed=0)
         assert e.action_space("planner").n == 10 and e.observe("planner")["action_mask"].shape == (10,)
@@ -61,7 +61,7 @@ def test_a_tenth_strategy_is_one_row_and_plays_in_every_protocol(protocol):
         # vacuous and follows nothing (rsim_env.novelty); the answer step earns no follow of its own
         assert 9 in info["detected"][0] and info["vacuous"][:2] == [False, True]
         assert info["components"]["follow"] == 0.5
-        assert info["injected"][0] == render.lead(protocol, 0, 9)
+        assert info["injected"][0] == render.protocol(protocol).lead(0, 9)
         assert render.INSTRUCTIONS[9] == ANALOGY.instruction and render.LEADS[9] == ANALOGY.lead
         assert EXAMPLES["analogy"] == ANALOGY.example and detect(ANALOGY.example) >= {9}
         assert ANALOGY.lead in render.injected_texts() and echo.is_echo(ANALOGY.instruction)
@@ -76,7 +76,7 @@ def test_a_tenth_strategy_is_one_row_and_plays_in_every_protocol(protocol):
 
 def test_planner_heads_are_sized_by_the_table():
     torch = pytest.importorskip("torch")
-    from agents.toy import ToyPlanner
+    from agents.scripted.toy import ToyPlanner
 
     with extra_strategy(ANALOGY):
         planner = ToyPlanner(max_rounds=4)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.atlas import Config as AtlasConfig
-from benchmarks.atlas import main as atlas_main
+from benchmarks.plans.atlas import Config as AtlasConfig
+from benchmarks.plans.atlas import main as atlas_main
 from rsim_env.protocols import exemplar
 from studies.strategy_variants import SCREEN, Config, main, sign_test, step_facts, table
 
@@ -80,7 +80,7 @@ def test_sign_test():
 
 
 def test_missing_atlas_is_named(tmp_path):
-    with pytest.raises(FileNotFoundError, match="benchmarks.atlas --out"):
+    with pytest.raises(FileNotFoundError, match="benchmarks.plans.atlas --out"):
         main(Config(atlases=(str(tmp_path / "nope.json"),)))
 
 

@@ -7,7 +7,7 @@ from gymnasium import spaces
 from pettingzoo.test import api_test, parallel_api_test
 
 import rsim_env  # noqa: F401  (registers rsim/Planner-v0)
-from agents.gym_planner import TextFeatures, hashed_bag_of_words
+from agents.planners.gym import TextFeatures, hashed_bag_of_words
 from rsim_env import rsim_v0
 from tests.conftest import seeded
 

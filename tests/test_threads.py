@@ -130,7 +130,7 @@ def test_eval_threads_flag_is_used_and_recorded(torch_threads):
 
 
 def test_concurrency_per_step_counts_only_overlapping_steps():
-    from benchmarks.concurrency import per_step
+    from benchmarks.runtime.concurrency import per_step
 
     rec = {"loop_start": 100.0, "step_times": [5.0, 1.0, 2.0, 4.0]}  # steps end at 105, 106, 108, 112
     assert per_step(rec, warmup=1) == (7.0 / 3, 0)
@@ -139,8 +139,8 @@ def test_concurrency_per_step_counts_only_overlapping_steps():
 
 
 def test_concurrency_benchmark_smoke_on_tiny_preset(tmp_path):
-    """benchmarks/concurrency.py end to end on the tiny preset: both settings, each run's threads and wait recorded."""
-    from benchmarks.concurrency import Config, main
+    """benchmarks/runtime/concurrency.py end to end on the tiny preset: both settings, each run's threads and wait recorded."""
+    from benchmarks.runtime.concurrency import Config, main
 
     out = tmp_path / "c.json"
     main(Config(preset="tiny", steps=2, warmup=1, settle_s=0, output_dir=str(tmp_path / "runs"), out=str(out)))

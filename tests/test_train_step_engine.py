@@ -1,4 +1,4 @@
-"""benchmarks/train_step.py's ``ours_lora_engine`` row and ``ratio_vs_trl_engine`` (no timing assertions).
+"""benchmarks/runtime/train_step.py's ``ours_lora_engine`` row and ``ratio_vs_trl_engine`` (no timing assertions).
 
 The ratio and skip tests are fast; the row itself runs on the embedded model (llama.cpp's 4-bit GGUF and its
 fp32 torch twin), so it is ``slow`` and needs llama-cpp-python (``rsim[llamacpp]``) and the embedded GGUF.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.train_step import Config, skip_reason
-from benchmarks.train_step import ratios
+from benchmarks.runtime.train_step import Config, skip_reason
+from benchmarks.runtime.train_step import ratios
 
 
 def _row(seconds: float) -> dict:
@@ -34,7 +34,7 @@ def test_engine_ratio_is_null_with_the_reason(rows, skipped, says):
 
 
 def test_engine_row_is_skipped_for_a_model_without_a_gguf_twin(monkeypatch):
-    import benchmarks.train_step as ts
+    import benchmarks.runtime.train_step as ts
 
     monkeypatch.setattr(ts, "_missing", lambda module: False)
     assert "--model default" in skip_reason(Config(model="tiny", rows="ours_lora_engine"), "ours_lora_engine")
@@ -48,7 +48,7 @@ def test_main_records_a_skipped_engine_row_and_a_null_ratio(tmp_path):
     """With the tiny model the engine row cannot run: main says so instead of failing, and runs the rest."""
     import json
 
-    from benchmarks.train_step import main
+    from benchmarks.runtime.train_step import main
 
     out = tmp_path / "ts.json"
     main(Config(model="tiny", steps=2, warmup=1, completion_tokens=4, group_size=2, rows="ours_lora,ours_lora_engine",
@@ -65,8 +65,8 @@ def test_engine_row_trains_with_an_adapter_sync_before_every_rollout(tmp_path):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (pip install 'rsim[llamacpp]')")
     import json
 
-    from agents.loading import embedded_gguf_path
-    from benchmarks.train_step import main
+    from agents.embedded import embedded_gguf_path
+    from benchmarks.runtime.train_step import main
 
     try:
         embedded_gguf_path()

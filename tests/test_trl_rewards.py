@@ -3,7 +3,7 @@
 import pytest
 
 import rsim_env
-from agents.scripted import FixedPlanner
+from agents.scripted.policies import FixedPlanner
 from algos.viewer.load import recompute
 from rsim_env import Problem, render
 from rsim_env.code import SandboxConfig, configure
@@ -228,7 +228,7 @@ def test_real_grpo_trainer_calls_them(tmp_path):
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from agents.loading import resolve
+    from agents.hf.loading import resolve
     from rsim_env.render import no_planner_chat
 
     seen = {}

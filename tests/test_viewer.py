@@ -48,12 +48,12 @@ def test_page_is_self_contained_and_escapes_model_text(tmp_path):
     d = tmp_path / "run"
     d.mkdir()
     evil = "<script>alert(1)</script><img src=x onerror=alert(2)> \\boxed{1}"
-    row = {"step": 1, "problem_id": "p/0", "answer": "1", "extracted": "1", "correct": True, "strategies": [8],
-           "steps": [evil], "rewards": {"planner": 0.0, "reasoner": 3.0},
-           "components": {"acc": 1.0, "format": 1.0, "follow": 1.0, "terminal": 1.0, "penalty": -1.0}}
+    row = EpisodeRecord("p/0", "math", "q", "1", strategies=(8,), injected=("",), steps=(evil,), shown_steps=(evil,),
+                        extracted="1", correct=True, step=1, rewards={"planner": 0.0, "reasoner": 3.0},
+                        components={"acc": 1.0, "format": 1.0, "follow": 1.0, "terminal": 1.0, "penalty": -1.0})
     record = EpisodeRecord("p/1", "math", evil, "1", protocol="chat+lead", strategies=(8,), injected=(evil,),
                            steps=("1}.",), shown_steps=(evil + "1}.",), correct=True, step=1)  # question and lead-in too
-    (d / "samples.jsonl").write_text(json.dumps(row) + "\n" + record.to_json() + "\n")
+    (d / "samples.jsonl").write_text(row.to_json() + "\n" + record.to_json() + "\n")
     out = main(ViewConfig(str(d), str(tmp_path / "v.html")))
     html = Path(out["out"]).read_text()
     assert "<script>alert" not in html and "<img src=x" not in html and "&lt;script&gt;alert(1)" in html

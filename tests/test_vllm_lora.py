@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.openai_reasoner import APIError, OpenAIConfig, OpenAIReasoner
+from agents.served.reasoner import APIError, OpenAIConfig, OpenAIReasoner
 
 BASE = "base-model"
 
@@ -145,8 +145,8 @@ def test_completions_route_sends_the_adapter_name(server, tmp_path):
 
 
 def test_an_adapter_slot_is_saved_as_a_peft_dir_and_removed_once_replaced(server, tmp_path):
-    from agents.loading import tiny_model
-    from agents.lora import LoraSpec, SharedBase
+    from agents.hf.loading import tiny_model
+    from agents.hf.lora import LoraSpec, SharedBase
 
     model, _ = tiny_model("causal")
     slot = SharedBase(model, "tiny").add("reasoner", LoraSpec(enabled=True, rank=4, alpha=8.0))
@@ -169,7 +169,7 @@ def test_errors_name_the_fix(tmp_path):
         assert r.served_model == BASE  # nothing changed
         with pytest.raises(ValueError, match="not a PEFT adapter dir"):
             r.sync_adapter(tmp_path)
-        with pytest.raises(TypeError, match="PEFT adapter dir or an agents.lora.AdapterSlot"):
+        with pytest.raises(TypeError, match="PEFT adapter dir or an agents.hf.lora.AdapterSlot"):
             r.sync_adapter({"weights": 1})
     finally:
         s.close()

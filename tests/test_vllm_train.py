@@ -8,10 +8,10 @@ import json
 import pytest
 import torch
 
-from agents.lora import LoraSpec
-from agents.openai_reasoner import APIError, OpenAIConfig
+from agents.hf.lora import LoraSpec
+from agents.served.reasoner import APIError, OpenAIConfig
 from agents.reasoner import Reasoner, ReasonerConfig
-from agents.scripted import FixedPlanner
+from agents.scripted.policies import FixedPlanner
 from algos.rollout import rollout
 from rsim_env import EnvGroup
 from rsim_env.problems import Problem
@@ -36,9 +36,9 @@ def text_server(request):
 
 def _roller(url: str, tok, config: ReasonerConfig, **kw):
     """A served reasoner on the training route (token-id prompts, sampled ids and log-probs read back)."""
-    from agents.decoding.served import CompletionsDecoder
+    from agents.served.decoder import CompletionsDecoder
     from agents.decoding.turns import Turns
-    from agents.openai_reasoner import OpenAIClient
+    from agents.served.reasoner import OpenAIClient
     from agents.reasoner import Reasoner
 
     turns = Turns(tok, config)
@@ -92,7 +92,7 @@ def _trainable(url: str, spec_tail: str = "", **config):
 
 @pytest.fixture
 def tiny_server():
-    from agents.loading import tiny_model
+    from agents.hf.loading import tiny_model
 
     model, tok = tiny_model("causal", seed=0)  # the learner's base ("tiny", seed 0): the same weights
     s = ModelVLLM(model, tok, logprobs_mode="processed")  # after the special-token ban: torch's convention exactly
@@ -162,8 +162,8 @@ def test_two_training_steps_through_the_served_route(tiny_server, tmp_path, monk
 
 
 def test_refusals_name_the_fix(tmp_path):
-    from agents.loading import tiny_model
-    from agents.served_train import base_spec
+    from agents.hf.loading import tiny_model
+    from agents.served.train import base_spec
 
     model, tok = tiny_model("causal", seed=0)
     s = ModelVLLM(model, tok, ignore_token_ids=True)  # a server that does not know return_tokens_as_token_ids
@@ -197,8 +197,8 @@ def test_refusals_name_the_fix(tmp_path):
 
 
 def test_a_served_tokenizer_mismatch_is_named():
-    from agents.loading import tiny_model
-    from agents.completions import TokenizerMismatch
+    from agents.hf.loading import tiny_model
+    from agents.served.completions import TokenizerMismatch
 
     model, tok = tiny_model("causal", seed=0)
     s = ModelVLLM(model, tok)
@@ -230,8 +230,8 @@ class _ShiftedTokenizer:
 def test_gpu_script_dry_run_prints_commands_that_parse(capsys):
     """studies/vllm_paper.py (untested on a GPU): its commands are what the route needs and parse here."""
     from algos.cli import parse
-    from agents.openai_reasoner import parse_spec
-    from agents.served_train import check_logprobs_mode
+    from agents.served.reasoner import parse_spec
+    from agents.served.train import check_logprobs_mode
     from studies.vllm_paper import Config, main
 
     out = main(Config(dry_run=True, steps=3, port=8123))

@@ -1,7 +1,7 @@
 """A second, tiny model as a GGUF file llama.cpp can serve: another model than the embedded SmolLM2, for tests.
 
 Llama architecture with random weights (2 layers, width 32) and the ``tiny`` test tokenizer's byte-level
-vocabulary (:func:`agents.loading.tiny_tokenizer`: 256 byte tokens + 3 specials, plus one merge) and chat template.
+vocabulary (:func:`agents.hf.loading.tiny_tokenizer`: 256 byte tokens + 3 specials, plus one merge) and chat template.
 Its token counts differ from SmolLM2's on any real prompt, which is what a client that renders the chat template
 with SmolLM2's tokenizer must notice. Written in about a second, a few hundred KB; nothing is downloaded.
 """
@@ -17,7 +17,7 @@ def write_tiny_gguf(path: str | Path, seed: int = 0, width: int = 32, layers: in
     """Write the model to ``path`` and return it."""
     import gguf
 
-    from agents.loading import tiny_tokenizer
+    from agents.hf.loading import tiny_tokenizer
 
     tok = tiny_tokenizer()
     vocab = sorted(tok.get_vocab().items(), key=lambda kv: kv[1])

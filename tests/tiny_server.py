@@ -1,6 +1,6 @@
-"""An in-process :mod:`agents.serve` server (127.0.0.1, any free port) on a tiny random-init model, for tests.
+"""An in-process :mod:`agents.served.server` server (127.0.0.1, any free port) on a tiny random-init model, for tests.
 
-:func:`text_model` is :func:`agents.loading.tiny_model` made to write text a test can reason about:
+:func:`text_model` is :func:`agents.hf.loading.tiny_model` made to write text a test can reason about:
 byte tokens that are not printable ASCII get a zero output row (a text API carries text, and a lone
 byte of a multi-byte character is not text), and the newline and ``}`` rows are scaled up so that
 greedy steps end in every way a step can end (end-of-turn, the token cap, the ``\\n\\n`` delimiter, a
@@ -15,8 +15,8 @@ from typing import Any, Iterator
 
 import torch
 
-from agents.loading import tiny_model
-from agents.serve import ChatModel, make_server
+from agents.hf.loading import tiny_model
+from agents.served.server import ChatModel, make_server
 
 
 def text_model(seed: int = 0) -> tuple[Any, Any]:
@@ -43,7 +43,7 @@ def stop_kinds(records: list[Any], tok: Any, caps: tuple[int, ...]) -> set[str]:
 
 @contextmanager
 def served(model: Any, tok: Any, name: str = "tiny", cap: int = 512) -> Iterator[str]:
-    """Serve ``model`` with :func:`agents.serve.make_server`; yields the API root ``http://127.0.0.1:PORT/v1``."""
+    """Serve ``model`` with :func:`agents.served.server.make_server`; yields the API root ``http://127.0.0.1:PORT/v1``."""
     server = make_server(ChatModel(name, cap, model=model, tokenizer=tok), port=0)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -1,11 +1,10 @@
-"""The decoding layer under every reasoner: turns (torch-free), decoders, and the torch scorer.
+"""The decoding contract under every reasoner: turns (torch-free) and what a decoder is.
 
 * :mod:`agents.decoding.turns` -- one conversation per copy: turn building, stop rules, caps, records;
-* :mod:`agents.decoding.decoder` -- the decoder protocol (and the lockstep loop token decoders share);
-* :mod:`agents.decoding.torch_lm` -- the torch KV-cache decoder and the scorer learners train;
-* :mod:`agents.decoding.engine` -- llama.cpp;
-* :mod:`agents.decoding.served` -- an OpenAI-compatible server (completions and chat endpoints).
+* :mod:`agents.decoding.decoder` -- the decoder protocol (and the lockstep loop token decoders share).
 
-:class:`agents.reasoner.Reasoner` composes them. Modules here import torch, llama.cpp or nothing heavy
-on their own; importing this package imports none of them.
+Each backend implements the decoder in its own folder: :mod:`agents.hf.decoder` (torch, with a KV cache, and the
+scorer learners train), :mod:`agents.llamacpp.decoder` (llama.cpp) and :mod:`agents.served.decoder` (an
+OpenAI-compatible server); :class:`agents.reasoner.Reasoner` composes turns, a decoder and a scorer. Nothing here
+imports torch or llama.cpp.
 """

@@ -5,17 +5,21 @@ decoder a batch of open :class:`~agents.decoding.turns.Turn` objects. The decode
 new ids (``turn.feed``; the whole conversation is in ``turn.conv.ids``, as text in
 ``turn.conv.text`` when the reasoner keeps it) and writes tokens with ``turn.write(token, logprob)``
 until it returns True (end-of-turn, the cap ``turn.cap`` or a stop rule), or hands a server's text
-reply to ``turn.reply``. Log-probs follow :mod:`agents.sampling`'s convention: temperature
+reply to ``turn.reply``. Log-probs follow :mod:`agents.hf.sampling`'s convention: temperature
 ``turns.record_temperature``, ``turns.suppressed_ids`` removed.
 
 Adding an engine is one class with :meth:`Decoder.reset` and :meth:`Decoder.decode` (see
-``tests/test_decoding.py``, which adds one in a few lines). Optional hooks:
+``tests/test_decoding.py``, which adds one in a few lines). A decoder that needs more says so by having the
+method of one of these protocols, and the reasoner checks ``isinstance`` (no attribute forwarding):
 
-* ``keep(copies)`` -- called before each round's turns are built: forget the state of every copy not listed
-  (finished for good; a KV cache);
-* ``sync(scorer)`` -- before a rollout, decode with the scorer's current trained weights (an adapter;
-  :class:`AdapterSync`);
-* ``fingerprint`` -- a string naming the decoder's exact behaviour, for :mod:`agents.replay`.
+* :class:`KeepsCopies` -- ``keep(copies)``, called before each round's turns are built: forget the state of every
+  copy not listed (finished for good; a KV cache);
+* :class:`SyncsAdapter` -- ``sync(scorer)``, before a rollout: decode with the scorer's current trained weights (an
+  adapter); a reasoner that decodes on one and learns in torch needs a LoRA scorer;
+* :class:`Releases` -- ``release()``: free what a copied decoder holds of its own (a llama.cpp fork's context).
+
+Two optional attributes describe a decoder to :mod:`agents.replay.reasoner`: ``fingerprint`` (a string naming its
+exact behaviour, e.g. the GGUF's hash) and ``replay_kind`` (the reasoner's name in replay keys).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from .turns import Turn
 
-__all__ = ["AdapterSync", "Decoder", "adapter_key", "lockstep"]
+__all__ = ["Decoder", "KeepsCopies", "SyncsAdapter", "Releases", "adapter_key", "lockstep"]
 
 
 @runtime_checkable
@@ -39,12 +43,28 @@ class Decoder(Protocol):
 
 
 @runtime_checkable
-class AdapterSync(Protocol):
-    """A decoder that decodes elsewhere than the torch scorer (llama.cpp, a server) and so must be sent the scorer's
-    trained LoRA adapter before each rollout; a reasoner that learns on one needs a LoRA scorer."""
+class KeepsCopies(Protocol):
+    """A decoder with per-copy state (a KV cache), told before each round which copies still play."""
+
+    def keep(self, copies: Sequence[int]) -> None:
+        """Forget the state of every copy not in ``copies`` (finished for good)."""
+
+
+@runtime_checkable
+class SyncsAdapter(Protocol):
+    """A decoder that runs elsewhere than the torch scorer a learner trains (llama.cpp, a server)."""
 
     def sync(self, scorer: Any) -> bool:
-        """Send the scorer's adapter if it changed since the last sync; return whether it did."""
+        """Decode with ``scorer``'s LoRA adapter from now on if it changed since the last sync; return whether it
+        was sent."""
+
+
+@runtime_checkable
+class Releases(Protocol):
+    """A decoder whose copies hold something of their own beyond Python objects (a llama.cpp fork's context)."""
+
+    def release(self) -> None:
+        """Free it now rather than when the copy is collected."""
 
 
 def lockstep(turns: Sequence[Turn], logits: Any, pick: Callable[[Any, list[bool]], tuple[list[int], list[float]]],
@@ -70,5 +90,5 @@ def lockstep(turns: Sequence[Turn], logits: Any, pick: Callable[[Any, list[bool]
 
 def adapter_key(params: dict[str, Any]) -> tuple:
     """What changes when a LoRA adapter's tensors change in place or are replaced (tensor versions and storage, as
-    :meth:`agents.lora.SharedBase.sampler` does): a decoder re-sends the adapter when it differs from the last sent."""
+    :meth:`agents.hf.lora.SharedBase.sampler` does): a decoder re-sends the adapter when it differs from the last sent."""
     return tuple((n, p._version, p.data_ptr()) for n, p in sorted(params.items()))

@@ -38,7 +38,7 @@ Stop rules of a step (first that applies):
 The text returned to the environment is the generated step before any delimiter, without the
 end-of-turn token, stripped. The record of a copy (:class:`ReasonerRecord`) is exactly what was
 fed and written, with a mask of generated tokens and their log-probs (convention in
-:mod:`agents.sampling`).
+:mod:`agents.hf.sampling`).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class ReasonerRecord:
     step_spans: list[tuple[int, int]]
     """``[start, end)`` of each step's generated tokens."""
     temperature: float
-    """Temperature of ``logprobs`` (the log-prob convention of :mod:`agents.sampling`)."""
+    """Temperature of ``logprobs`` (the log-prob convention of :mod:`agents.hf.sampling`)."""
     suppressed_ids: list[int]
     """Vocabulary ids removed from the distribution (same convention)."""
     pad_id: int
@@ -244,7 +244,7 @@ class Turns:
 
     @property
     def record_temperature(self) -> float:
-        """Temperature of the recorded log-probs: 1 when greedy (:mod:`agents.sampling`)."""
+        """Temperature of the recorded log-probs: 1 when greedy (:mod:`agents.hf.sampling`)."""
         return 1.0 if self.config.greedy else self.config.temperature
 
     def encode(self, text: str) -> list[int]:
@@ -340,7 +340,7 @@ class Turns:
 
         The conversation then holds exactly what it holds after a decoder wrote ``ids`` (ids, mask, spans, text,
         open/delimiter state), but the decoder has read none of this round: ``conv.fed`` stays where it was, so the
-        next turn's feed carries the step as a prompt continuation (:mod:`agents.replay`'s catch-up). Log-probs of
+        next turn's feed carries the step as a prompt continuation (:mod:`agents.replay.reasoner`'s catch-up). Log-probs of
         prefilled tokens are recorded as 0 (never computed: a replayed reasoner is not trained).
 
         Args:

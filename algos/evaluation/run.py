@@ -60,7 +60,7 @@ def build_reasoner(spec: str, cfg: EvalConfig, problems: Sequence[Problem], shar
 
 def load_planner(spec: str, cfg: EvalConfig, shared: dict | None = None) -> Built:
     """Greedy planner for ``spec`` plus what was loaded."""
-    from agents.planner import PlannerConfig
+    from agents.planners.llm import PlannerConfig
 
     return build_agent(spec, AgentContext("planner", config=PlannerConfig(greedy=True, seed=cfg.seed), seed=cfg.seed,
                                           max_rounds=cfg.env.max_steps, shared={} if shared is None else shared))
@@ -88,7 +88,7 @@ def _row(mode: str, problem: Problem, traj: dict[str, Any], sample: int, planner
 
 
 def make_planner(mode: str, cfg: EvalConfig, trained: Any) -> Any:
-    from agents.scripted import FixedPlanner, RandomPlanner
+    from agents.scripted.policies import FixedPlanner, RandomPlanner
 
     if mode == "none":
         return None

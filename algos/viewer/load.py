@@ -5,8 +5,7 @@
 * Eval dir (``rsim eval --out DIR``): ``episodes.jsonl`` (one episode per line, with its ``mode``)
   and ``results.json``.
 
-Both files hold :class:`rsim_env.record.EpisodeRecord` rows (read with :func:`rsim_env.record.read_row`,
-which also converts files written before the record). They become a list of :class:`Rollout` grouped
+Both files hold :class:`rsim_env.record.EpisodeRecord` rows (read with :func:`rsim_env.record.read_row`). They become a list of :class:`Rollout` grouped
 into :class:`Group` s (a run: one group per training step and problem, its G rollouts; an eval: one
 group per problem, one rollout per mode and sample), each group with its question text and each step
 with the text injected before it. Detected strategies and R_follow missing from an old file are computed

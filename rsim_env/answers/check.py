@@ -13,7 +13,7 @@ expression bombs cannot delay an ordinary check behind them.
 
 Why not Math-Verify: it is the strongest public checker, but its parser goes through
 ``latex2sympy2_extended``/``sympify`` paths, its timeout is ``signal``-based (main thread only), and
-it accepts hedged answers; see ``benchmarks/answer_check.py`` for the side-by-side numbers.
+it accepts hedged answers; see ``benchmarks/grading/answer_check.py`` for the side-by-side numbers.
 """
 
 from __future__ import annotations

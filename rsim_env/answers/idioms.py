@@ -1,7 +1,7 @@
 """Answer idioms the general pipeline misses: engineering ``j``, clock times, E-notation glued to a unit.
 
 Each rule is narrow by construction -- it fires only when the gold has the matching shape -- so no verdict
-outside its family changes (the labelled tables in ``benchmarks/answer_cases*.py`` are re-run by the tests):
+outside its family changes (the labelled tables in ``benchmarks/grading/answer_cases/*.jsonl`` are re-run by the tests):
 
 * :func:`engineering_j`: a gold that is a complex number written with ``i`` (``3+4i``, ``-2i``) accepts the
   same number written with the engineering unit ``j`` (``3+4j``, ``3 + j4``); only when the answer has no

@@ -25,7 +25,7 @@ MAX_DEPTH = 60
 """Nesting levels of brackets, braces, ``\\frac``/``\\sqrt`` arguments and unary/power chains.
 
 The parser is linear-time and the worst case at this depth checks in well under a second
-(``benchmarks/answer_check.py`` times each construct), so time is not the limit: recursion is.
+(``benchmarks/grading/answer_check.py`` times each construct), so time is not the limit: recursion is.
 A level costs up to ~11 Python frames (``\\sin(`` nesting needs ~670 frames at depth 60), and the
 checker must run from any caller's stack under Python's default limit of 1000 frames;
 ``tests/test_answers_forms.py`` checks every construct at this depth from a caller 250 frames

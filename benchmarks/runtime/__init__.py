@@ -1,0 +1,2 @@
+"""Runtime instruments: speed, memory and stability of rollouts, training steps and the environment.
+"""

@@ -1,0 +1,150 @@
+"""Does planner-only GRPO reach what a real plan tree supports? The optimisation gap on the adaptive tree.
+
+The data are the trees :mod:`studies.adaptive_tree` decoded (the embedded SmolLM2 on llama.cpp, greedy, two
+rounds, the last of which may only terminate: 9 plans a problem). The planner is the embedded LM with a linear
+head on its frozen features (``planner.head_only``: every context's feature is computed once and shared by the
+seeds). :mod:`studies.learner_options` then trains it with each learner option over a few seeds and reports the
+greedy planner's planner reward and accuracy against the best single plan and the per-task best plan of the
+training tree (:func:`algos.optimisation_gap.optimisation_gap`: the optimisation gap) and of the held-out tree
+(generalisation; the plans chosen on the training tree), with curves.
+
+Only the options that keep the planner in the 9-plan game are playable on such a tree: ``last_round``
+(``env.terminate_last_round``) and ``both`` (with ``train.grpo.per_term_advantages``). ::
+
+    OMP_NUM_THREADS=2 python -m studies.tree_learner --out docs/training_results/tree_learner.json
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["Config", "tree_problems", "main"]
+
+
+@dataclass(frozen=True)
+class Config:
+    """Study settings (the learner's, as :class:`studies.learner_options.Config`)."""
+
+    tree_dir: str = "docs/efficacy_results/tree"
+    """Where :mod:`studies.adaptive_tree` wrote ``adaptive_<split>.tree.json.gz``."""
+    train_split: str = "train"
+    """The training tree's split."""
+    test_split: str = "val"
+    """The held-out tree's split."""
+    per_task: int = 40
+    """At most this many problems a task from each tree (the complete ones: every plan decoded)."""
+    tasks: int = 0
+    """The first this many adaptive tasks (0 = all; as the fill's ``--tasks``)."""
+    planner: str = "default"
+    """The planner spec (trained head-only: a linear head on its frozen features)."""
+    variants: str = "last_round,both"
+    """Learner options (:data:`studies.learner_options.VARIANTS` that keep the 9-plan game)."""
+    seeds: int = 3
+    """Seeds per variant."""
+    steps: int = 60
+    """Optimizer steps per run."""
+    groups_per_step: int = 16
+    """Problems per step."""
+    group_size: int = 8
+    """G."""
+    lr: float = 1e-2
+    """Planner (head) learning rate."""
+    eval_every: int = 10
+    """Steps between greedy evaluations on the training tree (the curve)."""
+    out: str = ""
+    """Where to write the JSON ("" = nowhere)."""
+    output_dir: str = "runs/tree_learner"
+    """TensorBoard logs (one subdir per run)."""
+
+    def __post_init__(self) -> None:
+        bad = [v for v in self.variants.split(",") if v not in ("last_round", "both")]
+        if bad:
+            raise ValueError(f"Config.variants has {bad}: on a 9-plan tree only last_round and both are playable "
+                             "(the others play plans the env truncates, which the tree does not hold).")
+
+
+def tree_problems(tree: Any, split: str, per_task: int, tasks: int = 0) -> list[Any]:
+    """The problems of ``adaptive:<split>`` (first ``per_task`` a task) whose every plan is in ``tree``."""
+    from agents.replay.plan_tree import terminal_plans
+    from studies.adaptive_tree import split_problems
+
+    plans = terminal_plans(2)
+    return [p for p in split_problems(split, per_task, tasks) if all(tree.has(p.id, plan) for plan in plans)]
+
+
+def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
+    from agents.replay.plan_tree import PlanTree, TreeReasoner, warm_planner
+    from benchmarks.plans.tree import _build
+    from rsim_env import EnvConfig
+    from rsim_env.grading import GradeCache
+    from studies.adaptive_tree import Config as FillConfig
+    from studies.adaptive_tree import argv
+    from studies.learner_options import plan_rows
+
+    trees = {s: PlanTree.load(Path(cfg.tree_dir) / f"adaptive_{sp}.tree.json.gz")
+             for s, sp in (("train", cfg.train_split), ("test", cfg.test_split))}
+    problems = {s: tree_problems(trees[s], sp, cfg.per_task, cfg.tasks) for s, sp in (("train", cfg.train_split),
+                                                                             ("test", cfg.test_split))}
+    for s, ps in problems.items():
+        if not ps:
+            raise ValueError(f"the {s} tree in {cfg.tree_dir} holds no complete problem: fill it "
+                             "(python -m studies.adaptive_tree --split ...).")
+    fill = FillConfig(split=cfg.train_split, planner=cfg.planner, tasks=cfg.tasks)
+    base = _build(argv(fill, f"tree:{Path(cfg.tree_dir) / f'adaptive_{cfg.train_split}.tree.json.gz'}",
+                       {"train.output_dir": str(Path(cfg.output_dir) / "_base")})).agents["planner"]
+    w = time.perf_counter()
+    contexts = sum(warm_planner(base, trees[s], problems[s]) for s in ("train", "test"))
+    features_s = time.perf_counter() - w
+
+    def planner(seed: int) -> Any:
+        from agents.planners.llm import Planner
+
+        torch.manual_seed(seed)
+        p = Planner(base.backbone, base.tokenizer, dataclasses.replace(base.config, seed=seed))
+        p._features = base._features  # the frozen backbone's features: computed once, shared by every seed
+        return p
+
+    grader = GradeCache()
+    env = EnvConfig(max_steps=2, terminate_last_round=True)
+    reasoners = {s: TreeReasoner(trees[s]) for s in ("train", "test")}
+    return {"train": problems["train"], "test": problems["test"], "planner": planner,
+            "train_reasoner": reasoners["train"], "test_reasoner": reasoners["test"], "env_options": {"grader": grader},
+            **{f"{s}_table": plan_rows(problems[s], reasoners[s], env, grader=grader) for s in ("train", "test")},
+            "features": {"contexts": contexts, "wall_s": round(features_s, 1)}}
+
+
+def main(cfg: Config) -> dict[str, Any]:
+    """Load the trees, warm the planner's features, train every variant on every seed, summarise and write."""
+    import json
+
+    from studies import learner_options as lo
+
+    t0 = time.perf_counter()
+    lcfg = lo.Config(variants=cfg.variants, seeds=cfg.seeds, planner="tiny", max_steps=2, steps=cfg.steps,
+                     groups_per_step=cfg.groups_per_step, group_size=cfg.group_size, lr=cfg.lr,
+                     eval_every=cfg.eval_every, output_dir=cfg.output_dir)
+    data = _data(cfg, lcfg)
+    runs = [lo.train_run(lcfg, v, s, data) for v in cfg.variants.split(",") for s in range(cfg.seeds)]
+    first = runs[0]["gap"]
+    result = {"config": asdict(cfg), "features": data["features"],
+              "tables": {s: {k: first[s][k] for k in ("problems", "best_single", "per_task_best")}
+                         for s in ("train", "test")},
+              "summary": lo.summary(runs), "runs": runs, "wall_seconds": time.perf_counter() - t0,
+              "torch_threads": torch.get_num_threads()}
+    lo.print_result(result)
+    if cfg.out:
+        Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(cfg.out).write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    from algos.dataclass_cli import cli_main
+
+    cli_main(main, Config, "python -m studies.tree_learner", __doc__)

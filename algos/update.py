@@ -1,10 +1,10 @@
 """One optimizer step for one agent, the part of :class:`algos.trainer.Trainer` that does the math.
 
-For the role a learner updates now: GRPO advantages of the group rewards (per reward term with
-``train.grpo.per_term_advantages``; or the learner's own
-``advantages``), zero-advantage groups left unscored, the KL reference's log-probs, then
-``num_iterations`` passes of: score the records in chunks (``score_chunk``), the loss (the
-learner's own ``loss`` or :func:`algos.grpo.grpo_loss`), backward weighted across chunks and
+For the role a learner updates now: the learner's ``advantages`` of the group rewards, or (when it
+returns None, as :class:`algos.learner_base.SharedObjective` does) GRPO's, per reward term with
+``train.grpo.per_term_advantages``; zero-advantage groups left unscored; the KL reference's log-probs;
+then ``num_iterations`` passes of: score the records in chunks (``score_chunk``), the learner's ``loss``
+(:func:`algos.grpo.grpo_loss` for a SharedObjective), backward weighted across chunks and
 processes, one all-reduce of the gradients, clipping, and a step unless the loss or gradient norm is
 non-finite (:class:`algos.step_guard.StepGuard`).
 
@@ -25,6 +25,7 @@ from accelerate import Accelerator
 from rsim_env.rewards import COMPONENTS, RewardWeights
 
 from .distributed import process_weight, sync_grads
+from .learner_base import Learner
 from .protocols import DecisionRecord, GeneratedRecord, SampledRecord
 from .grpo import AGGREGATIONS, group_advantages, per_term_advantages, zero_std_groups
 from .step_guard import StepGuard
@@ -78,7 +79,7 @@ class UpdateContext(Protocol):
     """What :class:`PolicyUpdate` reads from the trainer it is mixed into (:class:`algos.trainer.Trainer`)."""
 
     cfg: TrainConfig
-    learner: Any
+    learner: Learner
     agents: dict[str, Any]
     acc: Accelerator
     G: int

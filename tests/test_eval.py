@@ -261,3 +261,20 @@ def test_eval_reasoner_on_frozen_low_precision_weights(frozen):
     assert next(build_reasoner("tiny", EvalConfig(), []).agent.model.parameters()).dtype == torch.float32
     with pytest.raises(ValueError, match="frozen='fp8'"):
         EvalConfig(set=(("model.frozen", "fp8"),))
+
+
+def test_eval_builds_its_agents_on_accelerates_device(monkeypatch):
+    """rsim eval puts its agents where training would (accelerate's device), not always on the CPU."""
+    import importlib
+
+    from accelerate import PartialState
+
+    eval_run = importlib.import_module("algos.evaluation.run")
+    assert str(eval_run.eval_device()) == str(PartialState().device)
+    seen = []
+    monkeypatch.setattr(eval_run, "build_agent", lambda spec, ctx: seen.append((ctx.role, ctx.device)) or "built")
+    monkeypatch.setattr(eval_run, "eval_device", lambda: "cuda:7")
+    cfg = EvalConfig()
+    eval_run.load_planner("tiny", cfg)
+    eval_run.build_reasoner("tiny", cfg, [])
+    assert seen == [("planner", "cuda:7"), ("reasoner", "cuda:7")]

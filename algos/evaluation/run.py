@@ -33,7 +33,16 @@ from . import report, settings
 from .config import EvalConfig, parse_sequence
 from .journal import Journal, settings_of
 
-__all__ = ["load_eval_problems", "build_reasoner", "load_planner", "episode_tokens", "evaluate_mode", "run"]
+__all__ = ["load_eval_problems", "eval_device", "build_reasoner", "load_planner", "episode_tokens", "evaluate_mode", "run"]
+
+
+def eval_device() -> Any:
+    """The torch device evaluation runs its agents on: accelerate's, as training's (a GPU when one is visible;
+    ``CUDA_VISIBLE_DEVICES=`` or ``ACCELERATE_USE_CPU=1`` keeps it on the CPU). Before, eval built every agent on
+    the CPU even on a GPU machine (found by ``tools/gpu_check.sh`` on an H200)."""
+    from accelerate import PartialState
+
+    return PartialState().device
 
 
 def load_eval_problems(cfg: EvalConfig) -> list[Problem]:
@@ -51,7 +60,7 @@ def build_reasoner(spec: str, cfg: EvalConfig, problems: Sequence[Problem], shar
     assert isinstance(rc, ReasonerConfig)
     built = build_agent(spec, AgentContext("reasoner", config=rc, seed=cfg.seed, max_rounds=cfg.env.max_steps,
                                            problems=problems, shared={} if shared is None else shared,
-                                           frozen=cfg.model.frozen))
+                                           frozen=cfg.model.frozen, device=eval_device()))
     if cfg.model.frozen != "same" and isinstance(built.agent, HasAdapter) and built.agent.lora is not None:
         raise ValueError(f"model.frozen={cfg.model.frozen}: the reasoner {spec!r} is a LoRA adapter, which decodes on its merged "
                          f"sampler; export it first (rsim export {spec} --out DIR) and evaluate DIR/reasoner with --set model.frozen=...")
@@ -63,7 +72,8 @@ def load_planner(spec: str, cfg: EvalConfig, shared: dict | None = None) -> Buil
     from agents.planners.llm import PlannerConfig
 
     return build_agent(spec, AgentContext("planner", config=PlannerConfig(greedy=True, seed=cfg.seed), seed=cfg.seed,
-                                          max_rounds=cfg.env.max_steps, shared={} if shared is None else shared))
+                                          max_rounds=cfg.env.max_steps, shared={} if shared is None else shared,
+                                          device=eval_device()))
 
 
 def episode_tokens(planner: Any, planner_rec: Any, reasoner: Any, reasoner_rec: Any) -> dict[str, Any]:

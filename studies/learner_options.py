@@ -166,7 +166,7 @@ def train_run(cfg: Config, variant: str, seed: int, data: dict[str, Any]) -> dic
         curve.append(row)
     trainer.acc.end_training()
     gaps = {}
-    for split in ("train", "test"):
+    for split in ("train", "test") if data.get("test") else ("train",):
         g = optimisation_gap(data[f"{split}_table"], greedy_rows(planner, data[split], play[split], env, **options),
                              select=data["train_table"])
         gaps[split] = g
@@ -188,10 +188,11 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for v in dict.fromkeys(r["variant"] for r in runs):
         rs = [r for r in runs if r["variant"] == v]
+        r0 = rs[0]
         mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
         out[v] = {
             "seeds": len(rs),
-            **{f"{s}_{k}": mean([r["gap"][s]["trained"][k] for r in rs]) for s in ("train", "test")
+            **{f"{s}_{k}": mean([r["gap"][s]["trained"][k] for r in rs]) for s in r0["gap"]
                for k in ("reward", "accuracy")},
             "train_ratio": mean([r["gap"]["train"]["ratio"] or 0.0 for r in rs]),
             "train_rewards_by_seed": [r["gap"]["train"]["trained"]["reward"] for r in rs],
@@ -219,15 +220,14 @@ def main(cfg: Config) -> dict[str, Any]:
 
 
 def print_result(r: dict[str, Any]) -> None:
-    for s in ("train", "test"):
-        t = r["tables"][s]
+    for s, t in r["tables"].items():
         print(f"{s} table ({t['problems']} problems): best single {t['best_single']['plan']} reward "
               f"{t['best_single']['reward']:.3f} acc {t['best_single']['accuracy']:.3f}; per-task best "
               f"{t['per_task_best']['plans']} reward {t['per_task_best']['reward']:.3f} acc {t['per_task_best']['accuracy']:.3f}")
     print(f"{'variant':<11} {'train R':>8} {'train acc':>9} {'ratio':>6} {'test R':>7} {'batch R':>8} {'unterm':>7}  by seed")
     for v, x in r["summary"].items():
         print(f"{v:<11} {x['train_reward']:>8.3f} {x['train_accuracy']:>9.3f} {x['train_ratio']:>6.3f} "
-              f"{x['test_reward']:>7.3f} {x['last_batch_reward']:>8.3f} {x['last_unterminated']:>7.3f}  "
+              f"{x.get('test_reward', float('nan')):>7.3f} {x['last_batch_reward']:>8.3f} {x['last_unterminated']:>7.3f}  "
               f"{[round(v, 2) for v in x['train_rewards_by_seed']]}")
     print(f"wall {r['wall_seconds']:.1f} s ({r['torch_threads']} threads)")
 

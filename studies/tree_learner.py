@@ -36,7 +36,7 @@ class Config:
     train_split: str = "train"
     """The training tree's split."""
     test_split: str = "val"
-    """The held-out tree's split."""
+    """The held-out tree's split ("" = none: the optimisation gap alone)."""
     per_task: int = 40
     """At most this many problems a task from each tree (the complete ones: every plan decoded)."""
     tasks: int = 0
@@ -87,10 +87,9 @@ def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
     from studies.adaptive_tree import argv
     from studies.learner_options import plan_rows
 
-    trees = {s: PlanTree.load(Path(cfg.tree_dir) / f"adaptive_{sp}.tree.json.gz")
-             for s, sp in (("train", cfg.train_split), ("test", cfg.test_split))}
-    problems = {s: tree_problems(trees[s], sp, cfg.per_task, cfg.tasks) for s, sp in (("train", cfg.train_split),
-                                                                             ("test", cfg.test_split))}
+    splits = {"train": cfg.train_split, **({"test": cfg.test_split} if cfg.test_split else {})}
+    trees = {s: PlanTree.load(Path(cfg.tree_dir) / f"adaptive_{sp}.tree.json.gz") for s, sp in splits.items()}
+    problems = {s: tree_problems(trees[s], sp, cfg.per_task, cfg.tasks) for s, sp in splits.items()}
     for s, ps in problems.items():
         if not ps:
             raise ValueError(f"the {s} tree in {cfg.tree_dir} holds no complete problem: fill it "
@@ -99,7 +98,7 @@ def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
     base = _build(argv(fill, f"tree:{Path(cfg.tree_dir) / f'adaptive_{cfg.train_split}.tree.json.gz'}",
                        {"train.output_dir": str(Path(cfg.output_dir) / "_base")})).agents["planner"]
     w = time.perf_counter()
-    contexts = sum(warm_planner(base, trees[s], problems[s]) for s in ("train", "test"))
+    contexts = sum(warm_planner(base, trees[s], problems[s]) for s in splits)
     features_s = time.perf_counter() - w
 
     def planner(seed: int) -> Any:
@@ -112,10 +111,10 @@ def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
 
     grader = GradeCache()
     env = EnvConfig(max_steps=2, terminate_last_round=True)
-    reasoners = {s: TreeReasoner(trees[s]) for s in ("train", "test")}
-    return {"train": problems["train"], "test": problems["test"], "planner": planner,
-            "train_reasoner": reasoners["train"], "test_reasoner": reasoners["test"], "env_options": {"grader": grader},
-            **{f"{s}_table": plan_rows(problems[s], reasoners[s], env, grader=grader) for s in ("train", "test")},
+    reasoners = {s: TreeReasoner(trees[s]) for s in splits}
+    return {**problems, "planner": planner, **{f"{s}_reasoner": reasoners[s] for s in splits},
+            "env_options": {"grader": grader},
+            **{f"{s}_table": plan_rows(problems[s], reasoners[s], env, grader=grader) for s in splits},
             "features": {"contexts": contexts, "wall_s": round(features_s, 1)}}
 
 
@@ -134,7 +133,7 @@ def main(cfg: Config) -> dict[str, Any]:
     first = runs[0]["gap"]
     result = {"config": asdict(cfg), "features": data["features"],
               "tables": {s: {k: first[s][k] for k in ("problems", "best_single", "per_task_best")}
-                         for s in ("train", "test")},
+                         for s in first},
               "summary": lo.summary(runs), "runs": runs, "wall_seconds": time.perf_counter() - t0,
               "torch_threads": torch.get_num_threads()}
     lo.print_result(result)

@@ -23,7 +23,7 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -89,21 +89,27 @@ class Config:
                 raise ValueError(f"Config.{f}={getattr(self, f)!r} is invalid: use an int >= 1.")
 
 
-def plan_rows(problems: Sequence[Any], reasoner: Any, env: EnvConfig, **env_options: Any) -> list[dict[str, Any]]:
+TaskOf = Callable[[str], str] | None
+"""A problem id's task (None: :mod:`algos.optimisation_gap`'s default, the id's first path segment)."""
+
+
+def plan_rows(problems: Sequence[Any], reasoner: Any, env: EnvConfig, task_of: TaskOf = None,
+              **env_options: Any) -> list[dict[str, Any]]:
     """The outcome table: every terminating plan of at most ``env.max_steps`` rounds on every problem
     (``env_options``: e.g. ``grader=`` a :class:`rsim_env.grading.GradeCache`)."""
     plans = all_plans(env.max_steps)
     out = rollout(EnvGroup(list(problems), len(plans), config=env, **env_options), reasoner, TablePlanner(plans), seed=0)
-    return [_row(t) for t in out.trajectories]
+    return [_row(t, task_of) for t in out.trajectories]
 
 
-def _row(t: dict[str, Any]) -> dict[str, Any]:
+def _row(t: dict[str, Any], task_of: TaskOf = None) -> dict[str, Any]:
     info = t["info"]
-    return {"problem_id": info["problem_id"], "plan": list(info["strategies"]), "correct": bool(info["correct"]),
-            "reward": float(t["rewards"]["planner"])}
+    row = {"problem_id": info["problem_id"], "plan": list(info["strategies"]), "correct": bool(info["correct"]),
+           "reward": float(t["rewards"]["planner"])}
+    return row | {"task": task_of(row["problem_id"])} if task_of else row
 
 
-def greedy_rows(planner: Any, problems: Sequence[Any], reasoner: Any, env: EnvConfig,
+def greedy_rows(planner: Any, problems: Sequence[Any], reasoner: Any, env: EnvConfig, task_of: TaskOf = None,
                 **env_options: Any) -> list[dict[str, Any]]:
     """The planner's greedy episodes on ``problems`` (its sampling setting restored afterwards)."""
     toy = not hasattr(planner, "config")
@@ -141,12 +147,12 @@ def train_run(cfg: Config, variant: str, seed: int, data: dict[str, Any]) -> dic
 
     ``data``: ``train`` / ``test`` problems, their ``*_table``, the ``reasoner`` (or one per split:
     ``train_reasoner`` / ``test_reasoner``), optionally ``planner(seed)`` (a factory; default :func:`_planner`) and
-    ``env_options`` (passed to every env: a grade cache on a plan tree)."""
+    ``env_options`` (passed to every env: a grade cache on a plan tree) and ``task_of`` (a problem id's task)."""
     opts = VARIANTS[variant]
     env = EnvConfig(max_steps=cfg.max_steps, terminate_last_round=opts.get("terminate_last_round", False))
     planner = data["planner"](seed) if "planner" in data else _planner(cfg, seed)
     play = {s: data.get(f"{s}_reasoner", data["reasoner"] if "reasoner" in data else None) for s in ("train", "test")}
-    options = data.get("env_options", {})
+    options = {**data.get("env_options", {}), "task_of": data.get("task_of")}
     tcfg = TrainConfig(steps=cfg.steps, groups_per_step=cfg.groups_per_step, seed=seed, progress=False,
                        output_dir=f"{cfg.output_dir}/{variant}_s{seed}", sample_rollouts=0, save_every=0,
                        mixed_precision="no", planner_optim=OptimConfig(lr=cfg.lr),
@@ -154,7 +160,7 @@ def train_run(cfg: Config, variant: str, seed: int, data: dict[str, Any]) -> dic
                                        per_term_advantages=opts.get("per_term_advantages", False)))
     trainer = Trainer(tcfg, PlannerOnly(), {"planner": planner, "reasoner": play["train"]}, data["train"],
                       make_accelerator(tcfg), run_config={"study": "learner_options", "variant": variant}, env=env)
-    trainer.env_options.update(options)
+    trainer.env_options.update(data.get("env_options", {}))
     curve = []
     while trainer.step < cfg.steps:
         m = trainer.train_step()
@@ -165,12 +171,12 @@ def train_run(cfg: Config, variant: str, seed: int, data: dict[str, Any]) -> dic
             row |= {"greedy_reward": g["trained"]["reward"], "greedy_accuracy": g["trained"]["accuracy"]}
         curve.append(row)
     trainer.acc.end_training()
-    gaps = {}
+    gaps, plans = {}, {}
     for split in ("train", "test") if data.get("test") else ("train",):
-        g = optimisation_gap(data[f"{split}_table"], greedy_rows(planner, data[split], play[split], env, **options),
-                             select=data["train_table"])
-        gaps[split] = g
-    return {"variant": variant, "seed": seed, "curve": curve, "gap": gaps}
+        rows = greedy_rows(planner, data[split], play[split], env, **options)
+        gaps[split] = optimisation_gap(data[f"{split}_table"], rows, select=data["train_table"])
+        plans[split] = {r["problem_id"]: r["plan"] for r in rows}
+    return {"variant": variant, "seed": seed, "curve": curve, "gap": gaps, "plans": plans}
 
 
 def _data(cfg: Config) -> dict[str, Any]:

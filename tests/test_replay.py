@@ -165,7 +165,7 @@ def test_replay_benchmark_smoke_plays_the_same_episodes(tmp_path):
 def test_planner_only_reasoner_is_its_base_model_so_eval_replays_its_steps(tmp_path, monkeypatch):
     """A preset with reasoner LoRA on (study, demo) run as planner_only: the reasoner is never trained, so it is built
     as its base model; an adapter would change its weights' fingerprint and no step of training would be shared
-    with `rsim eval --reasoner replay:SPEC` or the plan table (issue 19's study decoded everything twice)."""
+    with `rsim eval --reasoner replay:SPEC` or the plan table (a study once decoded everything twice)."""
     from algos import cli
     from algos.config import resolve
     from algos.evaluation import EvalConfig

@@ -1,4 +1,4 @@
-"""Thread count and OpenMP wait policy of a run (algos/threads.py): jobs sharing a machine stay fast (issue 21)."""
+"""Thread count and OpenMP wait policy of a run (algos/threads.py): jobs sharing a machine stay fast."""
 
 from __future__ import annotations
 

@@ -117,7 +117,7 @@ def test_resume_at_or_below_the_checkpoint_step_says_complete(run2, monkeypatch,
 
 
 def test_resume_of_a_complete_run_still_sweeps_crash_debris(run2, monkeypatch, capsys, caplog):
-    """Issue 22: the already-complete exit came before the sweep, so a killed save's temp dir stayed."""
+    """The already-complete exit came before the sweep, so a killed save's temp dir stayed."""
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     debris = run2 / "checkpoints" / f".tmp-step_00000003-{int(dead.stdout)}"
     debris.mkdir()

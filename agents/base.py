@@ -76,6 +76,12 @@ class Trainable(Policy, Protocol):
 
     module: Any
     """The ``torch.nn.Module`` whose parameters are optimised (saved as ``model.<role>`` in checkpoints)."""
+    lora: Any
+    """Its LoRA adapter on a shared frozen base (:class:`agents.lora.AdapterSlot`: checkpoints record the base's
+    identity), or None."""
+    shares_reference: bool
+    """True when ``reference()`` is a context in which ``score`` gives the KL reference (LoRA: adapter off); False:
+    the trainer keeps a frozen copy of the agent for the KL term."""
 
     def score(self, records: Sequence[Any]) -> Scored:
         """Log-probs of what the agent did in ``records`` under its current weights (gradients flow)."""
@@ -104,11 +110,13 @@ class Prefilling(Policy, Protocol):
 
 def check_trainable(agent: Any, role: str) -> None:
     """Raise a clear TypeError if ``agent`` cannot be trained as ``role``."""
-    missing = [m for m in ("module", "score", "act", "reset", "records") if not hasattr(agent, m)]
+    missing = [m for m in ("module", "score", "act", "reset", "records", "lora", "shares_reference")
+               if not hasattr(agent, m)]
     if missing:
         raise TypeError(
             f"The {role} agent {type(agent).__name__} cannot be trained: it lacks {missing}. Pass an agent that "
-            "implements agents.base.Trainable, or freeze it (e.g. plug-in training freezes the reasoner)."
+            "implements agents.base.Trainable (an agent without an adapter has lora = None and shares_reference = "
+            "False), or freeze it (e.g. plug-in training freezes the reasoner)."
         )
     if getattr(agent, "role", role) != role:
         raise TypeError(f"Agent {type(agent).__name__} has role {agent.role!r} but is used as the {role}.")

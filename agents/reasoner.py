@@ -180,6 +180,11 @@ class Reasoner:
         return self._need_scorer("lora").lora
 
     @property
+    def shares_reference(self) -> bool:
+        """True for a LoRA reasoner: :attr:`reference` scores as the KL reference (:class:`agents.base.Trainable`)."""
+        return self._need_scorer("shares_reference").shares_reference
+
+    @property
     def device(self) -> Any:
         """The scorer's torch device."""
         return self._need_scorer("device").device

@@ -1,4 +1,4 @@
-"""``rsim`` command line: ``rsim train [--preset demo|paper|tiny] [--set key=value ...] [--resume DIR]``,
+"""``rsim`` command line: ``rsim train [--preset NAME] [--FLAG VALUE ...] [--set key=value ...] [--resume DIR]``,
 ``rsim eval ...`` (:mod:`algos.evaluation`) and ``rsim export RUN_DIR --out DIR`` (:mod:`algos.export`).
 
 Multi-GPU / multi-process: ``accelerate launch [--num_processes N] -m algos.cli train ...`` runs the
@@ -19,25 +19,25 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from . import threads
+from . import console, threads
 
-# before torch is imported (below): libgomp reads its wait policy once, when it loads (algos/threads.py)
-os.environ.update(threads.wait_policy_env(os.environ, sys.argv))
+if TYPE_CHECKING:
+    from .config import RunConfig
+    from .learners import Learner
 
-from agents.registry import spec_help as agent_specs
-from rsim_env.data import spec_help
-
-from . import console, preflight as pre
-from .checkpoint_checks import remove_debris
-from .dataclass_cli import ArgumentParser
-from .config import PRESETS, RunConfig, config_from_saved, resolve, resolve_resumed
-from .learners import LEARNERS, build_learner
-from .resume_check import check_config_change, check_not_complete
-from .trainer import Trainer, make_accelerator, to_dict
+# Importing this module reads no sys.argv and loads no torch: main() sets the OpenMP wait policy first,
+# because libgomp reads it once, when torch loads it (algos/threads.py). So the rest is imported where used.
 
 __all__ = ["build_problems", "build_learner", "build_agents", "train", "parse", "main"]
+
+
+def build_learner(cfg: RunConfig) -> Learner:
+    """The learner ``cfg.learner`` names (:func:`algos.learners.build_learner`)."""
+    from .learners import build_learner as build
+
+    return build(cfg)
 
 
 def build_problems(cfg: RunConfig) -> list:
@@ -71,6 +71,11 @@ def preflight(cfg: RunConfig) -> tuple[Path | None, int]:
     Raises ``ValueError`` for a bad output dir, model spec or resume point, and
     :class:`algos.resume_check.ResumeError` for a config change a resume may not make.
     """
+    from . import preflight as pre
+    from .config import config_from_saved
+    from .resume_check import check_config_change
+    from .trainer import to_dict
+
     point, step = None, 0
     if cfg.resume:
         point, saved, step = pre.read_resume_point(cfg.resume)
@@ -85,6 +90,9 @@ def preflight(cfg: RunConfig) -> tuple[Path | None, int]:
 
 
 def _already_complete(point: Path, step: int, steps: int, out: str) -> dict[str, Any]:
+    from .checkpoint_checks import remove_debris
+    from .resume_check import check_not_complete
+
     if os.environ.get("RANK", "0") == "0":
         remove_debris(Path(out) / "checkpoints")  # a save killed earlier left it: sweep it even with nothing to train
         print(check_not_complete(step, steps, str(point)), file=sys.stderr)
@@ -95,6 +103,11 @@ def _already_complete(point: Path, step: int, steps: int, out: str) -> dict[str,
 def train(cfg: RunConfig) -> dict[str, Any]:
     """Build everything from ``cfg`` and train (resuming if ``cfg.resume``)."""
     from accelerate.utils import set_seed
+
+    from . import preflight as pre
+    from .protocols import RepeatsFinalTexts
+    from .resume_check import check_not_complete
+    from .trainer import Trainer, make_accelerator, to_dict
 
     point, step = preflight(cfg)
     if point is not None and check_not_complete(step, cfg.train.steps, str(point)):
@@ -107,7 +120,7 @@ def train(cfg: RunConfig) -> dict[str, Any]:
     learner = build_learner(cfg)
     agents = build_agents(cfg, learner, acc.device, problems)
     trainer = Trainer(cfg.train, learner, agents, problems, acc, run_config=to_dict(cfg), env=cfg.env)
-    if getattr(agents["reasoner"], "grades_repeat", False):  # a plan tree: the same final texts come back
+    if isinstance(agents["reasoner"], RepeatsFinalTexts) and agents["reasoner"].grades_repeat:  # a plan tree
         from rsim_env.grading import GradeCache
 
         trainer.env_options["grader"] = GradeCache()
@@ -148,15 +161,15 @@ def init_planner_problem(path: str) -> str | None:
     return None
 
 
-SPEC_EPILOG = f"""agent specs (model.planner / model.reasoner; the same as rsim eval --planner / --reasoner):
-  {agent_specs()}
-data specs (data.source; the same as rsim eval --source):
-  {spec_help()}"""
-
-
-def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
-    """``rsim train`` flags -> ``(command, config, print_only)``; a bad flag or value raises ``ValueError``."""
+def _parser() -> argparse.ArgumentParser:
+    """``rsim`` and its ``train`` flags: generated from :class:`RunConfig` (:mod:`algos.dataclass_cli`, as ``rsim eval``'s)."""
+    from agents.registry import spec_help as agent_specs
     from rsim_env import __version__
+    from rsim_env.data import spec_help
+
+    from .config import PRESETS, RunConfig
+    from .dataclass_cli import ArgumentParser, add_fields
+    from .learners import LEARNERS
 
     p = ArgumentParser(prog="rsim", description="rSIM: planner + reasoner LLMs, Stackelberg GRPO.")
     p.add_argument("--version", action="version", version=f"rsim {__version__}")
@@ -164,55 +177,43 @@ def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
     sub.add_parser("eval", add_help=False, help="evaluate planner modes (see `rsim eval --help`; algos/evaluation/)")
     sub.add_parser("view", add_help=False, help="write a static HTML page of rollouts (see `rsim view --help`)")
     sub.add_parser("export", add_help=False, help="merged standalone models from a run (see `rsim export --help`)")
-    t = sub.add_parser("train", help="train a learner (see --preset)", epilog=SPEC_EPILOG,
+    epilog = (f"agent specs (--planner / --reasoner, the same in rsim eval):\n  {agent_specs()}\n"
+              f"data specs (--data, the same in rsim eval):\n  {spec_help()}\n"
+              f"learners (--learner): {', '.join(LEARNERS)}, or your own as package.module:factory")
+    t = sub.add_parser("train", help="train a learner (see --preset)", epilog=epilog,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    t.add_argument("--preset", choices=sorted(PRESETS), help="start from a preset (demo: CPU minutes; paper: GPUs)")
-    t.add_argument("--learner", choices=sorted(LEARNERS))
-    t.add_argument("--steps", type=int, help="= --set train.steps=N")
-    t.add_argument("--out", help="= --set train.output_dir=DIR")
-    t.add_argument("--resume", help="checkpoint dir or run dir to continue from (its saved config is the base; "
-                   "--preset/--set override it)")
-    t.add_argument("--allow-config-change", action="store_true",
-                   help="with --resume: accept changed learning rates / loss settings (never models, sizes, env, data)")
-    t.add_argument("--planner", help="= --set model.planner=SPEC (agent specs below)")
+    t.add_argument("--preset", choices=sorted(PRESETS), help="start from a preset (demo: CPU minutes; planner: the "
+                   "README's planner recipe; paper: GPUs); flags and --set override it")
     t.add_argument("--init-planner", metavar="RUN_DIR",
                    help="continue training an existing planner (backbone, head and strategy order): a run or "
-                        "checkpoint dir that holds a trained planner, or a saved planner dir; = --set "
-                        "model.planner=RUN_DIR after checking that it holds one (e.g. math -> code with "
+                        "checkpoint dir that holds a trained planner, or a saved planner dir; it is --planner "
+                        "RUN_DIR after checking that it holds one (e.g. math -> code with "
                         "--learner planner_only --data code_tasks)")
-    t.add_argument("--reasoner", help="= --set model.reasoner=SPEC (agent specs below)")
-    t.add_argument("--data", help="= --set data.source=SPEC (data specs below)")
-    t.add_argument("--threads", type=int, help="= --set threads=N: CPU threads for torch (default: the free physical "
-                   "cores, or OMP_NUM_THREADS; docs/training.md, several jobs on one machine)")
     t.add_argument("--debug", action="store_true", help="show the traceback of an error (or set RSIM_DEBUG=1)")
-    t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override any config field, e.g. train.grpo.clip_eps_high=0.28, env.weights.follow=0.5, "
-                        "env.check.timeout_s=5 (repeatable; list them with --print-config)")
     t.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    add_fields(t, RunConfig)
+    return p
+
+
+def parse(argv: Sequence[str]) -> tuple[str, RunConfig, bool]:
+    """``rsim train`` flags -> ``(command, config, print_only)``; a bad flag or value raises ``ValueError``."""
+    from . import preflight as pre
+    from .config import RunConfig, resolve, resolve_resumed
+    from .dataclass_cli import given
+
+    p = _parser()
     a = p.parse_args(argv)
-    overrides: dict[str, Any] = {}
-    for item in a.overrides:
-        if "=" not in item:
-            p.error(f"--set {item!r}: expected KEY=VALUE, e.g. train.steps=10")
-        k, v = item.split("=", 1)
-        overrides[k.strip()] = v.strip()
+    overrides = given(RunConfig, a)
     if a.init_planner is not None:
-        if a.planner is not None:
+        if "model.planner" in overrides:
             p.error("--init-planner and --planner both set the planner; pass one of them.")
         why = init_planner_problem(a.init_planner)
         if why:
             p.error(f"--init-planner {a.init_planner}: {why}")
-        a.planner = a.init_planner
-    for flag, key in (("learner", "learner"), ("steps", "train.steps"), ("out", "train.output_dir"), ("resume", "resume"),
-                      ("planner", "model.planner"), ("reasoner", "model.reasoner"), ("data", "data.source"),
-                      ("threads", "threads")):
-        if getattr(a, flag) is not None:
-            overrides[key] = getattr(a, flag)
-    if a.allow_config_change:
-        overrides["allow_config_change"] = True
-    if a.resume:  # the saved config is the base: no silent fall-back to the defaults
+        overrides["model.planner"] = a.init_planner
+    if overrides.get("resume"):  # the saved config is the base: no silent fall-back to the defaults
         overrides.setdefault("threads", 0)  # but the thread count is chosen again, for the machine as it is now
-        point, saved, _ = pre.read_resume_point(a.resume)
+        point, saved, _ = pre.read_resume_point(overrides["resume"])
         return a.command, resolve_resumed(saved, a.preset, overrides, where=str(point)), a.print_config
     return a.command, resolve(a.preset, overrides), a.print_config
 
@@ -221,10 +222,15 @@ def main(cfg: RunConfig | Sequence[str] | None = None) -> dict[str, Any] | None:
     """Programmatic: ``main(RunConfig)`` or ``main(["train", ...])`` -> summary dict.
 
     Console (``rsim ...``, no argument): parses ``sys.argv``; an error is one line on stderr and
-    exit status 1 (:func:`algos.console.run`), success returns None (exit status 0).
+    exit status 1 (:func:`algos.console.run`), success returns None (exit status 0). A command line
+    (console or list) first sets the OpenMP wait policy for the process (:func:`algos.threads.wait_policy_env`),
+    which takes effect if torch has not been loaded yet.
     """
+    if cfg is None or isinstance(cfg, (list, tuple)):  # a command line, not a RunConfig
+        argv = sys.argv[1:] if cfg is None else list(cfg)
+        os.environ.update(threads.wait_policy_env(os.environ, argv))  # before torch loads (see the imports)
     if cfg is None:
-        status = console.run(_run, sys.argv[1:])
+        status = console.run(_run, argv)
         if status:
             sys.exit(status)
         return None
@@ -232,6 +238,9 @@ def main(cfg: RunConfig | Sequence[str] | None = None) -> dict[str, Any] | None:
 
 
 def _run(cfg: RunConfig | Sequence[str]) -> dict[str, Any]:
+    from .config import RunConfig
+    from .trainer import to_dict
+
     if not isinstance(cfg, RunConfig) and list(cfg)[:1] == ["export"]:
         from .export import main as export  # `rsim export RUN_DIR --out DIR`: merged standalone models
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from agents.hf.lora import LoraSpec
 from agents.planners.llm import PlannerConfig
@@ -25,9 +24,10 @@ from rsim_env.data import check_spec
 from rsim_env.game import EnvConfig
 from rsim_env.validation import check_finite
 
-from .learners import LEARNERS, build_learner
+from .dataclass_cli import apply_overrides
+from .learners import LEARNERS, build_learner, check_learner_spec
 from .stackelberg import StackelbergConfig
-from .trainer import TrainConfig
+from .train_config import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,8 @@ class ModelConfig:
     """Which models play the two agents (specs: see ``agents.registry``)."""
 
     planner: str = "default"
-    """"default" (embedded SmolLM2-135M), hub id, local path, run dir, "tiny", "toy", "untrained:SPEC", "module:factory"."""
+    """"default" (embedded SmolLM2-135M), hub id, local path, run dir, "tiny", "toy", "untrained:SPEC", "module:factory";
+    "" = none (rsim eval without mode trained; a learner that runs the planner refuses it)."""
     reasoner: str = "default"
     """Same choices as planner, plus "template[:p]" (scripted, frozen)."""
     dtype: str = "float32"
@@ -50,9 +51,10 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         check_finite(self)
-        for f in ("planner", "reasoner"):
-            if not isinstance(getattr(self, f), str) or not getattr(self, f):
-                raise ValueError(f"ModelConfig.{f}={getattr(self, f)!r} is invalid: use a model spec such as 'default'.")
+        if not isinstance(self.planner, str):
+            raise ValueError(f"ModelConfig.planner={self.planner!r} is invalid: use a model spec such as 'default'.")
+        if not isinstance(self.reasoner, str) or not self.reasoner:
+            raise ValueError(f"ModelConfig.reasoner={self.reasoner!r} is invalid: use a model spec such as 'default'.")
         from agents.registry import FROZEN
 
         if self.frozen not in FROZEN:
@@ -63,7 +65,7 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class DataConfig:
-    """Training problems (one spec, as for ``rsim eval --source``; see ``rsim_env.data``)."""
+    """Problems to train or evaluate on (``--data SPEC`` in ``rsim train`` and ``rsim eval``; see ``rsim_env.data``)."""
 
     source: str = "curriculum"
     """"curriculum" (embedded curriculum, train split), "default", "rg:TASK[+TASK][?k=v]", "tiny", a hub set by name
@@ -86,8 +88,13 @@ class DataConfig:
 class RunConfig:
     """Everything ``rsim train`` needs."""
 
+    FLAGS: ClassVar[dict[str, str]] = {"planner": "model.planner", "reasoner": "model.reasoner", "data": "data.source",
+                                       "steps": "train.steps", "out": "train.output_dir"}
+    """Flags for the most used nested fields (:mod:`algos.dataclass_cli`); ``rsim eval`` names the same ones."""
+
     learner: str = "stackelberg"
-    """"stackelberg" (both agents), "grpo" (reasoner only, no planner), "planner_only" (frozen reasoner)."""
+    """"stackelberg" (both agents), "grpo" (reasoner only, no planner), "planner_only" (frozen reasoner), or your
+    own as "package.module:factory" (factory(run_config) -> an algos.learners.Learner)."""
     model: ModelConfig = field(default_factory=ModelConfig)
     """Agents' models."""
     planner: PlannerConfig = field(default_factory=PlannerConfig)
@@ -113,8 +120,7 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         check_finite(self)
-        if self.learner not in LEARNERS:
-            raise ValueError(f"RunConfig.learner={self.learner!r} is invalid: choose one of {tuple(LEARNERS)}.")
+        check_learner_spec(self.learner)
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 0:
             raise ValueError(f"RunConfig.threads={self.threads!r} is invalid: use an int >= 1, or 0 to choose automatically.")
 
@@ -141,7 +147,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         # another only improved its repetition penalty (-1.92 -> -1.50): 10 steps are a demo, not a result.
         "train.save_every": 5,
         "train.mixed_precision": "no", "schedule.stage1_steps": 5,
-        # LoRA on one shared base: one 135M model in memory, checkpoints of a few MB (issue 12).
+        # LoRA on one shared base: one 135M model in memory, checkpoints of a few MB.
         # Adapters take a larger learning rate than full fine-tuning (2e-5 before LoRA).
         "model.planner_lora.enabled": True, "model.reasoner_lora.enabled": True,
         "train.score_chunk": 2,  # 2 rows per forward/backward: a quarter of the activation memory, same gradient
@@ -158,7 +164,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "train.planner_optim.lr": 3e-4, "train.grpo.entropy_coef": 0.1,
         "train.reasoner_optim.lr": 2e-4, "train.output_dir": "runs/study",
         "train.save_every": 8, "train.mixed_precision": "no", "schedule.stage1_steps": 12,
-        # LoRA on one shared base, as in demo (issue 12): adapter learning rate 2e-4 (2e-5 was the full-FT rate)
+        # LoRA on one shared base, as in demo: adapter learning rate 2e-4 (2e-5 was the full-FT rate)
         "model.planner_lora.enabled": True, "model.reasoner_lora.enabled": True, "train.score_chunk": 4,
     },
     "paper": {  # GPUs: Qwen2.5-0.5B-Instruct planner and reasoner on GSM8K, two-stage lambda schedule
@@ -171,83 +177,15 @@ PRESETS: dict[str, dict[str, Any]] = {
         "train.save_every": 50, "train.log_every": 1, "train.output_dir": "runs/paper", "schedule.stage1_steps": 500,
     },
 }
-
-
-LEGACY_KEYS: dict[str, tuple[str, ...]] = {
-    "train.env_max_steps": ("env.max_steps",),
-    "model.max_step_tokens": ("reasoner.max_step_tokens",),
-    "model.max_answer_tokens": ("reasoner.max_answer_tokens",),
-    "model.temperature": ("planner.temperature", "reasoner.temperature"),
-    "data.path": ("data.source",),
+PRESETS["planner"] = {  # the README's train-a-planner recipe: one seed of the efficacy study (docs/efficacy.md)
+    **PRESETS["study"], "learner": "planner_only",
+    # the frozen reasoner is replayed (agents/replay.py): each greedy step is decoded once, then read back
+    "model.reasoner": "replay:default", "reasoner.greedy": True,
+    # only the planner's linear head learns, on its frozen LM's features: no adapters on either agent
+    "planner.head_only": True, "model.planner_lora.enabled": False, "model.reasoner_lora.enabled": False,
+    # 125 steps x 2 problems x G = 8 = 2,000 episodes of 2 rounds
+    "env.max_steps": 2, "data.size": 80, "train.steps": 125, "train.output_dir": "runs/planner",
 }
-"""Keys of earlier releases and where they live now (still accepted by ``--set``)."""
-
-
-def _parse_bool(key: str, value: str) -> bool:
-    if value.lower() in ("1", "true", "yes", "on"):
-        return True
-    if value.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"{key}={value!r}: expected true or false.")
-
-
-def _convert(key: str, hint: Any, current: Any, value: Any) -> Any:
-    """``value`` (a command-line string, or already typed) as the field's type ``hint``."""
-    if not isinstance(value, str):
-        return value
-    args = typing.get_args(hint)
-    if type(None) in args:  # Optional[X]: "none" / "null" / "" mean None
-        if value.strip().lower() in ("none", "null", ""):
-            return None
-        hint = next(a for a in args if a is not type(None))
-    try:
-        if hint is bool:
-            return _parse_bool(key, value)
-        if hint in (int, float, str):
-            return hint(value)
-        if typing.get_origin(hint) is tuple or isinstance(current, tuple):
-            return tuple(json.loads(value))
-    except (ValueError, json.JSONDecodeError) as e:
-        raise ValueError(f"{key}={value!r}: expected a {getattr(hint, '__name__', hint)} "
-                         f"(current value {current!r}).") from e
-    return value
-
-
-def apply_overrides(cfg: Any, overrides: dict[str, Any], prefix: str = "") -> Any:
-    """Return ``cfg`` with dotted-key overrides applied (values may be strings from the command line)."""
-    grouped: dict[str, dict[str, Any]] = {}
-    changes: dict[str, Any] = {}
-    hints = typing.get_type_hints(type(cfg))
-    names = {f.name for f in dataclasses.fields(cfg)}
-    for key, value in overrides.items():
-        head, _, rest = key.partition(".")
-        full = prefix + key
-        if head not in names:
-            raise ValueError(f"unknown config key {full!r}; valid in {prefix or 'the top level'}: {sorted(names)} "
-                             "(print them all with `rsim train --print-config`).")
-        current = getattr(cfg, head)
-        if rest:
-            if not dataclasses.is_dataclass(current):
-                raise ValueError(f"config key {full!r}: {prefix + head!r} is a value, not a section; use {prefix + head}=...")
-            grouped.setdefault(head, {})[rest] = value
-        elif dataclasses.is_dataclass(current):
-            raise ValueError(f"config key {full!r} is a section; set one of its fields, e.g. {full}.<field>=...")
-        else:
-            changes[head] = _convert(full, hints[head], current, value)
-    for head, sub in grouped.items():
-        changes[head] = apply_overrides(getattr(cfg, head), sub, prefix + head + ".")
-    try:
-        return dataclasses.replace(cfg, **changes)
-    except TypeError as e:  # a wrong type reached a component's own checks
-        raise ValueError(f"{prefix or 'config'}: {e}") from e
-
-
-def _modern(overrides: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in overrides.items():
-        for new in LEGACY_KEYS.get(key, (key,)):
-            out[new] = value
-    return out
 
 
 def resolve(preset: str | None = None, overrides: dict[str, Any] | None = None) -> RunConfig:
@@ -257,21 +195,21 @@ def resolve(preset: str | None = None, overrides: dict[str, Any] | None = None) 
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}.")
         cfg = apply_overrides(cfg, PRESETS[preset])
-    return apply_overrides(cfg, _modern(overrides or {}))
+    return apply_overrides(cfg, overrides or {})
 
 
 def config_from_saved(saved: dict[str, Any], where: str = "checkpoint") -> RunConfig:
     """The :class:`RunConfig` stored in a checkpoint's ``config.json`` (validated like any other).
 
-    Keys this version does not know are dropped with a log line (a newer or older release wrote
-    them); missing keys take their defaults.
+    Keys this version does not know are dropped with a log line (another version wrote them);
+    missing keys take their defaults.
     """
     import logging
 
     from .resume_check import flatten
 
     known, unknown = {}, []
-    for key, value in _modern(_legacy_values(flatten(saved))).items():
+    for key, value in flatten(saved).items():
         node: Any = RunConfig()
         for part in key.split("."):
             node = getattr(node, part, _MISSING) if dataclasses.is_dataclass(node) else _MISSING
@@ -291,20 +229,6 @@ def config_from_saved(saved: dict[str, Any], where: str = "checkpoint") -> RunCo
 _MISSING = object()
 
 
-def _legacy_values(flat: dict[str, Any]) -> dict[str, Any]:
-    """A config saved before the agent registry / data factory, in today's values (keys: :func:`_modern`)."""
-    if "train.env_max_steps" not in flat:
-        return flat
-    flat = dict(flat)
-    path = flat.pop("data.path", "")
-    if flat.get("data.source") == "jsonl":
-        flat["data.source"] = path
-    for role in ("model.planner", "model.reasoner"):
-        if flat.get(role) == "tiny":  # the MLP toy agents were called "tiny" then
-            flat[role] = "toy"
-    return flat
-
-
 def resolve_resumed(saved: dict[str, Any], preset: str | None, overrides: dict[str, Any],
                     where: str = "checkpoint") -> RunConfig:
     """A resumed run's config: the saved one, then ``preset`` (if given), then ``overrides``.
@@ -317,4 +241,4 @@ def resolve_resumed(saved: dict[str, Any], preset: str | None, overrides: dict[s
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}.")
         cfg = apply_overrides(cfg, PRESETS[preset])
-    return apply_overrides(cfg, _modern(overrides))
+    return apply_overrides(cfg, overrides)

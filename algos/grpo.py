@@ -274,15 +274,21 @@ def grpo_loss(
     if cfg.entropy_coef > 0 and entropy is not None:
         per_pos = per_pos - cfg.entropy_coef * entropy
     loss = AGGREGATIONS[cfg.loss_type](per_pos, mask, cfg.max_length)
-    with torch.no_grad():
-        metrics = clip_metrics(logp.detach(), old, advantages, mask, cfg)
-        log_ratio = logp.detach() - old
-        metrics["approx_kl"] = masked_mean(torch.exp(log_ratio) - 1 - log_ratio, mask).item()
-        if kl is not None:
-            metrics["kl"] = masked_mean(kl.detach(), mask).item()
-        if entropy is not None:
-            metrics["entropy"] = masked_mean(entropy.detach(), mask).item()
-    return loss, metrics
+    return loss, loss_metrics(logp, old, advantages, mask, cfg, kl, entropy)
+
+
+@torch.no_grad()
+def loss_metrics(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, cfg: GRPOConfig,
+                 kl: Tensor | None, entropy: Tensor | None) -> dict[str, float]:
+    """:func:`grpo_loss`'s metrics: the clip ratios, ``approx_kl``, and ``kl`` / ``entropy`` when given."""
+    metrics = clip_metrics(logp.detach(), old_logp, advantages, mask, cfg)
+    log_ratio = logp.detach() - old_logp
+    metrics["approx_kl"] = masked_mean(torch.exp(log_ratio) - 1 - log_ratio, mask).item()
+    if kl is not None:
+        metrics["kl"] = masked_mean(kl.detach(), mask).item()
+    if entropy is not None:
+        metrics["entropy"] = masked_mean(entropy.detach(), mask).item()
+    return metrics
 
 
 def clip_metrics(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, cfg: GRPOConfig) -> dict[str, float]:

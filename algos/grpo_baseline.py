@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .learner_base import SharedObjective
 from .update_schedule import UpdateSchedule
 
 
 @dataclass(frozen=True)
-class GRPOBaseline:
+class GRPOBaseline(SharedObjective):
     """Reasoner-only GRPO (no planner in the environment)."""
 
     name: str = "grpo"

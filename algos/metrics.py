@@ -22,6 +22,7 @@ from rsim_env.answers import reason_counts
 from rsim_env.strategies import STRATEGIES
 
 from .grpo import zero_std_groups
+from .protocols import CountsGenerated
 from .update_schedule import UpdateSchedule
 
 __all__ = ["TrainLog", "flat_hparams", "step_flag_counts", "STEP_FLAGS", "plan_stats", "task_of"]
@@ -75,9 +76,8 @@ class TrainLog:
         counts = step_flag_counts(results)
         totals = self.acc.reduce(torch.tensor(list(counts.values()), dtype=torch.float32, device=self.acc.device), "sum")
         m.update(zip(counts, totals.cpu().tolist()))
-        counter = getattr(reasoner, "num_generated", None)
-        if counter is not None:
-            lengths = self._gather([counter(rec) for rec in reasoner_records])
+        if isinstance(reasoner, CountsGenerated):
+            lengths = self._gather([reasoner.num_generated(rec) for rec in reasoner_records])
             m["completions/mean_length"] = lengths.mean().item()
             self.num_tokens += int(lengths.sum().item())
             m["num_tokens"] = float(self.num_tokens)

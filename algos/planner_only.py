@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .learner_base import SharedObjective
 from .update_schedule import UpdateSchedule
 
 
 @dataclass(frozen=True)
-class PlannerOnly:
+class PlannerOnly(SharedObjective):
     """Planner-only GRPO with a frozen reasoner."""
 
     name: str = "planner_only"

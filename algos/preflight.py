@@ -83,7 +83,7 @@ def check_sandbox(problems: Iterable[Any], log: bool = True) -> dict[str, str] |
     and returns how programs are confined (``isolation``, ``network``, ``asked``). An opted-in
     weaker mode is logged on stderr (every run that uses it says so; results record it too).
     """
-    if not any(getattr(p, "tests", "") for p in problems):
+    if not any(p.tests for p in problems):
         return None
     from rsim_env.code import default_executor
 

@@ -61,7 +61,10 @@ def rollout(
         raise TypeError("rollout() needs an EnvGroup or a non-empty sequence of EnvGroup")
     policies = {"reasoner": reasoner, "planner": planner}
     for role, policy in policies.items():
-        if policy is not None and getattr(policy, "role", role) != role:
+        if policy is not None and not isinstance(policy, Policy):
+            raise TypeError(f"the {role} agent {type(policy).__name__} is not an agents.base.Policy: give it role = "
+                            f"{role!r}, reset(n), act(copy_ids, observations) and records().")
+        if policy is not None and policy.role != role:
             raise ValueError(f"the {role} argument has role {policy.role!r}; pass a {role} policy")
     offsets = [sum(len(g) for g in groups[:i]) for i in range(len(groups))]
     total = sum(len(g) for g in groups)

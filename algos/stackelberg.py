@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from rsim_env.validation import check_finite
 
+from .learner_base import SharedObjective
 from .update_schedule import UpdateSchedule
 
 __all__ = ["SCHEDULES", "StackelbergConfig", "UpdateSchedule", "plan", "StackelbergGRPO"]
@@ -75,7 +76,7 @@ def plan(cfg: StackelbergConfig, step: int) -> UpdateSchedule:
 
 
 @dataclass(frozen=True)
-class StackelbergGRPO:
+class StackelbergGRPO(SharedObjective):
     """Stackelberg GRPO: the planner leads, the reasoner follows; both update with lambda-scaled lrs."""
 
     schedule: StackelbergConfig = StackelbergConfig()

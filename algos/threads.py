@@ -3,10 +3,10 @@
 torch's CPU kernels run on an OpenMP pool (libgomp in the CPU wheels), and two of its defaults hurt
 when two jobs share the cores: the pool takes every core, and a pool thread with nothing to do
 busy-waits (libgomp spins about 3 ms after each parallel region before it sleeps). Each job's
-spinning threads then take the cores that the other job's working threads need: issue 21 saw a demo
-step take 231-396 s next to another rSIM job, against 11-20 s alone.
+spinning threads then take the cores that the other job's working threads need: one demo
+step took 231-396 s next to another rSIM job, against 11-20 s alone.
 
-The ``rsim`` entry (:mod:`algos.cli`) therefore
+The ``rsim`` entry (``algos.cli.main``, before torch loads; importing the module changes nothing) therefore
 
 * sets ``OMP_WAIT_POLICY=PASSIVE`` before torch is imported (:func:`wait_policy_env`): an idle thread
   sleeps at once. libgomp reads the variable once, when it is loaded, so it cannot be changed later

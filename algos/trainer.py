@@ -6,7 +6,7 @@ One optimizer step::
     -> per-agent rewards -> group advantages (algos/grpo.py)
     -> for each agent the learner updates now (its UpdateSchedule): recompute log-probs with current
        weights (agent.score), GRPO loss, backward, all-reduce grads, clip, step with lr * scale
-       (that update is :mod:`algos.update`, a mixin of :class:`Trainer`)
+       (that update is :mod:`algos.update`; its UpdateContext protocol names what it reads of :class:`Trainer`)
     -> log (TensorBoard via accelerate, TRL-style names), sample rollouts to JSONL, checkpoint
        (:mod:`algos.metrics`, :mod:`algos.checkpoint`)
 
@@ -42,6 +42,7 @@ from rsim_env.problems import Problem
 from . import checkpoint as ckpt
 from . import threads
 from .distributed import check_replicas_agree, make_accelerator
+from .learner_base import check_learner
 from .metrics import TrainLog
 from .rollout import rollout as play
 from .step_guard import StepGuard
@@ -63,7 +64,7 @@ class Trainer(PolicyUpdate):
     Args:
         cfg: loop settings.
         learner: an :class:`algos.learners.Learner` (``name``, ``env_planner``, ``trained``,
-            ``plan(step)``, optionally ``advantages`` and ``loss``).
+            ``plan(step)``, ``advantages`` and ``loss``; :class:`algos.learners.SharedObjective` gives the last two).
         agents: ``{"planner": ..., "reasoner": ...}`` (the planner is omitted when the learner runs
             without one); trained roles must implement :class:`agents.base.Trainable`.
         problems: training problems (any sequence of :class:`Problem`).
@@ -83,19 +84,7 @@ class Trainer(PolicyUpdate):
         set them before the first step (the envs are built once and reused)."""
         self._groups: dict[int, EnvGroup] = {}
         self.roles = ["planner", "reasoner"] if learner.env_planner else ["reasoner"]
-        world = accelerator.num_processes
-        if cfg.groups_per_step % world:
-            raise ValueError(
-                f"TrainConfig.groups_per_step={cfg.groups_per_step} does not divide by the {world} processes; "
-                f"each GRPO group stays on one process, so use a multiple of {world}."
-            )
-        for r in self.roles:
-            if r not in agents:
-                raise ValueError(f"learner {learner.name!r} needs a {r} agent; agents given: {sorted(agents)}.")
-        for r in learner.trained:
-            check_trainable(agents[r], r)
-        if not self.problems:
-            raise ValueError("Trainer needs at least one training problem.")
+        self._check(agents)
         self.G = cfg.grpo.group_size
         self.optim_cfg = {"planner": cfg.planner_optim, "reasoner": cfg.reasoner_optim}
         self.optimizers = {
@@ -107,13 +96,7 @@ class Trainer(PolicyUpdate):
         # the entropy bonus is the planner's (docs/contextual.md): a token-entropy bonus is not what it is for
         self.loss_cfg = {"reasoner": dataclasses.replace(cfg.grpo, entropy_coef=0.0),
                          "planner": dataclasses.replace(cfg.grpo, max_length=self.env_cfg.max_steps)}
-        self.ref_agents = {}
-        if cfg.grpo.kl_coef > 0:
-            for r in learner.trained:
-                if getattr(agents[r], "lora", None) is not None or getattr(agents[r], "shares_reference", False):
-                    continue  # the reference is the shared base with the adapter off / the initial head (agent.reference())
-                self.ref_agents[r] = copy.deepcopy(agents[r])
-                self.ref_agents[r].module.requires_grad_(False)
+        self.ref_agents = self._frozen_references() if cfg.grpo.kl_coef > 0 else {}
         self.run_config = run_config if run_config is not None else {
             "train": to_dict(cfg), "env": to_dict(self.env_cfg), "learner": learner.name}
         self.step = 0
@@ -128,6 +111,34 @@ class Trainer(PolicyUpdate):
         if accelerator.is_main_process:
             ckpt.remove_debris(self.out / "checkpoints")  # temp dirs of a save killed in an earlier run
         self.log = TrainLog(accelerator, self.out, self.G, self.run_config, cfg.sample_rollouts)
+
+    def _frozen_references(self) -> dict[str, Any]:
+        """A frozen copy of each trained agent for the KL term, unless the agent gives its reference itself
+        (``shares_reference``: the shared base with the adapter off, or the initial head; ``agent.reference()``)."""
+        refs = {}
+        for r in self.learner.trained:
+            if not self.agents[r].shares_reference:  # agents.base.Trainable, checked in __init__
+                refs[r] = copy.deepcopy(self.agents[r])
+                refs[r].module.requires_grad_(False)
+        return refs
+
+    def _check(self, agents: dict[str, Any]) -> None:
+        """The learner is a Learner; each process keeps whole GRPO groups; the learner's roles have agents, its
+        trained ones are Trainable (each check raises naming what is missing)."""
+        check_learner(self.learner, type(self.learner).__name__)
+        world = self.acc.num_processes
+        if self.cfg.groups_per_step % world:
+            raise ValueError(
+                f"TrainConfig.groups_per_step={self.cfg.groups_per_step} does not divide by the {world} processes; "
+                f"each GRPO group stays on one process, so use a multiple of {world}."
+            )
+        for r in self.roles:
+            if r not in agents:
+                raise ValueError(f"learner {self.learner.name!r} needs a {r} agent; agents given: {sorted(agents)}.")
+        for r in self.learner.trained:
+            check_trainable(agents[r], r)
+        if not self.problems:
+            raise ValueError("Trainer needs at least one training problem.")
 
     @property
     def num_tokens(self) -> int:
@@ -161,7 +172,7 @@ class Trainer(PolicyUpdate):
     def base_identity(self) -> dict[str, Any]:
         """Spec + content hash of the frozen base under each trained LoRA agent (saved; checked on resume)."""
         return {r: self.agents[r].lora.base.identity() for r in self.learner.trained
-                if getattr(self.agents[r], "lora", None) is not None}
+                if self.agents[r].lora is not None}
 
     # ------------------------------------------------------------------ the loop
     def train_step(self) -> dict[str, float]:

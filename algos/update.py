@@ -1,22 +1,23 @@
 """One optimizer step for one agent, the part of :class:`algos.trainer.Trainer` that does the math.
 
-For the role a learner updates now: GRPO advantages of the group rewards (per reward term with
-``train.grpo.per_term_advantages``; or the learner's own
-``advantages``), zero-advantage groups left unscored, the KL reference's log-probs, then
-``num_iterations`` passes of: score the records in chunks (``score_chunk``), the loss (the
-learner's own ``loss`` or :func:`algos.grpo.grpo_loss`), backward weighted across chunks and
+For the role a learner updates now: the learner's ``advantages`` of the group rewards, or (when it
+returns None, as :class:`algos.learner_base.SharedObjective` does) GRPO's, per reward term with
+``train.grpo.per_term_advantages``; zero-advantage groups left unscored; the KL reference's log-probs;
+then ``num_iterations`` passes of: score the records in chunks (``score_chunk``), the learner's ``loss``
+(:func:`algos.grpo.grpo_loss` for a SharedObjective), backward weighted across chunks and
 processes, one all-reduce of the gradients, clipping, and a step unless the loss or gradient norm is
 non-finite (:class:`algos.step_guard.StepGuard`).
 
-:class:`PolicyUpdate` is a mixin: it reads the trainer's agents, optimizers, configs and
-accelerator (see its attribute list) and holds no state of its own.
+:class:`PolicyUpdate` is what the trainer hands this step: the :class:`UpdateContext` protocol
+names every trainer attribute it reads; the learner's side is :class:`algos.learners.Learner`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
 
 import torch
 from accelerate import Accelerator
@@ -24,12 +25,14 @@ from accelerate import Accelerator
 from rsim_env.rewards import COMPONENTS, RewardWeights
 
 from .distributed import process_weight, sync_grads
-from .grpo import AGGREGATIONS, group_advantages, grpo_loss, per_term_advantages, zero_std_groups
+from .learner_base import Learner
+from .protocols import DecisionRecord, GeneratedRecord, SampledRecord
+from .grpo import AGGREGATIONS, group_advantages, per_term_advantages, zero_std_groups
 from .step_guard import StepGuard
 from .update_schedule import UpdateSchedule
 from .train_config import TrainConfig
 
-__all__ = ["PolicyUpdate", "reward_terms", "truncated_is_weights"]
+__all__ = ["PolicyUpdate", "UpdateContext", "reward_terms", "truncated_is_weights"]
 
 
 def reward_terms(role: str, results: Sequence[dict], weights: RewardWeights,
@@ -51,7 +54,7 @@ def reward_terms(role: str, results: Sequence[dict], weights: RewardWeights,
 
 def truncated_is_weights(old: torch.Tensor, records: Sequence[Any], mask: torch.Tensor, cap: float) -> torch.Tensor:
     """``min(exp(old - sampled), cap)`` per chosen position (1 elsewhere); ``sampled`` = the records' logprobs."""
-    rows = [list(getattr(r, "logprobs", None) or []) for r in records]
+    rows = [list(r.logprobs or []) if isinstance(r, SampledRecord) else [] for r in records]
     if any(len(x) == 0 for x in rows):
         raise ValueError("GRPOConfig.tis_cap > 0 needs the sampling log-probs in every record (records.logprobs); "
                          "this agent does not record them, so set train.grpo.tis_cap=0.")
@@ -64,23 +67,19 @@ def truncated_is_weights(old: torch.Tensor, records: Sequence[Any], mask: torch.
 
 def _choices(record: Any) -> int:
     """Positions an agent chose in one record (what ``Scored.mask`` will count): decisions or generated tokens."""
-    if hasattr(record, "actions"):
+    if isinstance(record, DecisionRecord):
         return len(record.actions)
-    if hasattr(record, "gen_mask"):
+    if isinstance(record, GeneratedRecord):
         return int(sum(record.gen_mask[1:]))  # position 0 has no prefix and is never scored
     raise ValueError(f"train.score_chunk > 0 needs records with 'actions' or 'gen_mask', got {type(record).__name__}; "
                      "set train.score_chunk=0.")
 
 
-class PolicyUpdate:
-    """``update(role, plan, results, records)`` for :class:`algos.trainer.Trainer`.
-
-    Attributes read (set by the trainer): ``cfg``, ``learner``, ``agents``, ``acc``, ``G``,
-    ``optimizers``, ``optim_cfg``, ``loss_cfg``, ``ref_agents``, ``guard``, ``step`` and ``env_cfg``.
-    """
+class UpdateContext(Protocol):
+    """What :class:`PolicyUpdate` reads from the trainer it is mixed into (:class:`algos.trainer.Trainer`)."""
 
     cfg: TrainConfig
-    learner: Any
+    learner: Learner
     agents: dict[str, Any]
     acc: Accelerator
     G: int
@@ -91,6 +90,34 @@ class PolicyUpdate:
     guard: StepGuard
     step: int
     env_cfg: Any
+
+
+@dataclass
+class _Batch:
+    """The rows of one update on this process: their records, advantages and KL reference log-probs."""
+
+    records: list[Any]
+    advantages: torch.Tensor
+    weight: float
+    """1, or 0 on a process whose rows all have zero advantage (it still joins the all-reduce)."""
+    ref_logp: torch.Tensor | None = None
+
+
+@dataclass
+class _Pass:
+    """State carried across the ``num_iterations`` passes: per-chunk old log-probs and advantages, the metrics."""
+
+    chunks: list[list[int]]
+    shares: list[float]
+    scale: float | None
+    olds: list[Any]
+    advs: list[Any]
+    sums: dict[str, float]
+
+
+class PolicyUpdate(UpdateContext):
+    """``update(role, plan, results, records)`` for :class:`algos.trainer.Trainer`, which sets every member of
+    :class:`UpdateContext` (this class holds no state of its own)."""
 
     def _set_lr(self, role: str, scale: float) -> float:
         oc = self.optim_cfg[role]
@@ -103,9 +130,9 @@ class PolicyUpdate:
     def _advantages(self, R: torch.Tensor, role: str, results: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
         """Advantages of ``R`` and the ``[N // G]`` groups left unscored (zero advantage)."""
         g = self.cfg.grpo
-        custom = getattr(self.learner, "advantages", None)
-        if custom:
-            return custom(R, self.G, g), zero_std_groups(R, self.G)
+        custom = self.learner.advantages(R, self.G, g)
+        if custom is not None:
+            return custom, zero_std_groups(R, self.G)
         if not g.per_term_advantages:
             return group_advantages(R, self.G, scale=g.scale_rewards, eps=g.adv_eps), zero_std_groups(R, self.G)
         terms, w = reward_terms(role, results, self.env_cfg.weights, R)
@@ -114,7 +141,34 @@ class PolicyUpdate:
         return adv, flat
 
     def update(self, role: str, plan: UpdateSchedule, results: list[dict], records: list[Any]) -> dict[str, float]:
-        """One optimizer step (``num_iterations`` passes) for ``role``; returns its metrics."""
+        """One optimizer step (``num_iterations`` passes) for ``role``; returns its metrics.
+
+        The steps: pick the rows worth scoring (:meth:`_select`), set the learning rate, score the KL
+        reference once (:meth:`_reference_logp`), then each pass scores, backpropagates and steps
+        (:meth:`_backward_pass`, :meth:`_step`).
+        """
+        batch = self._select(role, results, records)
+        if batch is None:  # every process has only zero-advantage groups: nothing to learn this step
+            return {"skipped": 1.0}
+        lr = self._set_lr(role, plan.lr_scale[role])
+        params = [p for grp in self.optimizers[role].param_groups for p in grp["params"]]
+        before = [p.detach().clone() for p in params] if self.cfg.log_update_norm else None
+        batch.ref_logp = self._reference_logp(role, batch.records)
+        state = self._start_passes(batch)
+        dropped, tokens, n = 0, 0.0, self.cfg.grpo.num_iterations
+        for _ in range(n):
+            self.optimizers[role].zero_grad(set_to_none=False)
+            loss_sum, tokens = self._backward_pass(role, batch, state)
+            dropped += self._step(role, params, loss_sum, state.sums)
+        state.sums.update(learning_rate=lr, lr_scale=plan.lr_scale[role], tokens=tokens * batch.weight, skipped=0.0,
+                          nonfinite_skipped=float(dropped))
+        if before is not None:
+            state.sums["update_norm"] = math.sqrt(sum(float((p.detach() - b).pow(2).sum())
+                                                      for p, b in zip(params, before)))
+        return state.sums
+
+    def _select(self, role: str, results: list[dict], records: list[Any]) -> _Batch | None:
+        """The rows to score and their advantages; None when no process has any (the step is skipped)."""
         R = torch.tensor([res["rewards"][role] for res in results], dtype=torch.float32)
         g = self.cfg.grpo
         adv, zero = self._advantages(R, role, results)
@@ -122,65 +176,66 @@ class PolicyUpdate:
         score_all = g.kl_coef > 0 or self.loss_cfg[role].entropy_coef > 0 or not self.cfg.skip_zero_std_groups
         keep = [c for c in range(len(R)) if score_all or not zero[c // self.G]]
         active = int(self.acc.reduce(torch.tensor(len(keep), device=self.acc.device), "sum").item())
-        if active == 0:  # every process has only zero-advantage groups: nothing to learn this step
-            return {"skipped": 1.0}
-        lr = self._set_lr(role, plan.lr_scale[role])
+        if active == 0:
+            return None
         sub, weight = (keep, 1.0) if keep else ([0], 0.0)  # a process with nothing still joins the all-reduce
-        recs = [records[c] for c in sub]
-        a = adv[sub].to(self.acc.device)
-        agent, opt = self.agents[role], self.optimizers[role]
-        params = [p for grp in opt.param_groups for p in grp["params"]]
-        before = [p.detach().clone() for p in params] if self.cfg.log_update_norm else None
-        ref_logp = None
-        if g.kl_coef > 0:
-            with torch.no_grad(), self.acc.autocast(), self._reference(role) as ref:
-                ref_logp = ref.score(recs).logp.float()
-        loss_fn = getattr(self.learner, "loss", None) or grpo_loss
-        chunks, shares, total = self._chunks(recs, g.loss_type)
-        olds: list = [None] * len(chunks)
-        advs: list = [None] * len(chunks)
-        sums: dict[str, float] = {}
-        tokens = 0.0
-        scale = None if total is None else process_weight(self.acc, total, weight)
+        return _Batch([records[c] for c in sub], adv[sub].to(self.acc.device), weight)
+
+    def _reference_logp(self, role: str, records: list[Any]) -> torch.Tensor | None:
+        """The KL reference's log-probs of ``records`` (None without a KL term)."""
+        if self.cfg.grpo.kl_coef <= 0:
+            return None
+        with torch.no_grad(), self.acc.autocast(), self._reference(role) as ref:
+            return ref.score(records).logp.float()
+
+    def _start_passes(self, batch: _Batch) -> _Pass:
+        """The chunks of ``batch`` and the normaliser scale (None for one chunk: read from its mask)."""
+        chunks, shares, total = self._chunks(batch.records, self.cfg.grpo.loss_type)
+        scale = None if total is None else process_weight(self.acc, total, batch.weight)
+        return _Pass(chunks, shares, scale, [None] * len(chunks), [None] * len(chunks), {})
+
+    def _backward_pass(self, role: str, batch: _Batch, state: _Pass) -> tuple[float, float]:
+        """Score every chunk with the current weights and backpropagate its weighted loss; the loss and tokens."""
+        g = self.cfg.grpo
+        loss_sum, tokens = 0.0, 0.0
+        for i, (idx, share) in enumerate(zip(state.chunks, state.shares)):
+            c_recs = [batch.records[j] for j in idx]
+            with self.acc.autocast():
+                scored = self.agents[role].score(c_recs)
+            logp = scored.logp.float()
+            c_ref = None if batch.ref_logp is None else batch.ref_logp[idx][:, : logp.shape[1]]
+            if state.olds[i] is None:  # first pass: on-policy log-probs, kept for later passes
+                state.olds[i], state.advs[i] = logp.detach(), batch.advantages[idx]
+                if g.tis_cap > 0:  # rollouts came from a lower-precision sampling copy: reweight per token
+                    state.advs[i] = batch.advantages[idx].reshape(-1, 1) * truncated_is_weights(
+                        state.olds[i], c_recs, scored.mask, g.tis_cap)
+            loss, m = self.learner.loss(logp, state.olds[i], state.advs[i], scored.mask, self.loss_cfg[role], c_ref,
+                                        scored.entropy)
+            if state.scale is None:  # one chunk: the normaliser count comes from its mask
+                count = AGGREGATIONS[g.loss_type].count(scored.mask, len(idx))
+                state.scale = process_weight(self.acc, count, batch.weight)
+            (loss * share * state.scale).backward()  # chunk losses weighted to sum to the whole batch's loss
+            loss_sum += loss.item() * share
+            tokens += float(scored.mask.sum().item())
+            for k, v in m.items():
+                state.sums[k] = state.sums.get(k, 0.0) + v * share / g.num_iterations
+        return loss_sum, tokens
+
+    def _step(self, role: str, params: list[torch.Tensor], loss_sum: float, sums: dict[str, float]) -> int:
+        """All-reduce, clip and step (or drop a non-finite update: 1 is returned); adds the pass's loss and norm."""
+        sync_grads(self.acc, params)
+        max_norm = self.optim_cfg[role].max_grad_norm
+        gn = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf"))
         dropped = 0
-        for _ in range(g.num_iterations):
-            opt.zero_grad(set_to_none=False)
-            loss_sum, tokens = 0.0, 0.0
-            for i, (idx, share) in enumerate(zip(chunks, shares)):
-                c_recs, c_a = [recs[j] for j in idx], a[idx]
-                c_ref = None if ref_logp is None else ref_logp[idx]
-                with self.acc.autocast():
-                    scored = agent.score(c_recs)
-                logp = scored.logp.float()
-                if c_ref is not None:
-                    c_ref = c_ref[:, : logp.shape[1]]
-                if olds[i] is None:  # first pass: on-policy log-probs, kept for later passes
-                    olds[i], advs[i] = logp.detach(), c_a
-                    if g.tis_cap > 0:  # rollouts came from a lower-precision sampling copy: reweight per token
-                        advs[i] = c_a.reshape(-1, 1) * truncated_is_weights(olds[i], c_recs, scored.mask, g.tis_cap)
-                loss, m = loss_fn(logp, olds[i], advs[i], scored.mask, self.loss_cfg[role], c_ref, scored.entropy)
-                if scale is None:  # one chunk: the normaliser count comes from its mask
-                    scale = process_weight(self.acc, AGGREGATIONS[g.loss_type].count(scored.mask, len(idx)), weight)
-                (loss * share * scale).backward()  # chunk losses weighted to sum to the whole batch's loss
-                loss_sum += loss.item() * share
-                tokens += float(scored.mask.sum().item())
-                for k, v in m.items():
-                    sums[k] = sums.get(k, 0.0) + v * share / g.num_iterations
-            sync_grads(self.acc, params)
-            max_norm = self.optim_cfg[role].max_grad_norm
-            gn = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf"))
-            if self.guard.finite(role, loss_sum, gn):
-                opt.step()
-            else:  # NaN/inf would poison the weights and Adam's moments: drop this update
-                opt.zero_grad(set_to_none=False)
-                dropped += 1
-            for k, v in dict(loss=loss_sum, grad_norm=gn.item()).items():
-                sums[k] = sums.get(k, 0.0) + v / g.num_iterations
-        sums.update(learning_rate=lr, lr_scale=plan.lr_scale[role], tokens=tokens * weight, skipped=0.0,
-                    nonfinite_skipped=float(dropped))
-        if before is not None:
-            sums["update_norm"] = math.sqrt(sum(float((p.detach() - b).pow(2).sum()) for p, b in zip(params, before)))
-        return sums
+        if self.guard.finite(role, loss_sum, gn):
+            self.optimizers[role].step()
+        else:  # NaN/inf would poison the weights and Adam's moments: drop this update
+            self.optimizers[role].zero_grad(set_to_none=False)
+            dropped = 1
+        n = self.cfg.grpo.num_iterations
+        for k, v in dict(loss=loss_sum, grad_norm=gn.item()).items():
+            sums[k] = sums.get(k, 0.0) + v / n
+        return dropped
 
     def _chunks(self, recs: list[Any], loss_type: str) -> tuple[list[list[int]], list[float], float | None]:
         """Row chunks scored one forward/backward at a time (``score_chunk``), each chunk's share of the

@@ -130,9 +130,9 @@ def main(cfg: Config) -> dict[str, Any]:
     t0 = time.perf_counter()
     problems = {t: curriculum_problems(cfg.problems, "heldout", tasks=(t,), seed=1000) for t in cfg.tasks}
     everything = [p for ps in problems.values() for p in ps]
-    ecfg = EvalConfig(k=cfg.group_size, seed=cfg.seed, batch=max(1, 48 // cfg.group_size), max_steps=cfg.max_steps,
-                      protocol=cfg.protocol or EvalConfig.protocol,
-                      max_step_tokens=cfg.max_step_tokens, limit=len(everything), progress=False)
+    named = {"env.max_steps": cfg.max_steps, "env.protocol": cfg.protocol, "reasoner.max_step_tokens": cfg.max_step_tokens}
+    ecfg = EvalConfig(k=cfg.group_size, seed=cfg.seed, batch=max(1, 48 // cfg.group_size), progress=False,
+                      set=tuple((k, str(v)) for k, v in named.items() if v) + (("data.size", str(len(everything))),))
     rows_out = []
     for temperature, top_p in cfg.settings:
         reasoner = _reasoner(cfg, temperature, top_p, everything)

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from algos.cli import main as rsim_main
+from algos.config import DataConfig, ModelConfig
 from algos.evaluation import EvalConfig
 from algos.evaluation.run import run as evaluate
 
@@ -80,9 +81,11 @@ def _train(cfg: Config, out: Path, data: str, steps: int, init: str | None) -> s
 
 
 def _eval(cfg: Config, planner: str, source: str, modes: tuple[str, ...], out: Path) -> dict:
-    res = evaluate(EvalConfig(reasoner=cfg.reasoner, planner=planner, source=source, data_seed=cfg.eval_seed,
-                              limit=cfg.eval_limit, modes=modes, max_steps=cfg.max_steps,
-                              max_step_tokens=cfg.max_step_tokens, out=str(out), plots=False, progress=False))
+    named = {"env.max_steps": cfg.max_steps, "reasoner.max_step_tokens": cfg.max_step_tokens}
+    res = evaluate(EvalConfig(model=ModelConfig(reasoner=cfg.reasoner, planner=planner),
+                              data=DataConfig(source=source, seed=cfg.eval_seed, size=cfg.eval_limit), modes=modes,
+                              set=tuple((k, str(v)) for k, v in named.items() if v), out=str(out), plots=False,
+                              progress=False))
     return {m: {k: res["modes"][m][k] for k in ("accuracy", "ci95", "problems", "format_rate", "mean_rounds")}
             for m in modes} | {"examples": examples(res["per_problem"])}
 

@@ -17,8 +17,8 @@ OUT=$(realpath -m "${OUT:?set OUT to the folder the episodes go to}")
 PORT=${PORT:-8131}
 export PYTHONPATH="$TREE" OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 cd "$TREE"
-ARGS=(--source curriculum:heldout --data-seed 1000 --limit 40 --batch 16
-      --max-steps 3 --max-step-tokens 32 --max-answer-tokens 96 --no-plots --no-progress --no-resume)
+ARGS=(--data curriculum:heldout --set data.seed=1000 --limit 40 --batch 16
+      --set env.max_steps=3 --set reasoner.max_step_tokens=32 --max-answer-tokens 96 --no-plots --no-progress --no-resume)
 mkdir -p "$OUT"
 MODES=none,fixed:3,8,random
 run() { local name=$1; shift; echo "== $name"; python -m algos.cli eval "$@" --modes "$MODES" "${ARGS[@]}" --out "$OUT/$name" >"$OUT/$name.log" 2>&1 \

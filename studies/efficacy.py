@@ -253,10 +253,13 @@ def _outcomes(mode: str, problems: Sequence[Any], reasoner: Any, planner: Any, e
 def _eval_config(cfg: Config, run_cfg: Any, seed: int, source: str, limit: int) -> Any:
     from algos.evaluation import EvalConfig
 
-    return EvalConfig(source=source, limit=limit, k=1, seed=seed, batch=cfg.batch, max_steps=run_cfg.env.max_steps,
-                      max_step_tokens=run_cfg.reasoner.max_step_tokens,
-                      max_answer_tokens=run_cfg.reasoner.max_answer_tokens, protocol=run_cfg.env.protocol,
-                      progress=False)
+    from algos.config import DataConfig
+
+    named = {"env.max_steps": run_cfg.env.max_steps, "env.protocol": run_cfg.env.protocol,
+             "reasoner.max_step_tokens": run_cfg.reasoner.max_step_tokens}
+    return EvalConfig(data=DataConfig(source=source, size=limit, seed=1000), k=1, seed=seed, batch=cfg.batch,
+                      max_answer_tokens=run_cfg.reasoner.max_answer_tokens, progress=False,
+                      set=tuple((k, str(v)) for k, v in named.items() if v))
 
 
 def _agents(spec_r: str, spec_p: str | None, ecfg: Any, problems: Sequence[Any]) -> tuple[Any, Any]:

@@ -202,9 +202,10 @@ def main(cfg: Config) -> dict[str, Any]:
     from algos.evaluation.run import evaluate_mode, make_planner
 
     problems = _problems(cfg)
-    ecfg = EvalConfig(k=1, seed=cfg.seed, batch=cfg.batch, max_steps=cfg.max_steps, protocol=cfg.protocol or EvalConfig.protocol,
-                      last_number_fallback=cfg.last_number_fallback, max_step_tokens=cfg.max_step_tokens,
-                      limit=cfg.limit, progress=False)
+    named = {"env.max_steps": cfg.max_steps, "env.protocol": cfg.protocol, "reasoner.max_step_tokens": cfg.max_step_tokens,
+             "env.check.last_number_fallback": cfg.last_number_fallback, "data.size": cfg.limit}
+    ecfg = EvalConfig(k=1, seed=cfg.seed, batch=cfg.batch, progress=False,
+                      set=tuple((k, str(v)) for k, v in named.items() if v))
     result: dict[str, Any] = {"config": asdict(cfg), "problems": len(problems), "modes": {}, "by_decoding": {},
                               "examples": {}, "episodes": []}
     t0 = time.perf_counter()

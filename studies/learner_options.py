@@ -23,7 +23,7 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -89,21 +89,27 @@ class Config:
                 raise ValueError(f"Config.{f}={getattr(self, f)!r} is invalid: use an int >= 1.")
 
 
-def plan_rows(problems: Sequence[Any], reasoner: Any, env: EnvConfig, **env_options: Any) -> list[dict[str, Any]]:
+TaskOf = Callable[[str], str] | None
+"""A problem id's task (None: :mod:`algos.optimisation_gap`'s default, the id's first path segment)."""
+
+
+def plan_rows(problems: Sequence[Any], reasoner: Any, env: EnvConfig, task_of: TaskOf = None,
+              **env_options: Any) -> list[dict[str, Any]]:
     """The outcome table: every terminating plan of at most ``env.max_steps`` rounds on every problem
     (``env_options``: e.g. ``grader=`` a :class:`rsim_env.grading.GradeCache`)."""
     plans = all_plans(env.max_steps)
     out = rollout(EnvGroup(list(problems), len(plans), config=env, **env_options), reasoner, TablePlanner(plans), seed=0)
-    return [_row(t) for t in out.trajectories]
+    return [_row(t, task_of) for t in out.trajectories]
 
 
-def _row(t: dict[str, Any]) -> dict[str, Any]:
+def _row(t: dict[str, Any], task_of: TaskOf = None) -> dict[str, Any]:
     info = t["info"]
-    return {"problem_id": info["problem_id"], "plan": list(info["strategies"]), "correct": bool(info["correct"]),
-            "reward": float(t["rewards"]["planner"])}
+    row = {"problem_id": info["problem_id"], "plan": list(info["strategies"]), "correct": bool(info["correct"]),
+           "reward": float(t["rewards"]["planner"])}
+    return row | {"task": task_of(row["problem_id"])} if task_of else row
 
 
-def greedy_rows(planner: Any, problems: Sequence[Any], reasoner: Any, env: EnvConfig,
+def greedy_rows(planner: Any, problems: Sequence[Any], reasoner: Any, env: EnvConfig, task_of: TaskOf = None,
                 **env_options: Any) -> list[dict[str, Any]]:
     """The planner's greedy episodes on ``problems`` (its sampling setting restored afterwards)."""
     toy = not hasattr(planner, "config")
@@ -141,12 +147,12 @@ def train_run(cfg: Config, variant: str, seed: int, data: dict[str, Any]) -> dic
 
     ``data``: ``train`` / ``test`` problems, their ``*_table``, the ``reasoner`` (or one per split:
     ``train_reasoner`` / ``test_reasoner``), optionally ``planner(seed)`` (a factory; default :func:`_planner`) and
-    ``env_options`` (passed to every env: a grade cache on a plan tree)."""
+    ``env_options`` (passed to every env: a grade cache on a plan tree) and ``task_of`` (a problem id's task)."""
     opts = VARIANTS[variant]
     env = EnvConfig(max_steps=cfg.max_steps, terminate_last_round=opts.get("terminate_last_round", False))
     planner = data["planner"](seed) if "planner" in data else _planner(cfg, seed)
     play = {s: data.get(f"{s}_reasoner", data["reasoner"] if "reasoner" in data else None) for s in ("train", "test")}
-    options = data.get("env_options", {})
+    options = {**data.get("env_options", {}), "task_of": data.get("task_of")}
     tcfg = TrainConfig(steps=cfg.steps, groups_per_step=cfg.groups_per_step, seed=seed, progress=False,
                        output_dir=f"{cfg.output_dir}/{variant}_s{seed}", sample_rollouts=0, save_every=0,
                        mixed_precision="no", planner_optim=OptimConfig(lr=cfg.lr),
@@ -154,7 +160,7 @@ def train_run(cfg: Config, variant: str, seed: int, data: dict[str, Any]) -> dic
                                        per_term_advantages=opts.get("per_term_advantages", False)))
     trainer = Trainer(tcfg, PlannerOnly(), {"planner": planner, "reasoner": play["train"]}, data["train"],
                       make_accelerator(tcfg), run_config={"study": "learner_options", "variant": variant}, env=env)
-    trainer.env_options.update(options)
+    trainer.env_options.update(data.get("env_options", {}))
     curve = []
     while trainer.step < cfg.steps:
         m = trainer.train_step()
@@ -165,12 +171,12 @@ def train_run(cfg: Config, variant: str, seed: int, data: dict[str, Any]) -> dic
             row |= {"greedy_reward": g["trained"]["reward"], "greedy_accuracy": g["trained"]["accuracy"]}
         curve.append(row)
     trainer.acc.end_training()
-    gaps = {}
-    for split in ("train", "test"):
-        g = optimisation_gap(data[f"{split}_table"], greedy_rows(planner, data[split], play[split], env, **options),
-                             select=data["train_table"])
-        gaps[split] = g
-    return {"variant": variant, "seed": seed, "curve": curve, "gap": gaps}
+    gaps, plans = {}, {}
+    for split in ("train", "test") if data.get("test") else ("train",):
+        rows = greedy_rows(planner, data[split], play[split], env, **options)
+        gaps[split] = optimisation_gap(data[f"{split}_table"], rows, select=data["train_table"])
+        plans[split] = {r["problem_id"]: r["plan"] for r in rows}
+    return {"variant": variant, "seed": seed, "curve": curve, "gap": gaps, "plans": plans}
 
 
 def _data(cfg: Config) -> dict[str, Any]:
@@ -188,10 +194,11 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for v in dict.fromkeys(r["variant"] for r in runs):
         rs = [r for r in runs if r["variant"] == v]
+        r0 = rs[0]
         mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
         out[v] = {
             "seeds": len(rs),
-            **{f"{s}_{k}": mean([r["gap"][s]["trained"][k] for r in rs]) for s in ("train", "test")
+            **{f"{s}_{k}": mean([r["gap"][s]["trained"][k] for r in rs]) for s in r0["gap"]
                for k in ("reward", "accuracy")},
             "train_ratio": mean([r["gap"]["train"]["ratio"] or 0.0 for r in rs]),
             "train_rewards_by_seed": [r["gap"]["train"]["trained"]["reward"] for r in rs],
@@ -219,15 +226,14 @@ def main(cfg: Config) -> dict[str, Any]:
 
 
 def print_result(r: dict[str, Any]) -> None:
-    for s in ("train", "test"):
-        t = r["tables"][s]
+    for s, t in r["tables"].items():
         print(f"{s} table ({t['problems']} problems): best single {t['best_single']['plan']} reward "
               f"{t['best_single']['reward']:.3f} acc {t['best_single']['accuracy']:.3f}; per-task best "
               f"{t['per_task_best']['plans']} reward {t['per_task_best']['reward']:.3f} acc {t['per_task_best']['accuracy']:.3f}")
     print(f"{'variant':<11} {'train R':>8} {'train acc':>9} {'ratio':>6} {'test R':>7} {'batch R':>8} {'unterm':>7}  by seed")
     for v, x in r["summary"].items():
         print(f"{v:<11} {x['train_reward']:>8.3f} {x['train_accuracy']:>9.3f} {x['train_ratio']:>6.3f} "
-              f"{x['test_reward']:>7.3f} {x['last_batch_reward']:>8.3f} {x['last_unterminated']:>7.3f}  "
+              f"{x.get('test_reward', float('nan')):>7.3f} {x['last_batch_reward']:>8.3f} {x['last_unterminated']:>7.3f}  "
               f"{[round(v, 2) for v in x['train_rewards_by_seed']]}")
     print(f"wall {r['wall_seconds']:.1f} s ({r['torch_threads']} threads)")
 

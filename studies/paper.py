@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from algos.config import PRESETS
+from algos.config import DataConfig, ModelConfig
 from algos.evaluation import EvalConfig, run
 
 TRAIN = {"grpo": ["train", "--preset", "demo", "--learner", "grpo"], "rsim": ["train", "--preset", "demo"]}
@@ -53,7 +54,7 @@ class PaperConfig:
     train_missing: bool = False
     """Train missing checkpoints with the demo preset (under out/)."""
     source: str = "default"
-    """Problems (see EvalConfig.source)."""
+    """Problems: a data spec (as rsim eval --data)."""
     data_seed: int = 1000
     """Held-out seed for procedural sources (training uses 0)."""
     limit: int = 50
@@ -137,9 +138,11 @@ def main(cfg: PaperConfig) -> dict[str, Any]:
         if not _reasoner_has_weights(reasoner):  # e.g. planner_only run: its reasoner is the frozen base
             reasoner = cfg.reasoner
             row = dict(row, note="checkpoint has no trained reasoner; its base reasoner was used")
-        ecfg = EvalConfig(reasoner=reasoner, planner=row["planner"], source=cfg.source, data_seed=cfg.data_seed,
-                          limit=cfg.limit, modes=(row["mode"],), k=cfg.k, seed=cfg.seed, batch=cfg.batch,
-                          max_steps=cfg.max_steps, max_step_tokens=cfg.max_step_tokens,
+        named = {"env.max_steps": cfg.max_steps, "reasoner.max_step_tokens": cfg.max_step_tokens}
+        ecfg = EvalConfig(model=ModelConfig(reasoner=reasoner, planner=row["planner"]),
+                          data=DataConfig(source=cfg.source, seed=cfg.data_seed, size=cfg.limit),
+                          modes=(row["mode"],), k=cfg.k, seed=cfg.seed, batch=cfg.batch,
+                          set=tuple((k, str(v)) for k, v in named.items() if v),
                           out=str(out / f"row{i}"), progress=sys.stderr.isatty())
         res = run(ecfg)
         m = res["modes"][row["mode"]]

@@ -24,7 +24,10 @@ from typing import Any
 
 import torch
 
-__all__ = ["Config", "tree_problems", "main"]
+__all__ = ["Config", "tree_problems", "adaptive_task", "disagreements", "main"]
+
+REFERENCE = (3, 8)
+"""The plan the reading compares the trained planner with (the atlas's best single plan)."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ class Config:
     train_split: str = "train"
     """The training tree's split."""
     test_split: str = "val"
-    """The held-out tree's split."""
+    """The held-out tree's split ("" = none: the optimisation gap alone)."""
     per_task: int = 40
     """At most this many problems a task from each tree (the complete ones: every plan decoded)."""
     tasks: int = 0
@@ -78,6 +81,38 @@ def tree_problems(tree: Any, split: str, per_task: int, tasks: int = 0) -> list[
     return [p for p in split_problems(split, per_task, tasks) if all(tree.has(p.id, plan) for plan in plans)]
 
 
+def adaptive_task(problem_id: str) -> str:
+    """The task of an ``adaptive`` problem id (``adaptive/SPLIT/TASK/...``)."""
+    return problem_id.split("/")[2]
+
+
+def disagreements(data: dict[str, Any], run: dict[str, Any], split: str, limit: int = 40) -> list[dict[str, Any]]:
+    """Up to ``limit`` problems of ``split`` where ``run``'s greedy planner plays another plan than
+    :data:`REFERENCE`: both episodes read from the tree (question, gold, each plan's steps and outcome)."""
+    from agents.replay.plan_tree import PlanPlayer
+    from algos.rollout import rollout
+    from rsim_env import EnvConfig, EnvGroup
+
+    by_id = {p.id: p for p in data[split]}
+    diff = [(pid, tuple(plan)) for pid, plan in run["plans"][split].items() if tuple(plan) != REFERENCE][:limit]
+    if not diff:
+        return []
+    problems = [by_id[pid] for pid, _ in diff for _ in (0, 1)]
+    plans = [p for _, plan in diff for p in (plan, REFERENCE)]
+    env = EnvConfig(max_steps=2, terminate_last_round=True)
+    out = rollout(EnvGroup(problems, 1, config=env, **data["env_options"]), data[f"{split}_reasoner"], PlanPlayer(plans),
+                  seed=0)
+    t = out.trajectories
+
+    def side(x: dict[str, Any]) -> dict[str, Any]:
+        return {"plan": list(x["info"]["strategies"]), "steps": list(x["info"]["steps"]),
+                "correct": bool(x["info"]["correct"]), "reward": float(x["rewards"]["planner"])}
+
+    return [{"problem_id": pid, "task": adaptive_task(pid), "question": by_id[pid].question[:400],
+             "gold": by_id[pid].answer, "trained": side(t[2 * i]), "reference": side(t[2 * i + 1])}
+            for i, (pid, _) in enumerate(diff)]
+
+
 def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
     from agents.replay.plan_tree import PlanTree, TreeReasoner, warm_planner
     from benchmarks.plans.tree import _build
@@ -87,10 +122,9 @@ def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
     from studies.adaptive_tree import argv
     from studies.learner_options import plan_rows
 
-    trees = {s: PlanTree.load(Path(cfg.tree_dir) / f"adaptive_{sp}.tree.json.gz")
-             for s, sp in (("train", cfg.train_split), ("test", cfg.test_split))}
-    problems = {s: tree_problems(trees[s], sp, cfg.per_task, cfg.tasks) for s, sp in (("train", cfg.train_split),
-                                                                             ("test", cfg.test_split))}
+    splits = {"train": cfg.train_split, **({"test": cfg.test_split} if cfg.test_split else {})}
+    trees = {s: PlanTree.load(Path(cfg.tree_dir) / f"adaptive_{sp}.tree.json.gz") for s, sp in splits.items()}
+    problems = {s: tree_problems(trees[s], sp, cfg.per_task, cfg.tasks) for s, sp in splits.items()}
     for s, ps in problems.items():
         if not ps:
             raise ValueError(f"the {s} tree in {cfg.tree_dir} holds no complete problem: fill it "
@@ -99,7 +133,7 @@ def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
     base = _build(argv(fill, f"tree:{Path(cfg.tree_dir) / f'adaptive_{cfg.train_split}.tree.json.gz'}",
                        {"train.output_dir": str(Path(cfg.output_dir) / "_base")})).agents["planner"]
     w = time.perf_counter()
-    contexts = sum(warm_planner(base, trees[s], problems[s]) for s in ("train", "test"))
+    contexts = sum(warm_planner(base, trees[s], problems[s]) for s in splits)
     features_s = time.perf_counter() - w
 
     def planner(seed: int) -> Any:
@@ -112,10 +146,11 @@ def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
 
     grader = GradeCache()
     env = EnvConfig(max_steps=2, terminate_last_round=True)
-    reasoners = {s: TreeReasoner(trees[s]) for s in ("train", "test")}
-    return {"train": problems["train"], "test": problems["test"], "planner": planner,
-            "train_reasoner": reasoners["train"], "test_reasoner": reasoners["test"], "env_options": {"grader": grader},
-            **{f"{s}_table": plan_rows(problems[s], reasoners[s], env, grader=grader) for s in ("train", "test")},
+    reasoners = {s: TreeReasoner(trees[s]) for s in splits}
+    return {**problems, "planner": planner, **{f"{s}_reasoner": reasoners[s] for s in splits},
+            "env_options": {"grader": grader}, "task_of": adaptive_task,
+            **{f"{s}_table": plan_rows(problems[s], reasoners[s], env, task_of=adaptive_task, grader=grader)
+               for s in splits},
             "features": {"contexts": contexts, "wall_s": round(features_s, 1)}}
 
 
@@ -134,8 +169,11 @@ def main(cfg: Config) -> dict[str, Any]:
     first = runs[0]["gap"]
     result = {"config": asdict(cfg), "features": data["features"],
               "tables": {s: {k: first[s][k] for k in ("problems", "best_single", "per_task_best")}
-                         for s in ("train", "test")},
-              "summary": lo.summary(runs), "runs": runs, "wall_seconds": time.perf_counter() - t0,
+                         for s in first},
+              "summary": lo.summary(runs), "runs": runs,
+              "reading": {f"{r['variant']}_s{r['seed']}/{s}": disagreements(data, r, s)
+                          for r in runs if r["seed"] == 0 for s in r["plans"]},
+              "wall_seconds": time.perf_counter() - t0,
               "torch_threads": torch.get_num_threads()}
     lo.print_result(result)
     if cfg.out:

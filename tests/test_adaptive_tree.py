@@ -59,3 +59,21 @@ def test_learner_study_reads_the_trees_and_reports_the_gap(trees):
     assert len(run["curve"]) == 2 and run["gap"]["train"]["trained"]["reward"] is not None
     best = r["tables"]["train"]["per_task_best"]["reward"]
     assert best >= r["tables"]["train"]["best_single"]["reward"]
+    per_task = r["tables"]["train"]["per_task_best"]["plans"]
+    assert set(per_task) == {"base_conversion", "basic_arithmetic"}, per_task  # tasks read from the adaptive ids
+    plans = run["plans"]["train"]
+    assert len(plans) == 4 and all(len(p) in (1, 2) and p[-1] == 8 for p in plans.values())
+    reading = r["reading"]["last_round_s0/train"]
+    assert len(reading) == sum(tuple(p) != tree_learner.REFERENCE for p in plans.values())
+    for x in reading:
+        assert x["trained"]["plan"] == plans[x["problem_id"]] and x["reference"]["plan"] == [3, 8]
+        assert len(x["reference"]["steps"]) == 2 and x["task"] in per_task
+
+
+def test_learner_study_without_a_held_out_tree_reports_the_optimisation_gap_alone(trees):
+    tmp, _, _ = trees
+    r = tree_learner.main(tree_learner.Config(
+        tree_dir=str(tmp / "tree"), test_split="", tasks=2, planner="tiny", variants="both", seeds=1, steps=1,
+        groups_per_step=2, group_size=4, eval_every=1, output_dir=str(tmp / "runs_train_only")))
+    assert set(r["tables"]) == {"train"} and set(r["runs"][0]["gap"]) == {"train"}
+    assert "test_reward" not in r["summary"]["both"] and r["summary"]["both"]["train_reward"] is not None

@@ -1,4 +1,4 @@
-"""The general causes behind issue 22's unseen-form misses, one test each (the labelled cases live in
+"""The general causes behind the checker's unseen-form misses, one test each (the labelled cases live in
 benchmarks/grading/answer_cases/families.jsonl): unit conversion, two-unit quantities, a final statement read whole,
 x/** spellings of powers of ten, and a decimal gold's precision."""
 

@@ -1,4 +1,4 @@
-"""Answer forms from issue 11 item 11, each with right and wrong variants (no false positives).
+"""Answer forms, each with right and wrong variants (no false positives).
 
 Each table pairs the forms that must be accepted with near misses that must be refused, so a
 rule that is too loose fails here as surely as one that is too strict.

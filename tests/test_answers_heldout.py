@@ -32,6 +32,6 @@ FAMILY_WRONG = [c for c in FAMILIES + FAMILIES2 if not c[3]]
 @pytest.mark.parametrize("category,response,gold,expected,answer_type", FAMILY_WRONG,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(FAMILY_WRONG)])
 def test_no_false_positive_on_unseen_families(category, response, gold, expected, answer_type):
-    """benchmarks/grading/answer_cases/families*.jsonl (issue 22; batch 1 written before the fixes): near misses stay wrong."""
+    """benchmarks/grading/answer_cases/families*.jsonl (batch 1 written before the checker fixes): near misses stay wrong."""
     result = check(response, gold, answer_type)
     assert result.correct is False, result

@@ -1,4 +1,4 @@
-"""Issue 27 item 3: answer idioms the checker missed (engineering j, E-notation with a unit, clock times,
+"""Answer idioms the checker missed (engineering j, E-notation with a unit, clock times,
 Unicode powers in a final statement), each labelled right and wrong (:mod:`rsim_env.answers.idioms`)."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""Issue 11 item 12: a hostile answer must not delay an innocent one; checker failures have reasons.
+"""A hostile answer must not delay an innocent one; checker failures have reasons.
 
 Scheduling is tested with a fake worker whose "bomb" blocks without using CPU (so the test is
 cheap and exact); one test runs real sympy bombs through ``check``. Assertions are on outcomes

@@ -97,7 +97,7 @@ def _cfg(module, cls, argv):
      dict(threads=2, variants=(), skip_rollout=True)),
     ("benchmarks.runtime.rollout", "BenchConfig", ["--variants", "bf16,int8", "--tokens-per-round", "8"],
      dict(threads=0, variants=("bf16", "int8"), tokens_per_round=8)),
-    ("benchmarks.runtime.train_step", "Config", ["--threads", "2", "--rows", "ours_full,trl_full", "--group_size", "2"],
+    ("benchmarks.runtime.train_step", "Config", ["--threads", "2", "--rows", "ours_full,trl_full", "--group-size", "2"],
      dict(threads=2, rows="ours_full,trl_full", group_size=2)),
     ("benchmarks.grading.code_sandbox", "Config", ["--no-anchor", "--timeout-s", "1.5", "--hostile-every", "4"],
      dict(anchor=False, timeout_s=1.5, hostile_every=4)),

@@ -21,14 +21,14 @@ def test_same_specs_train_then_eval(tmp_path, planner, reasoner, data):
                 "--steps", "1", "--out", str(run), *SMALL])
     assert out["steps"] == 1
     res = rsim(["eval", "--planner", str(run), "--reasoner", str(run) if reasoner == "tiny" else reasoner,
-                "--source", data, "--limit", "2", "--max-steps", "2", "--max-step-tokens", "4", "--modes", "trained",
+                "--data", data, "--limit", "2", "--set", "env.max_steps=2", "--set", "reasoner.max_step_tokens=4", "--modes", "trained",
                 "--no-progress"])
     assert res["planner"]["kind"] == "checkpoint" and res["planner"]["base"] == planner
     assert res["planner"]["plugin"] is False  # the reasoner it was trained with (same run, or same spec)
     assert res["modes"]["trained"]["samples"] == 2
     # and the same specs, untrained, straight into eval
-    res = rsim(["eval", "--planner", f"untrained:{planner}", "--reasoner", reasoner, "--source", data, "--limit", "2",
-                "--max-steps", "2", "--max-step-tokens", "4", "--modes", "trained", "--no-progress"])
+    res = rsim(["eval", "--planner", f"untrained:{planner}", "--reasoner", reasoner, "--data", data, "--limit", "2",
+                "--set", "env.max_steps=2", "--set", "reasoner.max_step_tokens=4", "--modes", "trained", "--no-progress"])
     assert res["planner"]["kind"] == "untrained"
 
 
@@ -49,7 +49,7 @@ def test_help_lists_the_spec_forms(argv, capsys):
 
 def test_env_settings_are_settable(tmp_path):
     out = rsim(["train", "--preset", "tiny", "--set", "env.weights.follow=0.25", "--set", "env.check.timeout_s=7",
-                "--set", "train.env_max_steps=3", "--print-config"])  # the last key is the old name of env.max_steps
+                "--set", "env.max_steps=3", "--print-config"])
     env = out["config"]["env"]
     assert env["weights"]["follow"] == 0.25 and env["check"]["timeout_s"] == 7.0 and env["max_steps"] == 3
 

@@ -49,7 +49,7 @@ def test_eval_reads_a_parquet_file_with_a_mapping(tmp_path, capsys):
     from algos.evaluation import main as evaluate
 
     datasets.Dataset.from_list(ROWS).to_parquet(str(tmp_path / "d.parquet"))
-    out = evaluate(["--reasoner", "template:1.0", "--source", f"{tmp_path / 'd.parquet'}?question=problem&answer=solution",
+    out = evaluate(["--reasoner", "template:1.0", "--data", f"{tmp_path / 'd.parquet'}?question=problem&answer=solution",
                     "--modes", "fixed:8", "--limit", "2", "--no-plots"])
     assert out["modes"]["fixed:8"]["accuracy"] == 1.0 and out["modes"]["fixed:8"]["samples"] == 2
 

@@ -240,7 +240,7 @@ def test_old_cache_without_training_overrides_still_resumes(tmp_path):
 
 
 def test_config_defaults_and_errors():
-    assert len(Config().seeds) >= 5  # issue 19: seed-level tests need at least five seeds
+    assert len(Config().seeds) >= 5  # seed-level tests need at least five seeds
     for bad, field in ((dict(plan_rounds=5), "plan_rounds"), (dict(sc_k=-1), "sc_k"),
                        (dict(sc_temperature=0.0), "sc_temperature"), (dict(bandit_episodes=0), "bandit_episodes")):
         with pytest.raises(ValueError, match=field):
@@ -248,7 +248,7 @@ def test_config_defaults_and_errors():
 
 
 def test_planner_only_study_without_grpo(tmp_path):
-    """A planner-only study (issue 19: the planner alone against the frozen reasoner): the `trained` mode's runs are
+    """A planner-only study (the planner alone against the frozen reasoner): the `trained` mode's runs are
     planner_only runs, no reasoner is trained (no `grpo` mode, no grpo run), and the task settings given with
     --set (env.max_steps) reach training and every evaluation alike."""
     r = main(Config(preset="tiny", seeds=(0, 1), eval_limit=6, validation_limit=4, output_dir=str(tmp_path / "runs"),

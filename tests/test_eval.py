@@ -13,6 +13,7 @@ import pytest
 
 from algos import analysis
 from agents.reasoner import Reasoner
+from algos.config import ModelConfig
 from algos.evaluation import DEFAULT_FIXED, EvalConfig, main, parse, split_modes
 from rsim_env.record import EpisodeRecord
 from rsim_env.strategies import num_strategies
@@ -88,7 +89,7 @@ def test_split_modes_and_errors():
 
 def test_eval_scripted_writes_every_field(tmp_path, capsys):
     out = tmp_path / "ev"
-    res = main(["--reasoner", "template", "--source", "rg:gsm_symbolic", "--limit", "5", "--batch", "2",
+    res = main(["--reasoner", "template", "--data", "rg:gsm_symbolic", "--limit", "5", "--batch", "2",
                 "--fixed", "1,3,8", "--fixed", "8", "--modes", "none,random,fixed", "--out", str(out),
                 "--no-progress"])
     printed = capsys.readouterr().out
@@ -97,7 +98,7 @@ def test_eval_scripted_writes_every_field(tmp_path, capsys):
     assert set(data) >= {"config", "reasoner", "planner", "data", "modes", "strategy_vs_accuracy", "per_problem",
                          "timing", "environment", "table_md", "files"}
     assert list(data["modes"]) == ["none", "random", "fixed:1,3,8", "fixed:8"] == data["config"]["modes_resolved"]
-    assert data["config"]["limit"] == 5 and data["config"]["fixed"] == [[1, 3, 8], [8]]
+    assert data["config"]["data"]["size"] == 5 and data["config"]["fixed"] == [[1, 3, 8], [8]]
     assert data["data"]["problems"] == 5 and data["planner"] is None
     for _mode, m in data["modes"].items():
         assert m["problems"] == 5 and m["samples"] == 5
@@ -128,7 +129,7 @@ def test_eval_scripted_writes_every_field(tmp_path, capsys):
 
 def test_eval_scripted_accuracy_tracks_reasoner(tmp_path):
     """A reasoner that is right half the time scores about half; the CI covers its true rate."""
-    res = main(["--reasoner", "template:0.5", "--source", "rg:basic_arithmetic", "--limit", "40", "--batch", "40",
+    res = main(["--reasoner", "template:0.5", "--data", "rg:basic_arithmetic", "--limit", "40", "--batch", "40",
                 "--modes", "fixed:8", "--no-progress", "--seed", "3"])
     m = res["modes"]["fixed:8"]
     assert 0.2 < m["accuracy"] < 0.8 and m["ci95"][0] < 0.5 < m["ci95"][1]
@@ -136,8 +137,8 @@ def test_eval_scripted_accuracy_tracks_reasoner(tmp_path):
 
 # --------------------------------------------------------------------------- end to end, tiny LMs
 
-TINY = ["--reasoner", "tiny", "--source", "rg:basic_arithmetic", "--limit", "3", "--batch", "2",
-        "--max-steps", "2", "--max-step-tokens", "4", "--no-progress"]
+TINY = ["--reasoner", "tiny", "--data", "rg:basic_arithmetic", "--limit", "3", "--batch", "2",
+        "--set", "env.max_steps=2", "--set", "reasoner.max_step_tokens=4", "--no-progress"]
 
 
 @pytest.fixture(scope="module")
@@ -212,8 +213,8 @@ def test_eval_planner_from_trainer_checkpoint(tmp_path):
 
     run = tmp_path / "run"
     rsim(["train", "--preset", "tiny", "--steps", "2", "--out", str(run), "--set", "train.save_every=1"])
-    res = main(["--reasoner", "template", "--planner", str(run), "--source", "rg:basic_arithmetic", "--limit", "4",
-                "--modes", "trained", "--max-steps", "4", "--no-progress"])
+    res = main(["--reasoner", "template", "--planner", str(run), "--data", "rg:basic_arithmetic", "--limit", "4",
+                "--modes", "trained", "--set", "env.max_steps=4", "--no-progress"])
     info = res["planner"]
     assert info["kind"] == "checkpoint" and info["step"] == 2 and info["learner"] == "stackelberg"
     assert info["plugin"] is True  # trained with the toy reasoner, evaluated with another one
@@ -252,11 +253,28 @@ def test_eval_reasoner_on_frozen_low_precision_weights(frozen):
 
     from algos.evaluation.run import build_reasoner
 
-    r = build_reasoner("tiny", EvalConfig(reasoner="tiny", frozen=frozen), []).agent
+    r = build_reasoner("tiny", EvalConfig(model=ModelConfig(reasoner="tiny", planner="", frozen=frozen)), []).agent
     if frozen == "bfloat16":
         assert next(r.model.parameters()).dtype == torch.bfloat16
     else:
         assert any(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in r.model.modules())
-    assert next(build_reasoner("tiny", EvalConfig(reasoner="tiny"), []).agent.model.parameters()).dtype == torch.float32
+    assert next(build_reasoner("tiny", EvalConfig(), []).agent.model.parameters()).dtype == torch.float32
     with pytest.raises(ValueError, match="frozen='fp8'"):
-        EvalConfig(frozen="fp8")
+        EvalConfig(set=(("model.frozen", "fp8"),))
+
+
+def test_eval_builds_its_agents_on_accelerates_device(monkeypatch):
+    """rsim eval puts its agents where training would (accelerate's device), not always on the CPU."""
+    import importlib
+
+    from accelerate import PartialState
+
+    eval_run = importlib.import_module("algos.evaluation.run")
+    assert str(eval_run.eval_device()) == str(PartialState().device)
+    seen = []
+    monkeypatch.setattr(eval_run, "build_agent", lambda spec, ctx: seen.append((ctx.role, ctx.device)) or "built")
+    monkeypatch.setattr(eval_run, "eval_device", lambda: "cuda:7")
+    cfg = EvalConfig()
+    eval_run.load_planner("tiny", cfg)
+    eval_run.build_reasoner("tiny", cfg, [])
+    assert seen == [("planner", "cuda:7"), ("reasoner", "cuda:7")]

@@ -20,7 +20,7 @@ from algos.evaluation.journal import NAME
 
 run_mod = sys.modules["algos.evaluation.run"]  # the module (the package re-exports a function named run)
 
-ARGS = dict(reasoner="template:0.5", source="tiny", limit=7, batch=2, k=2, modes=("none", "random", "fixed:1,8"),
+ARGS = dict(set=(("model.reasoner", "template:0.5"), ("data.source", "tiny"), ("data.size", "7")), batch=2, k=2, modes=("none", "random", "fixed:1,8"),
             progress=False, plots=False)
 WALL = {"wall_s", "planner_s", "reasoner_s", "wall_s_per_problem", "wall_vs_none", "load_s", "total_s", "threads"}
 """Wall-clock fields: they measure this run's machine time, so two runs never agree on them (left out on purpose);
@@ -100,7 +100,8 @@ def test_a_complete_evaluation_rerun_plays_nothing(uninterrupted, tmp_path, monk
     assert played == []
 
 
-@pytest.mark.parametrize("change,named", [({"limit": 6}, "problem_ids"), ({"max_steps": 3}, "env.max_steps"),
+@pytest.mark.parametrize("change,named", [({"set": ARGS["set"] + (("data.size", "6"),)}, "problem_ids"),
+                                          ({"set": ARGS["set"] + (("env.max_steps", "3"),)}, "env.max_steps"),
                                           ({"modes": ("none",)}, "modes")], ids=["limit", "rounds", "modes"])
 def test_other_settings_are_refused_in_one_line(tmp_path, monkeypatch, capsys, change, named):
     from algos import cli, console
@@ -112,13 +113,13 @@ def test_other_settings_are_refused_in_one_line(tmp_path, monkeypatch, capsys, c
             main(EvalConfig(**ARGS, out=str(out)))
     with pytest.raises(ValueError, match=f"other settings.*{named}"):
         main(EvalConfig(**{**ARGS, **change}, out=str(out)))
-    argv = ["eval", "--reasoner", "template:0.5", "--source", "tiny", "--limit", "3", "--out", str(out), "--no-progress"]
+    argv = ["eval", "--reasoner", "template:0.5", "--data", "tiny", "--limit", "3", "--out", str(out), "--no-progress"]
     capsys.readouterr()  # what the runs above printed (on a busy machine, the thread notice of the first) is theirs
     assert console.run(cli._run, argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "rerun the same command" in err[0] and "--no-resume" in err[0]
     main(EvalConfig(**{**ARGS, **change}, out=str(out), resume=False))  # --no-resume starts over
-    assert json.loads((out / "results.json").read_text())["config"]["limit"] == {**ARGS, **change}["limit"]
+    assert json.loads((out / "results.json").read_text())["config"]["data"]["size"] == (6 if "problem_ids" == named else 7)
 
 
 KILL_AFTER = (4, 16)
@@ -152,8 +153,8 @@ def test_killed_twice_then_rerun_the_same_command(tmp_path):
     import os
     import subprocess
 
-    argv = ["--reasoner", "tiny", "--source", "tiny", "--limit", "24", "--batch", "2", "--k", "2",
-            "--modes", "none,random", "--max-steps", "2", "--max-step-tokens", "6", "--no-progress", "--no-plots",
+    argv = ["--reasoner", "tiny", "--data", "tiny", "--limit", "24", "--batch", "2", "--k", "2",
+            "--modes", "none,random", "--set", "env.max_steps=2", "--set", "reasoner.max_step_tokens=6", "--no-progress", "--no-plots",
             "--threads", "1"]  # the same count in this process and in the child, whatever the machine's load
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     main(argv + ["--out", str(whole)])

@@ -1,5 +1,5 @@
-"""``rsim eval`` of a run plays under the env and reasoner settings saved with that run (issue 20):
-``EvalConfig`` composes ``EnvConfig`` and ``ReasonerConfig``; explicit overrides win and are recorded."""
+"""``rsim eval`` of a run plays under the env and reasoner settings saved with that run: ``EvalConfig``
+composes ``EnvConfig`` and ``ReasonerConfig`` (as ``RunConfig`` does); explicit overrides win and are recorded."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def run_dir(tmp_path_factory):
 
 def _eval(run_dir, tmp_path, *extra):
     out = tmp_path / "ev"
-    main(["--planner", str(run_dir), "--reasoner", "template:1.0", "--source", "tiny", "--limit", "3",
+    main(["--planner", str(run_dir), "--reasoner", "template:1.0", "--data", "tiny", "--limit", "3",
           "--modes", "trained", "--no-progress", "--no-plots", "--out", str(out), *extra])
     return json.loads((out / "results.json").read_text()), [json.loads(x) for x in open(out / "episodes.jsonl")]
 
@@ -34,7 +34,7 @@ def _eval(run_dir, tmp_path, *extra):
 def test_eval_of_a_run_scores_it_under_the_runs_settings(run_dir, tmp_path, capsys):
     res, rows = _eval(run_dir, tmp_path)
     cfg = res["config"]
-    assert (cfg["env"]["max_steps"], cfg["env"]["max_step_chars"], cfg["reasoner_config"]["max_step_tokens"]) == (2, 9, 4)
+    assert (cfg["env"]["max_steps"], cfg["env"]["max_step_chars"], cfg["reasoner"]["max_step_tokens"]) == (2, 9, 4)
     assert res["settings"]["from"].startswith(str(run_dir)) and res["settings"]["overrides"] == {}
     assert all(len(s) <= 9 for r in rows for s in r["steps"]) and all(r["rounds"] <= 2 for r in rows)
     # the template reasoner's boxed answer is cut at 9 characters, as in training: never graded correct
@@ -44,9 +44,9 @@ def test_eval_of_a_run_scores_it_under_the_runs_settings(run_dir, tmp_path, caps
 
 
 def test_explicit_overrides_win_and_are_recorded(run_dir, tmp_path, capsys):
-    res, rows = _eval(run_dir, tmp_path, "--max-steps", "1", "--set", "env.max_step_chars=2000")
+    res, rows = _eval(run_dir, tmp_path, "--set", "env.max_steps=1", "--set", "env.max_step_chars=2000")
     assert (res["config"]["env"]["max_steps"], res["config"]["env"]["max_step_chars"]) == (1, 2000)
-    assert res["config"]["reasoner_config"]["max_step_tokens"] == 4  # not overridden: still the run's
+    assert res["config"]["reasoner"]["max_step_tokens"] == 4  # not overridden: still the run's
     assert res["settings"]["overrides"] == {"env.max_steps": "1", "env.max_step_chars": "2000"}
     assert all(r["rounds"] == 1 for r in rows) and any(len(s) > 9 for r in rows for s in r["steps"])
     assert "overridden: env.max_steps=1, env.max_step_chars=2000" in capsys.readouterr().err
@@ -54,7 +54,7 @@ def test_explicit_overrides_win_and_are_recorded(run_dir, tmp_path, capsys):
 
 def test_the_reasoner_decodes_with_the_runs_token_cap(run_dir, tmp_path):
     res, rows = _eval(run_dir, tmp_path, "--reasoner", "tiny")
-    assert res["config"]["reasoner_config"]["max_step_tokens"] == 4
+    assert res["config"]["reasoner"]["max_step_tokens"] == 4
     assert all(r["tokens"]["reasoner_written"] <= 4 * r["rounds"] for r in rows), [r["tokens"] for r in rows]
 
 
@@ -64,11 +64,12 @@ def test_no_run_means_the_defaults_and_from_run_off_ignores_the_run(run_dir, tmp
     assert res["settings"]["from"] == "defaults" and res["config"]["env"]["max_step_chars"] == 2000
 
 
-@pytest.mark.parametrize("item,match", [("model.reasoner=x", "only env"), ("env.nope=1", "unknown config key"),
-                                        ("env.max_steps=zero", "env.max_steps"), ("novalue", "KEY=VALUE")],
-                         ids=["other-section", "unknown", "bad-value", "no-equals"])
+@pytest.mark.parametrize("item,match", [("model.dtype=bfloat16", "training setting"), ("env.nope=1", "unknown config key"),
+                                        ("env.max_steps=zero", "env.max_steps"), ("novalue", "KEY=VALUE"),
+                                        ("limit=3", "flags")],
+                         ids=["train-only", "unknown", "bad-value", "no-equals", "top-level"])
 def test_bad_overrides_are_named(item, match):
-    from algos.evaluation.config import parse_assignment
+    from algos.evaluation import parse
 
     with pytest.raises(ValueError, match=match):
-        EvalConfig(set=(parse_assignment(item),))
+        parse(["--set", item])

@@ -33,9 +33,9 @@ def test_non_finite_float_refused(cls, name, value):
         cls(**{name: value})
 
 
-@pytest.mark.parametrize("key", ["train.grpo.kl_coef", "train.reasoner_optim.max_grad_norm", "model.temperature",
+@pytest.mark.parametrize("key", ["train.grpo.kl_coef", "train.reasoner_optim.max_grad_norm", "reasoner.temperature",
                                  "schedule.lambda_stage1", "env.check.timeout_s", "env.weights.follow"])
-def test_command_line_inf_refused(key):  # model.temperature: the old key, now planner/reasoner.temperature
+def test_command_line_inf_refused(key):
     with pytest.raises(ValueError, match="is not finite"):
         resolve("tiny", {key: "inf"})
 

@@ -125,7 +125,7 @@ def test_no_code_outside_the_kinds_and_protocols_tests_a_kind_or_protocol_name()
 
     root = Path(__file__).resolve().parents[1]
     name_check = re.compile(r'(?:==|!=)\s*"(?:math|code|inline|chat|lead|chat\+lead)"|'
-                            r'"(?:math|code|inline)"\s*(?:==|!=)|kind\s*(?:==|!=)')  # issue 20's grep, and more
+                            r'"(?:math|code|inline)"\s*(?:==|!=)|kind\s*(?:==|!=)')  # the kind-dispatch grep, and more
     found = [f"{path.relative_to(root)}:{i}: {line.strip()}"
              for folder in ("rsim_env", "agents", "algos")
              for path in sorted((root / folder).rglob("*.py")) if "kinds" not in path.relative_to(root).parts

@@ -141,8 +141,8 @@ def test_free_port_is_bindable():
 
 # --------------------------------------------------------------------------- the real server (slow)
 
-EVAL_ARGS = ["--source", "curriculum:heldout", "--limit", "4", "--batch", "2", "--modes", "fixed:3,8",
-             "--max-steps", "2", "--max-step-tokens", "48", "--max-answer-tokens", "144", "--no-plots", "--no-progress"]
+EVAL_ARGS = ["--data", "curriculum:heldout", "--limit", "4", "--batch", "2", "--modes", "fixed:3,8",
+             "--set", "env.max_steps=2", "--set", "reasoner.max_step_tokens=48", "--max-answer-tokens", "144", "--no-plots", "--no-progress"]
 """Four held-out problems under the plan fixed:3,8 (two rounds), the default protocol chat+lead: two batches."""
 
 
@@ -320,7 +320,7 @@ def test_a_chat_only_server_is_refused_in_one_line(tmp_path, capsys):
     finally:
         server.close()
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("rsim: error:") and "HTTP 404" in err[-1] and "--protocol chat" in err[-1], err
+    assert err[-1].startswith("rsim: error:") and "HTTP 404" in err[-1] and "env.protocol=chat" in err[-1], err
     assert sum(line.startswith("rsim: error") for line in err) == 1
     print(err[-1])
 

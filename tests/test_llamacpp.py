@@ -49,7 +49,7 @@ def test_planner_role_lora_and_frozen_are_refused(tmp_path):
     other.write_bytes(b"GGUF")
     with pytest.raises(ValueError, match="only llamacpp:default"):
         build_agent(f"llamacpp:{other}", replace(_ctx(), lora=LoraSpec(enabled=True)))
-    with pytest.raises(ValueError, match="--frozen int8"):
+    with pytest.raises(ValueError, match="model.frozen=int8"):
         build_agent("llamacpp:default", replace(_ctx(), frozen="int8"))
 
 

@@ -218,13 +218,13 @@ def test_eval_of_a_lora_run_loads_one_shared_base(tmp_path):
 
     main(_cfg(tmp_path / "run", **{"train.steps": 1}))
     run = str(tmp_path / "run")
-    cfg = EvalConfig(reasoner=run, planner=run)
+    cfg = EvalConfig(set=(("model.reasoner", run), ("model.planner", run)))
     shared: dict = {}
     r = build_reasoner(run, cfg, [], shared).agent
     p = load_planner(run, cfg, shared).agent
     assert r.lora.base is p.lora.base and len(shared) == 1
-    with pytest.raises(ValueError, match="rsim export"):  # --frozen would be silently ignored on an adapter
-        build_reasoner(run, EvalConfig(reasoner=run, frozen="bfloat16"), [])
+    with pytest.raises(ValueError, match="rsim export"):  # model.frozen would be silently ignored on an adapter
+        build_reasoner(run, EvalConfig(set=(("model.reasoner", run), ("model.frozen", "bfloat16"))), [])
 
 
 @pytest.mark.parametrize("frozen", ["bfloat16", "int8"])
@@ -353,7 +353,7 @@ def test_export_of_a_full_fine_tuning_run(tmp_path):
 
 @pytest.mark.parametrize("frozen", ["bfloat16", "int8"])
 def test_frozen_reasoner_decodes_on_its_own_weights_not_a_float32_copy(frozen):
-    """model.frozen / rsim eval --frozen: the default sample_dtype decodes the low-precision model as it is
+    """model.frozen (rsim train and rsim eval): the default sample_dtype decodes the low-precision model as it is
     (it used to build a float32 copy, which also failed on inference-mode tensors)."""
     from agents.reasoner import ReasonerConfig
 
@@ -375,6 +375,6 @@ def test_frozen_compile_wraps_the_forward_without_building_kernels():
     r = build_agent("tiny", AgentContext("reasoner", frozen="compile")).agent
     assert hasattr(r.model.forward, "_torchdynamo_orig_callable")
     assert not any(p.requires_grad for p in r.model.parameters())
-    assert resolve("tiny", {"model.frozen": "compile"}).model.frozen == EvalConfig(frozen="compile").frozen == "compile"
+    assert resolve("tiny", {"model.frozen": "compile"}).model.frozen == EvalConfig(set=(("model.frozen", "compile"),)).model.frozen == "compile"
     with pytest.raises(ValueError, match="model.frozen|ModelConfig.frozen"):
         resolve("tiny", {"model.frozen": "fp8"})

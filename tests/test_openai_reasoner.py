@@ -192,8 +192,8 @@ def test_registry_spec_and_rsim_eval_end_to_end(server, tmp_path):
     assert info["kind"] == "openai" and info["model"] == "test-model"
     with pytest.raises(ValueError, match="is a reasoner"):
         build_agent(f"openai:m@{server.url}", AgentContext("planner"))
-    out = evaluate(["--reasoner", f"openai:test-model@{server.url}", "--source", "tiny", "--limit", "4",
-                    "--modes", "none,fixed:3,8,random", "--max-step-tokens", "40", "--no-plots", "--protocol", "chat",
+    out = evaluate(["--reasoner", f"openai:test-model@{server.url}", "--data", "tiny", "--limit", "4",
+                    "--modes", "none,fixed:3,8,random", "--set", "reasoner.max_step_tokens=40", "--no-plots", "--set", "env.protocol=chat",
                     "--out", str(tmp_path / "eval")])
     assert out["modes"]["none"]["accuracy"] == 1.0 and out["modes"]["fixed:3,8"]["accuracy"] == 1.0
     steps = [q for q in server.requests if q["messages"][0]["content"] != NO_PLANNER_SYSTEM]
@@ -217,7 +217,7 @@ def test_frozen_served_reasoner_in_planner_only_training(server, tmp_path):
 def test_a_lead_in_protocol_is_refused_with_the_fix(server):
     """The env would grade lead-in + reply, but a chat API never sees an open assistant lead-in."""
     r = make(server)
-    with pytest.raises(ValueError, match="--protocol chat"):
+    with pytest.raises(ValueError, match="--set env.protocol=chat"):
         rollout(EnvGroup(PROBLEMS[:1], group_size=1, max_steps=2, protocol="chat+lead"), r, FixedPlanner([3, 8]), seed=0)
 
 
@@ -258,11 +258,11 @@ def _console(argv):
 def test_chat_only_server_refuses_a_lead_in_protocol_in_one_line(server, spec_tail, tmp_path):
     """Under the default protocol (chat+lead) a chat-only server cannot be used: one line says why and what to do."""
     pytest.importorskip("torch", reason="rsim eval is part of the 'train' extra")
-    status, lines = _console(["eval", "--reasoner", f"openai:test-model@{server.url}{spec_tail}", "--source", "tiny",
+    status, lines = _console(["eval", "--reasoner", f"openai:test-model@{server.url}{spec_tail}", "--data", "tiny",
                               "--limit", "1", "--modes", "fixed:8", "--no-plots", "--no-progress", "--out", str(tmp_path / "e")])
     assert status == 1 and len(lines) == 1, lines
     why = {"": "names none", "#tokenizer=tiny": "HTTP 404", "#endpoint=chat&tokenizer=tiny": "endpoint=chat"}[spec_tail]
-    assert "'chat+lead' is impossible there" in lines[0] and why in lines[0] and "--protocol chat" in lines[0]
+    assert "'chat+lead' is impossible there" in lines[0] and why in lines[0] and "--set env.protocol=chat" in lines[0]
     assert len(server.requests) == (1 if spec_tail == "#tokenizer=tiny" else 0)  # refused before any step (one probe)
 
 
@@ -273,7 +273,7 @@ def test_token_id_prompts_on_a_text_only_server_stop_in_one_line(tmp_path):
     s = ChatServer(completions=True, text_prompts_only=True)
     try:
         status, lines = _console(["eval", "--reasoner", f"openai:test-model@{s.url}#tokenizer=tiny&token_ids=1&backoff_s=0.01",
-                                  "--source", "tiny", "--limit", "1", "--modes", "fixed:8", "--no-plots", "--no-progress",
+                                  "--data", "tiny", "--limit", "1", "--modes", "fixed:8", "--no-plots", "--no-progress",
                                   "--out", str(tmp_path / "e")])
     finally:
         s.close()

@@ -120,13 +120,20 @@ for n in ("torch", "transformers", "accelerate"):
     sys.modules[n] = None
 import rsim_env, agents.scripted.policies, agents.planners.gym, agents.served.reasoner, agents.embedded, agents.reasoner
 import algos.rollout, algos.viewer, rsim_env.trl_rewards
-for mod in ("agents.hf.decoder", "agents.planners.llm", "algos.trainer", "algos.cli"):
+import algos.cli  # imports nothing heavy (main() sets the OpenMP wait policy before torch loads)
+for mod in ("agents.hf.decoder", "agents.planners.llm", "algos.trainer"):
     try:
         __import__(mod)
     except ModuleNotFoundError as e:
         print(mod, "->", e)
     else:
         print(mod, "-> imported?!")
+try:
+    algos.cli.parse(["train", "--preset", "tiny"])
+except ModuleNotFoundError as e:
+    print("rsim train ->", e)
+else:
+    print("rsim train -> ran?!")
 """
     out = _run(code, [str(ROOT)])
     assert out.returncode == 0, out.stderr

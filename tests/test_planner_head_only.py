@@ -71,6 +71,7 @@ def test_planner_only_run_with_a_head_only_planner_evaluates(tmp_path):
     """rsim train (planner_only, head_only) writes the head; rsim eval of the run dir loads it on the frozen base."""
     from algos.cli import train
     from algos.config import resolve
+    from algos.config import DataConfig, ModelConfig
     from algos.evaluation import EvalConfig, main as evaluate
 
     out = tmp_path / "run"
@@ -79,14 +80,14 @@ def test_planner_only_run_with_a_head_only_planner_evaluates(tmp_path):
     assert res["steps"] == 2
     saved = sorted(out.glob("checkpoints/step_*/config.json"))[-1]
     assert json.loads(saved.read_text())["planner"]["head_only"] is True
-    r = evaluate(EvalConfig(reasoner="toy", planner=str(out), source="tiny", limit=3, modes=("trained",),
-                            progress=False, plots=False))
+    r = evaluate(EvalConfig(model=ModelConfig(reasoner="toy", planner=str(out)), data=DataConfig(source="tiny", size=3),
+                            modes=("trained",), progress=False, plots=False))
     assert r["modes"]["trained"]["problems"] == 3 and r["planner"]["learner"] == "planner_only"
     from safetensors.torch import load_file
 
     from algos.evaluation.run import load_planner
 
-    planner = load_planner(str(out), EvalConfig(source="tiny", limit=1)).agent
+    planner = load_planner(str(out), EvalConfig(data=DataConfig(source="tiny", size=1))).agent
     weights = load_file(str(saved.parent / "model.planner.safetensors"))
     assert planner.config.head_only and set(weights) == {"weight", "bias"}
     assert torch.equal(planner.head.weight.detach(), weights["weight"])

@@ -147,8 +147,8 @@ def test_planner_only_training_and_eval_on_the_replay(tmp_path, monkeypatch):
         sampled = [a for a in args if a != "reasoner.greedy=true"]
         sampled.remove("--set")
         rsim([*sampled, "--out", str(tmp_path / "c")])
-    ev = ["eval", "--reasoner", "replay:tiny", "--source", "tiny", "--limit", "3", "--max-steps", "2",
-          "--max-step-tokens", "4", "--modes", "fixed:1,8", "--no-progress"]
+    ev = ["eval", "--reasoner", "replay:tiny", "--data", "tiny", "--limit", "3", "--set", "env.max_steps=2",
+          "--set", "reasoner.max_step_tokens=4", "--modes", "fixed:1,8", "--no-progress"]
     assert rsim(ev)["per_problem"] == rsim(ev)["per_problem"]
 
 
@@ -165,7 +165,7 @@ def test_replay_benchmark_smoke_plays_the_same_episodes(tmp_path):
 def test_planner_only_reasoner_is_its_base_model_so_eval_replays_its_steps(tmp_path, monkeypatch):
     """A preset with reasoner LoRA on (study, demo) run as planner_only: the reasoner is never trained, so it is built
     as its base model; an adapter would change its weights' fingerprint and no step of training would be shared
-    with `rsim eval --reasoner replay:SPEC` or the plan table (issue 19's study decoded everything twice)."""
+    with `rsim eval --reasoner replay:SPEC` or the plan table (a study once decoded everything twice)."""
     from algos import cli
     from algos.config import resolve
     from algos.evaluation import EvalConfig
@@ -180,5 +180,6 @@ def test_planner_only_reasoner_is_its_base_model_so_eval_replays_its_steps(tmp_p
         agents = cli.build_agents(cfg, cli.build_learner(cfg), "cpu", cli.build_problems(cfg))
         assert getattr(agents["reasoner"].inner, "lora", None) is None
         roots[lora] = agents["reasoner"].root
-    ecfg = EvalConfig(reasoner="replay:tiny", source="tiny", limit=2, max_steps=2, max_step_tokens=4, max_answer_tokens=6)
+    ecfg = EvalConfig(set=(("model.reasoner", "replay:tiny"), ("data.source", "tiny"), ("data.size", "2"),
+                           ("env.max_steps", "2"), ("reasoner.max_step_tokens", "4")), max_answer_tokens=6)
     assert roots["true"] == roots["false"] == build_reasoner("replay:tiny", ecfg, []).agent.root

@@ -251,8 +251,8 @@ def test_cli_on_a_corrupt_store_is_one_line_naming_it(tmp_path, monkeypatch, cap
 
     monkeypatch.setenv("RSIM_REPLAY_DIR", str(tmp_path))
     (tmp_path / "steps.sqlite").write_text("a,b\n1,2\n")
-    line = one_line_error(*rsim(monkeypatch, capsys, "eval", "--reasoner", "replay:tiny", "--source", "tiny", "--limit",
-                                "1", "--modes", "none", "--max-step-tokens", "4", "--no-progress")[::2])
+    line = one_line_error(*rsim(monkeypatch, capsys, "eval", "--reasoner", "replay:tiny", "--data", "tiny", "--limit",
+                                "1", "--modes", "none", "--set", "reasoner.max_step_tokens=4", "--no-progress")[::2])
     assert f"replay store {tmp_path / 'steps.sqlite'} is corrupt or not an SQLite file" in line
 
 

@@ -1,4 +1,4 @@
-"""Reward holes closed by issue 10: copying instructions, empty answers, unboxed no-planner answers.
+"""Reward holes closed: copying instructions, empty answers, unboxed no-planner answers.
 
 Each test plays full episodes through the AEC API with scripted agents, so the rules are checked
 where the rewards are computed (rsim_env.game), for every turn protocol.
@@ -199,7 +199,7 @@ def test_restated_expression_in_no_planner_mode_and_trl_reward():
     assert reward(["\\boxed{6 * 7}", "\\boxed{42}", "6 * 7 = 42, \\boxed{6 * 7 = 42}"], answer=["42"] * 3) == [0.0, 1.0, 1.0]
 
 
-# -- issue 19 item 5: lead-carried steps, announcements, self-repeats --------------------------------------------
+# -- the episode audit's holes: lead-carried steps, announcements, self-repeats --------------------------------------------
 
 # The study's two episodes: a wrong one-step guess, and an honest three-step attempt on plan 1,3,8 that ends
 # wrong and whose validation step does the arithmetic but says no validation keyword (as the study's steps did).

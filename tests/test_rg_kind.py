@@ -1,4 +1,4 @@
-"""Issue 27 item 1: reasoning-gym tasks graded by their generators' own ``score_answer`` (the ``rg`` kind).
+"""Reasoning-gym tasks graded by their generators' own ``score_answer`` (the ``rg`` kind).
 
 Model-free: scripted agents play the episodes; the generators' scorers run in the kind's worker pool.
 Hostile answers are bounded by outcome (a reason and a generous wall-clock ceiling), never by a timing assert.

@@ -109,7 +109,7 @@ def test_rsim_eval_on_code_refuses_before_any_model_loads(no_bwrap, tmp_path, ca
         raise AssertionError("a model was loaded before the sandbox check")
 
     no_bwrap.setattr(run, "build_reasoner", no_model)
-    status = _console(["eval", "--reasoner", "template", "--source", "code_tasks", "--limit", "2", "--modes", "none",
+    status = _console(["eval", "--reasoner", "template", "--data", "code_tasks", "--limit", "2", "--modes", "none",
                        "--no-progress", "--out", str(tmp_path / "ev")])
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 1 and len(err) == 1, err
@@ -118,7 +118,7 @@ def test_rsim_eval_on_code_refuses_before_any_model_loads(no_bwrap, tmp_path, ca
 
 def test_rsim_eval_with_opt_in_runs_and_records_rlimits(no_bwrap, tmp_path, capsys):
     no_bwrap.setenv(isolation.OPT_IN_ENV, "rlimits")
-    status = _console(["eval", "--reasoner", "template", "--source", "code_tasks", "--limit", "2", "--modes", "none",
+    status = _console(["eval", "--reasoner", "template", "--data", "code_tasks", "--limit", "2", "--modes", "none",
                        "--no-progress", "--no-plots", "--out", str(tmp_path / "ev")])
     err = capsys.readouterr().err
     assert status == 0, err
@@ -131,7 +131,7 @@ def test_rsim_eval_with_opt_in_runs_and_records_rlimits(no_bwrap, tmp_path, caps
 def test_rsim_eval_on_math_needs_no_sandbox(no_bwrap, tmp_path):
     from algos.evaluation import main
 
-    res = main(["--reasoner", "template", "--source", "tiny", "--limit", "2", "--modes", "none", "--no-progress"])
+    res = main(["--reasoner", "template", "--data", "tiny", "--limit", "2", "--modes", "none", "--no-progress"])
     assert res["isolation"] is None
 
 

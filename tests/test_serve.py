@@ -147,8 +147,8 @@ def test_rsim_eval_default_protocol_against_a_completions_server(tmp_path):
 
     from agents.hf.loading import tiny_model
 
-    args = ["--source", "tiny", "--limit", "3", "--modes", "none,fixed:1,3,8", "--max-step-tokens", "16",
-            "--max-steps", "3", "--no-plots"]
+    args = ["--data", "tiny", "--limit", "3", "--modes", "none,fixed:1,3,8", "--set", "reasoner.max_step_tokens=16",
+            "--set", "env.max_steps=3", "--no-plots"]
     local = evaluate(["--reasoner", "tiny", *args, "--out", str(tmp_path / "local")])
     with served(*tiny_model("causal", seed=0)) as url:
         remote = evaluate(["--reasoner", f"openai:tiny@{url}", *args, "--out", str(tmp_path / "served")])

@@ -1,4 +1,4 @@
-"""Thread count and OpenMP wait policy of a run (algos/threads.py): jobs sharing a machine stay fast (issue 21)."""
+"""Thread count and OpenMP wait policy of a run (algos/threads.py): jobs sharing a machine stay fast."""
 
 from __future__ import annotations
 
@@ -122,8 +122,8 @@ def test_train_threads_flag_is_used_and_recorded_and_chosen_again_on_resume(tmp_
 def test_eval_threads_flag_is_used_and_recorded(torch_threads):
     from algos.evaluation import main
 
-    res = main(["--reasoner", "template", "--source", "rg:basic_arithmetic", "--limit", "2", "--batch", "2",
-                "--modes", "none", "--max-steps", "2", "--no-progress", "--threads", "1"])
+    res = main(["--reasoner", "template", "--data", "rg:basic_arithmetic", "--limit", "2", "--batch", "2",
+                "--modes", "none", "--set", "env.max_steps=2", "--no-progress", "--threads", "1"])
     assert res["config"]["threads"] == 1 and torch_threads.get_num_threads() == 1
     with pytest.raises(ValueError, match="EvalConfig.threads"):
         main(["--reasoner", "template", "--threads", "-2"])
@@ -192,7 +192,7 @@ def test_busy_machine_refusals_stay_one_line(monkeypatch, capsys, tmp_path):
     before = torch.get_num_threads()
     try:
         argv = ["eval", "--planner", str(tmp_path / "nope"), "--modes", "trained", "--reasoner", "template:0.5",
-                "--source", "tiny", "--limit", "1", "--no-progress", "--no-plots"]
+                "--data", "tiny", "--limit", "1", "--no-progress", "--no-plots"]
         assert console.run(cli._run, argv) == 1
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "CPU thread" not in err[0], err

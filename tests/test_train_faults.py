@@ -17,7 +17,7 @@ import torch
 
 import algos.cli as cli
 import algos.trainer as trainer_mod
-import algos.update as update_mod
+import algos.grpo as grpo_mod
 from algos.checkpoint import list_checkpoints
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,7 +117,7 @@ def test_resume_at_or_below_the_checkpoint_step_says_complete(run2, monkeypatch,
 
 
 def test_resume_of_a_complete_run_still_sweeps_crash_debris(run2, monkeypatch, capsys, caplog):
-    """Issue 22: the already-complete exit came before the sweep, so a killed save's temp dir stayed."""
+    """The already-complete exit came before the sweep, so a killed save's temp dir stayed."""
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     debris = run2 / "checkpoints" / f".tmp-step_00000003-{int(dead.stdout)}"
     debris.mkdir()
@@ -152,7 +152,7 @@ def test_nan_steps_are_skipped_then_the_run_stops_without_saving_nan(tmp_path, m
 
     step_of = {"i": 0}
     real_train_step = trainer_mod.Trainer.train_step
-    real_loss = update_mod.grpo_loss
+    real_loss = grpo_mod.grpo_loss
 
     def train_step(self):
         step_of["i"] = self.step
@@ -163,7 +163,7 @@ def test_nan_steps_are_skipped_then_the_run_stops_without_saving_nan(tmp_path, m
         return (value * math.nan if step_of["i"] >= 2 else value), m
 
     monkeypatch.setattr(trainer_mod.Trainer, "train_step", train_step)
-    monkeypatch.setattr(update_mod, "grpo_loss", loss)
+    monkeypatch.setattr(grpo_mod, "grpo_loss", loss)
     cfg = resolve("tiny", {"train.output_dir": str(tmp_path), "train.progress": False, "train.steps": 8,
                            "train.save_every": 1, "train.keep_checkpoints": 10, "train.max_bad_steps": 3,
                            "schedule.stage1_steps": 100})
@@ -183,14 +183,14 @@ def test_a_single_nan_step_is_skipped_counted_and_training_goes_on(tmp_path, mon
     from algos.config import resolve
 
     seen = {"n": 0}
-    real_loss = update_mod.grpo_loss
+    real_loss = grpo_mod.grpo_loss
 
     def loss(*a, **k):
         value, m = real_loss(*a, **k)
         seen["n"] += 1
         return (value * math.nan if seen["n"] == 1 else value), m
 
-    monkeypatch.setattr(update_mod, "grpo_loss", loss)
+    monkeypatch.setattr(grpo_mod, "grpo_loss", loss)
     cfg = resolve("tiny", {"train.output_dir": str(tmp_path), "train.progress": False, "train.steps": 3})
     out = cli.main(cfg)
     assert out["steps"] == 3
@@ -273,7 +273,7 @@ def test_eval_of_a_corrupt_run_names_the_file(run2, monkeypatch, capsys, corrupt
     f = ck / ("model.planner.safetensors" if corrupt == "weights" else "config.json")
     f.write_bytes(f.read_bytes()[:20])
     line = one_line_error(*rsim(monkeypatch, capsys, "eval", "--planner", str(run2), "--reasoner", "template",
-                                "--source", "tiny", "--limit", "1", "--modes", "trained", "--no-plots")[::2])
+                                "--data", "tiny", "--limit", "1", "--modes", "trained", "--no-plots")[::2])
     assert str(f) in line and "rsim: error:" in line
 
 
@@ -283,7 +283,7 @@ def test_nan_on_one_of_two_processes_skips_on_both(tmp_path):
     script = tmp_path / "nan_rank1.py"
     script.write_text(f"""
 import math, os
-import algos.update as t
+import algos.grpo as t
 real = t.grpo_loss
 calls = {{"n": 0}}
 def loss(*a, **k):

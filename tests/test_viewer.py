@@ -27,8 +27,8 @@ def eval_dir(tmp_path_factory):
     """An ``rsim eval --out`` dir written now, under today's protocol (a scripted reasoner that is right
     half the time, so both outcomes and every mode's strategies are there to filter on)."""
     out = tmp_path_factory.mktemp("eval")
-    cli(["eval", "--reasoner", "template:0.5", "--source", "rg:basic_arithmetic", "--limit", "8",
-         "--modes", "none,fixed:1,3,8,random", "--max-steps", "4", "--no-progress", "--out", str(out)])
+    cli(["eval", "--reasoner", "template:0.5", "--data", "rg:basic_arithmetic", "--limit", "8",
+         "--modes", "none,fixed:1,3,8,random", "--set", "env.max_steps=4", "--no-progress", "--out", str(out)])
     return out
 
 

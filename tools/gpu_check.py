@@ -132,8 +132,8 @@ def run_step(name: str) -> dict:
 
         ev.build_agent = spy
         run = str(WORK / "train_bf16_lora")
-        res = rsim(["eval", "--planner", run, "--reasoner", run, "--source", "tiny", "--limit", "4", "--max-steps", "2",
-                    "--max-step-tokens", "8", "--modes", "none,trained", "--no-progress"])
+        res = rsim(["eval", "--planner", run, "--reasoner", run, "--data", "tiny", "--limit", "4", "--set", "env.max_steps=2",
+                    "--set", "reasoner.max_step_tokens=8", "--modes", "none,trained", "--no-progress"])
         modes = res.get("modes", {}) if isinstance(res, dict) else {}
         return {"modes": {k: {kk: v.get(kk) for kk in ("samples", "accuracy")} for k, v in modes.items()},
                 "agents": seen, **_cuda_mem()}

@@ -52,6 +52,11 @@ class TorchLM:
             return contextlib.nullcontext()
         return self.lora.disabled() if self._reference else self.lora.active()
 
+    @property
+    def shares_reference(self) -> bool:
+        """True for a LoRA adapter: :meth:`reference` scores as the KL reference (agents.base.Trainable)."""
+        return self.lora is not None
+
     @contextlib.contextmanager
     def reference(self):
         """Context: score as the KL reference (LoRA only: the base with the adapter disabled)."""

@@ -90,8 +90,8 @@ def build(rest: str, ctx: Any) -> Any:
     if ctx.role != "reasoner":
         raise ValueError("spec 'llamacpp:...' is a reasoner; a planner needs another spec (e.g. default).")
     if getattr(ctx, "frozen", "same") != "same":
-        raise ValueError(f"--frozen {ctx.frozen}: the llamacpp: reasoner decodes the GGUF's own weights as they are; "
-                         "drop --frozen (or use it with a torch reasoner spec).")
+        raise ValueError(f"model.frozen={ctx.frozen}: the llamacpp: reasoner decodes the GGUF's own weights as they "
+                         "are; drop model.frozen (or use it with a torch reasoner spec).")
     if getattr(ctx.lora, "enabled", False):  # trained: rollouts here, updates in torch (the LoRA scorer)
         return build_trainable(rest, ctx)
     path, options = parse_spec(rest)

@@ -63,6 +63,8 @@ class ToyPlanner(_Sampler):
     """MLP planner over (round, previous strategy); samples by default, argmax with ``greedy=True``."""
 
     role = "planner"
+    lora = None  # agents.base.Trainable: no adapter, the trainer keeps a frozen copy for a KL term
+    shares_reference = False
 
     def __init__(self, max_rounds: int = 8, hidden: int = 32, device: str | torch.device = "cpu") -> None:
         super().__init__(None)
@@ -117,6 +119,8 @@ class ToyReasoner(_Sampler):
     """Writes ``step_tokens`` words per step from :data:`VOCAB`, conditioned on the planned strategy."""
 
     role = "reasoner"
+    lora = None  # agents.base.Trainable: no adapter, the trainer keeps a frozen copy for a KL term
+    shares_reference = False
 
     def __init__(self, step_tokens: int = 4, hidden: int = 32, device: str | torch.device = "cpu") -> None:
         super().__init__(None)

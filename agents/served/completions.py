@@ -115,7 +115,7 @@ def load_tokenizer(spec: str) -> Any:
         from ..hf import loading
     except ImportError as e:
         raise ValueError(f"rendering the chat template needs transformers ({e}): pip install 'rsim[train]', "
-                         "or use the chat endpoint (#endpoint=chat, --protocol chat).") from e
+                         "or use the chat endpoint (#endpoint=chat, --set env.protocol=chat).") from e
     try:
         if spec == "tiny":
             tok = loading.tiny_tokenizer()

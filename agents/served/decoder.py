@@ -285,7 +285,7 @@ class ChatDecoder:
                     f"API cannot continue an open assistant message, so the lead-in protocol {proto!r} is impossible "
                     "there: serve the model with a completions endpoint (vLLM, llama.cpp's server, TGI, python -m "
                     "agents.served.server) and name its tokenizer (#tokenizer=HUB_ID_OR_DIR), or run with "
-                    f"--protocol {CHAT_API_PROTOCOL} (rsim eval) / --set env.protocol={CHAT_API_PROTOCOL} (rsim train).")
+                    f"--set env.protocol={CHAT_API_PROTOCOL} (rsim train and rsim eval).")
         jobs = [reasoner_messages_from_observation(t.observation) for t in turns]
         replies = _pool_map(self.client.complete, jobs, cfg.max_concurrency)
         for turn, messages, (text, usage) in zip(turns, jobs, replies):

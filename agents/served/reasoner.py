@@ -186,7 +186,7 @@ def build(rest: str, ctx: Any) -> Any:
     """Agent-registry builder for ``openai:MODEL@URL[#options]`` (see :mod:`agents.registry`).
 
     Decoding settings come from the role's config when it has them (``rsim eval``'s
-    ``--max-step-tokens``, greedy for k = 1, ``--temperature``); options in the spec win.
+    ``--set reasoner.max_step_tokens``, greedy for k = 1, ``--temperature``); options in the spec win.
     """
     from ..registry import Built
 

@@ -30,8 +30,8 @@ def parse(argv: Sequence[str]) -> EvalConfig:
     from ..dataclass_cli import parse_config
     from .config import __doc__ as modes_doc
 
-    epilog = (f"agent specs (--reasoner / --planner; the same as rsim train's model.reasoner / model.planner):\n"
-              f"  {agent_specs()}\ndata specs (--source; the same as rsim train's data.source):\n  {spec_help()}\n\n"
+    epilog = (f"agent specs (--planner / --reasoner, the same in rsim train):\n"
+              f"  {agent_specs()}\ndata specs (--data, the same in rsim train):\n  {spec_help()}\n\n"
               + modes_doc.split("\n\n", 1)[1])
     return parse_config(EvalConfig, argv, prog="rsim eval", description=__doc__.split("\n\n")[0], epilog=epilog)
 

@@ -12,16 +12,19 @@ Modes (``--modes``, comma-separated; default: all that apply):
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 from agents.reasoner import ReasonerConfig
 from rsim_env.game import EnvConfig
 from rsim_env.strategies import TERMINATION, by_name, num_strategies
 from rsim_env.validation import check_finite
 
-__all__ = ["EvalConfig", "DEFAULT_FIXED", "fixed_name", "parse_assignment", "parse_sequence", "split_modes"]
+from ..config import DataConfig, ModelConfig
+
+__all__ = ["EvalConfig", "DEFAULT_FIXED", "fixed_name", "TRAIN_ONLY", "parse_sequence", "split_modes"]
 
 
 def _seq(*names: str) -> tuple[int, ...]:
@@ -54,14 +57,6 @@ def parse_sequence(text: str) -> tuple[int, ...]:
     return seq
 
 
-def parse_assignment(text: str) -> tuple[str, str]:
-    """``"env.max_steps=3"`` -> ``("env.max_steps", "3")`` (for ``--set``)."""
-    key, eq, value = text.partition("=")
-    if not eq or not key.strip():
-        raise ValueError(f"--set {text!r}: expected KEY=VALUE, e.g. env.max_step_chars=500.")
-    return key.strip(), value.strip()
-
-
 def split_modes(text: str) -> tuple[str, ...]:
     """``"none,fixed:1,3,8,random"`` -> ``("none", "fixed:1,3,8", "random")`` (bare numbers extend the
     preceding fixed sequence); ``fixed:1-3-8`` raises ``ValueError`` naming the comma spelling."""
@@ -79,22 +74,36 @@ def split_modes(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+TRAIN_ONLY = ("model.dtype", "model.planner_lora", "model.reasoner_lora", "reasoner.greedy", "reasoner.temperature",
+              "reasoner.seed", "reasoner.max_answer_tokens")
+"""``--set`` keys (and sections) ``rsim eval`` refuses: training settings, or ones its own flags decide (``--k``,
+``--temperature``, ``--seed``, ``--max-answer-tokens``). Every other key means what it means in ``rsim train``."""
+
+
 @dataclass(frozen=True)
 class EvalConfig:
-    """Everything ``rsim eval`` needs; saved verbatim into ``results.json``."""
+    """Everything ``rsim eval`` needs; saved verbatim into ``results.json``.
 
-    reasoner: str = "default"
-    """Reasoner agent spec (the same as rsim train's model.reasoner; see agents.registry)."""
-    planner: str = ""
-    """Planner agent spec for mode "trained" (a saved planner, run or checkpoint dir, untrained:SPEC, ...)."""
-    source: str = "curriculum:heldout"
-    """Problems: a data spec, the same as rsim train's data.source (see rsim_env.data); default: the held-out curriculum."""
-    split: str = ""
-    """Dataset split of hub sets ("" = the loader's default)."""
-    data_seed: int = 1000
-    """Generator seed of procedural sources; rsim train's presets train on seed 0, so 1000 is held out."""
-    limit: int = 100
-    """Problems to evaluate (the first ``limit`` of the source)."""
+    Its sections are :class:`algos.config.RunConfig`'s, under the same names: ``--set KEY=VALUE`` and
+    the flags ``--planner`` / ``--reasoner`` / ``--data`` mean in ``rsim eval`` what they mean in ``rsim train``.
+    """
+
+    FLAGS: ClassVar[dict[str, str]] = {"planner": "model.planner", "reasoner": "model.reasoner", "data": "data.source",
+                                       "limit": "data.size"}
+    """Flags for the most used nested fields (:mod:`algos.dataclass_cli`), named as in ``rsim train``."""
+
+    model: ModelConfig = field(default_factory=lambda: ModelConfig(planner=""))
+    """The reasoner spec, the planner spec for mode "trained" ("" = none) and the weights the reasoner decodes with
+    (model.frozen); dtype and LoRA are training settings (TRAIN_ONLY)."""
+    data: DataConfig = field(default_factory=lambda: DataConfig(source="curriculum:heldout", size=100, seed=1000))
+    """Problems: the held-out curriculum by default, generator seed 1000 (rsim train's presets train on seed 0)."""
+    env: EnvConfig = field(default_factory=EnvConfig)
+    """Episode rules (rounds, step and question caps, protocol, answer check, reward weights). Evaluating a run
+    or checkpoint (--planner / --reasoner naming one), the run's saved env is the base instead of these defaults;
+    fields set here to other than the default and --set env.X=V override it."""
+    reasoner: ReasonerConfig = field(default_factory=ReasonerConfig)
+    """Reasoner decoding settings (max_step_tokens, stop_at_delimiter, cache, ...), taken from the evaluated run
+    like ``env``; greedy, temperature and seed always come from this config (k, temperature, seed)."""
     modes: tuple[str, ...] = field(default=(), metadata={"parse": split_modes})
     """Modes: comma list of none,random,fixed,fixed:1,3,8,trained; () = none, random, every fixed sequence, trained if --planner."""
     fixed: tuple[tuple[int, ...], ...] = field(default=DEFAULT_FIXED, metadata={"parse": parse_sequence, "append": True})
@@ -107,34 +116,13 @@ class EvalConfig:
     """Seed of environments, random planner and sampling (each mode restarts from it)."""
     batch: int = 16
     """Problems per batched rollout."""
-    env: EnvConfig = field(default_factory=EnvConfig)
-    """Episode rules (rounds, step and question caps, protocol, answer check, reward weights). Evaluating a run
-    or checkpoint (--planner / --reasoner naming one), the run's saved env is the base instead of these defaults;
-    fields set here to other than the default, the shorthands below and --set env.X=V override it."""
-    reasoner_config: ReasonerConfig = field(default_factory=ReasonerConfig)
-    """Reasoner decoding settings (max_step_tokens, stop_at_delimiter, cache, ...), taken from the evaluated run
-    like ``env``; greedy, temperature and seed always come from this config (k, temperature, seed)."""
-    set: tuple[tuple[str, str], ...] = field(default=(), metadata={"parse": parse_assignment, "append": True})
-    """Override one setting of the run or the defaults, e.g. env.max_step_chars=500, env.check.timeout_s=5,
-    reasoner_config.max_step_tokens=32 (repeatable; recorded in results.json under settings.overrides)."""
+    set: tuple[tuple[str, str], ...] = field(default=(), metadata={"cli": False, "overrides": True})
+    """The --set items given (applied here, and over the evaluated run's env and reasoner settings; recorded in
+    results.json under settings.overrides)."""
     from_run: bool = True
     """Start from the env and reasoner settings saved with the evaluated run (off: from the defaults)."""
-    max_steps: int = 0
-    """Planner rounds before truncation: = --set env.max_steps=N; 0 = the run's (else the default, 8)."""
-    max_step_tokens: int = 0
-    """Reasoner token cap per step: = --set reasoner_config.max_step_tokens=N; 0 = the run's (else 96)."""
     max_answer_tokens: int = 0
     """Token cap of the single no-planner generation; 0 = rounds * step tokens (the same budget)."""
-    protocol: str = ""
-    """Reasoner turn protocol: = --set env.protocol=P (rsim_env.render.PROTOCOLS); "" = the run's (else default)."""
-    frozen: str = "same"
-    """Weights the reasoner decodes with: "same" (as loaded), "bfloat16" or "int8" (dynamic quantisation of the
-    linear layers), which read fewer bytes per token on a CPU, or "compile" (torch.compile: same weights, the
-    first batches build kernels). docs/lean.md measures speed and accuracy of each.
-    A LoRA run's reasoner refuses it (it decodes on its merged sampler): evaluate its ``rsim export`` instead."""
-    last_number_fallback: bool = False
-    """Grade the last number of a response that states no explicit answer: = --set
-    env.check.last_number_fallback=true (off here leaves the run's or the default setting)."""
     resume: bool = True
     """With --out: continue an interrupted evaluation of the same settings from its journal.jsonl (off: start over)."""
     out: str = ""
@@ -149,65 +137,57 @@ class EvalConfig:
 
     def __post_init__(self) -> None:
         check_finite(self)
-        for name in ("limit", "k", "batch"):
+        self._check_numbers()
+        for key, _ in self.set:
+            if "." not in key:
+                raise ValueError(f"--set {key}: rsim eval sets its own settings with flags; see rsim eval --help.")
+            if any(key == t or key.startswith(t + ".") for t in TRAIN_ONLY):
+                raise ValueError(f"--set {key}: rsim eval does not take it, a training setting or one its own flags "
+                                 "decide (--k, --temperature, --seed, --max-answer-tokens); see rsim eval --help.")
+        self._apply_set()
+        self._check_sections()
+        for m in self.resolved_modes():
+            if m == "trained" and not self.model.planner:
+                raise ValueError("mode 'trained' needs --planner SPEC (a saved planner, checkpoint or run dir).")
+
+    def _check_numbers(self) -> None:
+        for name in ("k", "batch"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"EvalConfig.{name}={v!r} is invalid: use an int >= 1.")
-        for name in ("max_steps", "max_step_tokens", "max_answer_tokens"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ValueError(f"EvalConfig.{name}={v!r} is invalid: use 0 (the run's or the default) or an int >= 1.")
+        if isinstance(self.max_answer_tokens, bool) or not isinstance(self.max_answer_tokens, int) or self.max_answer_tokens < 0:
+            raise ValueError(f"EvalConfig.max_answer_tokens={self.max_answer_tokens!r} is invalid: use 0 "
+                             "(rounds * step tokens) or an int >= 1.")
         if not self.temperature > 0:
             raise ValueError(f"EvalConfig.temperature={self.temperature!r} is invalid: use a positive float.")
-        if not isinstance(self.env, EnvConfig) or not isinstance(self.reasoner_config, ReasonerConfig):
-            raise TypeError("EvalConfig.env must be an EnvConfig and EvalConfig.reasoner_config a ReasonerConfig.")
-        from rsim_env.render import protocol
-
-        if self.protocol:
-            protocol(self.protocol)
-        env, rc = self.shorthand_applied()
-        object.__setattr__(self, "env", env)
-        object.__setattr__(self, "reasoner_config", rc)
-        from agents.registry import FROZEN
-
-        if self.frozen not in FROZEN:
-            raise ValueError(f"EvalConfig.frozen={self.frozen!r} is invalid: use one of {FROZEN}.")
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 0:
             raise ValueError(f"EvalConfig.threads={self.threads!r} is invalid: use an int >= 1, or 0 to choose automatically.")
         for seq in self.fixed:
             if not seq or any(not isinstance(s, int) or not 0 <= s < num_strategies() for s in seq):
                 raise ValueError(f"EvalConfig.fixed has sequence {seq!r}: use ints in 0..{num_strategies() - 1}, "
                                  "e.g. --fixed 1,3,8.")
-        for m in self.resolved_modes():
-            if m == "trained" and not self.planner:
-                raise ValueError("mode 'trained' needs --planner SPEC (a saved planner, checkpoint or run dir).")
 
-    def shorthands(self) -> dict[str, object]:
-        """The shorthand flags and ``--set`` items given, as dotted ``env.*`` / ``reasoner_config.*`` keys."""
-        out = {"env.max_steps": self.max_steps or None, "reasoner_config.max_step_tokens": self.max_step_tokens or None,
-               "env.protocol": self.protocol or None, "env.check.last_number_fallback": self.last_number_fallback or None}
-        out = {k: v for k, v in out.items() if v is not None}
-        for key, value in self.set:
-            if key.split(".", 1)[0] not in ("env", "reasoner_config") or "." not in key:
-                raise ValueError(f"--set {key}={value}: only env.<field> and reasoner_config.<field> can be set here "
-                                 "(e.g. env.max_step_chars=500, reasoner_config.max_step_tokens=32); the other "
-                                 "settings are flags of rsim eval (see --help).")
-            out[key] = value
-        return out
+    def _apply_set(self) -> None:
+        """Apply the ``--set`` items to the sections (each section's own checks run; a bad key raises ValueError)."""
+        from ..dataclass_cli import apply_overrides
 
-    def shorthand_applied(self) -> tuple[EnvConfig, ReasonerConfig]:
-        """``env`` and ``reasoner_config`` with :meth:`shorthands` applied (raises ValueError naming a bad key)."""
-        from ..config import apply_overrides
+        for f in dataclasses.fields(self):
+            sub = {k.split(".", 1)[1]: v for k, v in self.set if k.startswith(f.name + ".")}
+            if sub:
+                object.__setattr__(self, f.name, apply_overrides(getattr(self, f.name), sub, prefix=f.name + "."))
 
-        sections = {"env": self.env, "reasoner_config": self.reasoner_config}
-        for name in sections:
-            sub = {k.split(".", 1)[1]: v for k, v in self.shorthands().items() if k.startswith(name + ".")}
-            sections[name] = apply_overrides(sections[name], sub, prefix=name + ".")
-        return sections["env"], sections["reasoner_config"]
+    def _check_sections(self) -> None:
+        for name, cls in (("model", ModelConfig), ("data", DataConfig), ("env", EnvConfig), ("reasoner", ReasonerConfig)):
+            if not isinstance(getattr(self, name), cls):
+                raise TypeError(f"EvalConfig.{name} must be a {cls.__name__}, got {type(getattr(self, name)).__name__}.")
+        default = ModelConfig()
+        for key in ("dtype", "planner_lora", "reasoner_lora"):
+            if getattr(self.model, key) != getattr(default, key):
+                raise ValueError(f"model.{key}: rsim eval loads each agent as it was saved; {key} is a training setting.")
 
     def resolved_modes(self) -> list[str]:
         """Concrete mode names (``fixed`` expanded to one ``fixed:a,b,c`` per sequence)."""
-        modes = list(self.modes) or ["none", "random", "fixed"] + (["trained"] if self.planner else [])
+        modes = list(self.modes) or ["none", "random", "fixed"] + (["trained"] if self.model.planner else [])
         out: list[str] = []
         for m in modes:
             if m == "fixed":
@@ -223,4 +203,4 @@ class EvalConfig:
     @property
     def answer_tokens(self) -> int:
         """Token cap of the no-planner answer (after :func:`~.settings.resolve`: the same budget as the rounds)."""
-        return self.max_answer_tokens or self.env.max_steps * self.reasoner_config.max_step_tokens
+        return self.max_answer_tokens or self.env.max_steps * self.reasoner.max_step_tokens

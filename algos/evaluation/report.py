@@ -86,7 +86,7 @@ def plot_accuracy(results: dict[str, Any], path: Path) -> Path:
     ax.bar(range(len(modes)), acc, yerr=[lo, hi], capsize=4, color="tab:blue", alpha=0.8)
     ax.set_xticks(range(len(modes)), modes, rotation=30, ha="right")
     ax.set_ylabel("accuracy (%) with 95% CI")
-    ax.set_title(f"reasoner {results['config']['reasoner']!r}, source {results['data']['source']!r}, "
+    ax.set_title(f"reasoner {results['config']['model']['reasoner']!r}, data {results['data']['source']!r}, "
                  f"n={results['data']['problems']}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -28,31 +28,42 @@ from rsim_env.problems import Problem
 
 from .. import analysis, threads
 from ..preflight import check_sandbox
+from ..protocols import CountsTokens, HasAdapter, ReportsUsage
 from . import report, settings
 from .config import EvalConfig, parse_sequence
 from .journal import Journal, settings_of
 
-__all__ = ["load_eval_problems", "build_reasoner", "load_planner", "episode_tokens", "evaluate_mode", "run"]
+__all__ = ["load_eval_problems", "eval_device", "build_reasoner", "load_planner", "episode_tokens", "evaluate_mode", "run"]
+
+
+def eval_device() -> Any:
+    """The torch device evaluation runs its agents on: accelerate's, as training's (a GPU when one is visible;
+    ``CUDA_VISIBLE_DEVICES=`` or ``ACCELERATE_USE_CPU=1`` keeps it on the CPU). Before, eval built every agent on
+    the CPU even on a GPU machine (found by ``tools/gpu_check.sh`` on an H200)."""
+    from accelerate import PartialState
+
+    return PartialState().device
 
 
 def load_eval_problems(cfg: EvalConfig) -> list[Problem]:
-    """The first ``cfg.limit`` problems of ``cfg.source`` (:func:`rsim_env.data.load_problems`)."""
-    return load_problems(cfg.source, limit=cfg.limit, seed=cfg.data_seed, split=cfg.split or None)
+    """The first ``cfg.data.size`` problems of ``cfg.data.source`` (:func:`rsim_env.data.load_problems`)."""
+    d = cfg.data
+    return load_problems(d.source, limit=d.size, seed=d.seed, split=d.split or None)
 
 
 def build_reasoner(spec: str, cfg: EvalConfig, problems: Sequence[Problem], shared: dict | None = None) -> Built:
     """Reasoner for ``spec`` (greedy when ``k == 1``) plus a description of what was loaded."""
     from agents.reasoner import ReasonerConfig
 
-    rc = dataclasses.replace(cfg.reasoner_config, max_answer_tokens=cfg.answer_tokens, greedy=cfg.k == 1,
+    rc = dataclasses.replace(cfg.reasoner, max_answer_tokens=cfg.answer_tokens, greedy=cfg.k == 1,
                              temperature=cfg.temperature, seed=cfg.seed)
     assert isinstance(rc, ReasonerConfig)
     built = build_agent(spec, AgentContext("reasoner", config=rc, seed=cfg.seed, max_rounds=cfg.env.max_steps,
                                            problems=problems, shared={} if shared is None else shared,
-                                           frozen=cfg.frozen))
-    if cfg.frozen != "same" and getattr(built.agent, "lora", None) is not None:
-        raise ValueError(f"--frozen {cfg.frozen}: the reasoner {spec!r} is a LoRA adapter, which decodes on its merged "
-                         f"sampler; export it first (rsim export {spec} --out DIR) and evaluate DIR/reasoner with --frozen.")
+                                           frozen=cfg.model.frozen, device=eval_device()))
+    if cfg.model.frozen != "same" and isinstance(built.agent, HasAdapter) and built.agent.lora is not None:
+        raise ValueError(f"model.frozen={cfg.model.frozen}: the reasoner {spec!r} is a LoRA adapter, which decodes on its merged "
+                         f"sampler; export it first (rsim export {spec} --out DIR) and evaluate DIR/reasoner with --set model.frozen=...")
     return built
 
 
@@ -61,7 +72,8 @@ def load_planner(spec: str, cfg: EvalConfig, shared: dict | None = None) -> Buil
     from agents.planners.llm import PlannerConfig
 
     return build_agent(spec, AgentContext("planner", config=PlannerConfig(greedy=True, seed=cfg.seed), seed=cfg.seed,
-                                          max_rounds=cfg.env.max_steps, shared={} if shared is None else shared))
+                                          max_rounds=cfg.env.max_steps, shared={} if shared is None else shared,
+                                          device=eval_device()))
 
 
 def episode_tokens(planner: Any, planner_rec: Any, reasoner: Any, reasoner_rec: Any) -> dict[str, Any]:
@@ -73,9 +85,8 @@ def episode_tokens(planner: Any, planner_rec: Any, reasoner: Any, reasoner_rec: 
     if planner is None:
         out["planner_read"] = out["planner_context"] = 0
     for agent, rec in ((planner, planner_rec), (reasoner, reasoner_rec)):
-        usage = getattr(agent, "token_usage", None)
-        if usage is not None and rec:
-            out.update(usage(rec))
+        if isinstance(agent, CountsTokens) and rec:
+            out.update(agent.token_usage(rec))
     return out
 
 
@@ -100,7 +111,7 @@ def make_planner(mode: str, cfg: EvalConfig, trained: Any) -> Any:
 
 def _reseed(agent: Any, seed: int) -> None:
     """Restart an agent's sampling generator, so a batch's results depend on neither mode order nor earlier batches."""
-    if hasattr(agent, "reset"):
+    if agent is not None:  # no planner in mode none
         try:
             agent.reset(0, seed=seed)
         except TypeError:  # an agent without a seedable generator (a plug-in): nothing to restart
@@ -191,13 +202,13 @@ def _figures(modes: list[str], problems: list[Problem], reasoner: Any, trained: 
 def _agents(cfg: EvalConfig, modes: list[str], problems: list[Problem]) -> tuple[Any, Any, dict, dict | None]:
     """The reasoner and (mode ``trained``) the planner, with what was loaded."""
     shared: dict = {}  # LoRA agents of one run on the same base load that base once
-    reasoner, reasoner_info = build_reasoner(cfg.reasoner, cfg, problems, shared)
-    trained, planner_info = (load_planner(cfg.planner, cfg, shared) if "trained" in modes else (None, None))
+    reasoner, reasoner_info = build_reasoner(cfg.model.reasoner, cfg, problems, shared)
+    trained, planner_info = (load_planner(cfg.model.planner, cfg, shared) if "trained" in modes else (None, None))
     if planner_info is not None:  # plug-in: the planner plays with a reasoner it was not trained with
         base = planner_info.get("trained_with_reasoner")
         ck = reasoner_info.get("checkpoint")
         same_run = ck is not None and ck == planner_info.get("checkpoint")  # both agents out of one run
-        planner_info["plugin"] = base is not None and base != cfg.reasoner and not same_run
+        planner_info["plugin"] = base is not None and base != cfg.model.reasoner and not same_run
     return reasoner, trained, reasoner_info, planner_info
 
 
@@ -213,7 +224,7 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
     t_start = time.perf_counter()
     problems = load_eval_problems(cfg)
     if not problems:
-        raise ValueError(f"source {cfg.source!r} gave no problems.")
+        raise ValueError(f"data {cfg.data.source!r} gave no problems.")
     sandbox = check_sandbox(problems)
     journal = Journal(Path(cfg.out), settings_of(cfg, [p.id for p in problems], used["from"]), cfg.resume) if cfg.out else None
     if journal is not None and journal.done:
@@ -227,10 +238,10 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
         "settings": used,
         "isolation": sandbox["isolation"] if sandbox else None, "sandbox": sandbox,
         # a served reasoner's requests, retries and tokens as counted by its client (this process's share of a resumed run)
-        "reasoner": reasoner_info | ({"usage": reasoner.usage()} if callable(getattr(reasoner, "usage", None)) else {}),
+        "reasoner": reasoner_info | ({"usage": reasoner.usage()} if isinstance(reasoner, ReportsUsage) else {}),
         "planner": planner_info,
-        "data": {"source": cfg.source, "problems": len(problems), "first_ids": [p.id for p in problems[:5]],
-                 "data_seed": cfg.data_seed},
+        "data": {"source": cfg.data.source, "problems": len(problems), "first_ids": [p.id for p in problems[:5]],
+                 "data_seed": cfg.data.seed},
         "modes": figures,
         "strategy_vs_accuracy": analysis.accuracy_by_strategy_count(all_rows),
         "per_problem": [{k: v for k, v in r.items() if k != "steps"} for r in all_rows],

@@ -60,7 +60,7 @@ def compare(a: dict[tuple[str, str], dict[str, Any]], b: dict[tuple[str, str], d
 
     shared = sorted(set(a) & set(b))
     if not shared:
-        raise ValueError("the two evaluations share no (mode, problem); run both on the same --source, --limit and --modes.")
+        raise ValueError("the two evaluations share no (mode, problem); run both on the same --data, --limit and --modes.")
     out: dict[str, Any] = {}
     for mode in sorted({m for m, _ in shared}):
         keys = [k for k in shared if k[0] == mode]

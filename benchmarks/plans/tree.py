@@ -109,16 +109,16 @@ def _build(argv: list[str]) -> Any:
     from accelerate.utils import set_seed
 
     from algos import cli
-    from algos.trainer import Trainer
+    from algos.trainer import Trainer, make_accelerator, to_dict
     from rsim_env.grading import GradeCache
 
     _, cfg, _ = cli.parse(argv)
     problems = cli.build_problems(cfg)
-    acc = cli.make_accelerator(cfg.train)
+    acc = make_accelerator(cfg.train)
     set_seed(cfg.train.seed)
     learner = cli.build_learner(cfg)
     agents = cli.build_agents(cfg, learner, acc.device, problems)
-    trainer = Trainer(cfg.train, learner, agents, problems, acc, run_config=cli.to_dict(cfg), env=cfg.env)
+    trainer = Trainer(cfg.train, learner, agents, problems, acc, run_config=to_dict(cfg), env=cfg.env)
     if getattr(agents["reasoner"], "grades_repeat", False):
         trainer.env_options["grader"] = GradeCache()
     return trainer

@@ -76,14 +76,14 @@ def run_training(argv: list[str]) -> tuple[list[list[str]], dict[str, Any]]:
     _, cfg, _ = cli.parse(argv)
     from accelerate.utils import set_seed
 
-    from algos.trainer import Trainer
+    from algos.trainer import Trainer, make_accelerator, to_dict
 
     problems = cli.build_problems(cfg)
-    acc = cli.make_accelerator(cfg.train)
+    acc = make_accelerator(cfg.train)
     set_seed(cfg.train.seed)
     learner = cli.build_learner(cfg)
     agents = cli.build_agents(cfg, learner, acc.device, problems)
-    trainer = Trainer(cfg.train, learner, agents, problems, acc, run_config=cli.to_dict(cfg), env=cfg.env)
+    trainer = Trainer(cfg.train, learner, agents, problems, acc, run_config=to_dict(cfg), env=cfg.env)
     episodes: list[list[str]] = []
     rollout_s = [0.0]
     play = trainer.rollout

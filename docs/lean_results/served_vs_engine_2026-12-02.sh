@@ -9,8 +9,8 @@ set -euo pipefail
 export OMP_NUM_THREADS=1
 PORT=${PORT:-8123}
 RUNS=${RUNS:-runs/served_vs_engine}
-ARGS=(--source curriculum:heldout --data-seed 1000 --limit 200 --batch 16 --modes fixed:3,8 --max-steps 2
-      --max-step-tokens 48 --max-answer-tokens 144 --no-plots --no-progress)
+ARGS=(--data curriculum:heldout --set data.seed=1000 --limit 200 --batch 16 --modes fixed:3,8 --set env.max_steps=2
+      --set reasoner.max_step_tokens=48 --max-answer-tokens 144 --no-plots --no-progress)
 
 python -m agents.llamacpp.server --port "$PORT" --n-threads 1 --log-path "$RUNS/llama_server.log" &
 SERVER=$!

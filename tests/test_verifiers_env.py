@@ -9,7 +9,6 @@ rewards mean the verifiers environment plays rSIM's episode exactly: the same me
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from pathlib import Path
@@ -47,14 +46,11 @@ def verifiers_rewards(url: str) -> dict[str, dict]:
 def rsim_eval_rewards(url: str, out: Path) -> dict[str, dict]:
     """``rsim eval`` of the served chat reasoner on the same problems and plan, by problem id."""
     from algos.evaluation import main as evaluate
-    from algos.evaluation.config import EvalConfig
 
-    # the data field is being renamed (source -> data) on another branch: name whichever this EvalConfig has
-    data_field = "data" if "data" in {f.name for f in dataclasses.fields(EvalConfig)} else "source"
-    cfg = EvalConfig(reasoner=f"openai:default@{url}#endpoint=chat", limit=LIMIT, data_seed=1000, modes=(PLAN,),
-                     protocol="chat", max_steps=2, max_step_tokens=96, max_answer_tokens=144, out=str(out),
-                     plots=False, progress=False, **{data_field: DATA})
-    evaluate(cfg)
+    evaluate(["--reasoner", f"openai:default@{url}#endpoint=chat", "--data", DATA, "--limit", str(LIMIT),
+              "--set", "data.seed=1000", "--modes", PLAN, "--set", "env.protocol=chat", "--set", "env.max_steps=2",
+              "--set", "reasoner.max_step_tokens=96", "--max-answer-tokens", "144", "--out", str(out),
+              "--no-plots", "--no-progress"])
     rows = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
     return {r["problem_id"]: {"reward": r["rewards"]["reasoner"], **{n: r["components"][n] for n in ("acc", "format", "follow")}}
             for r in rows}

@@ -126,7 +126,7 @@ def trl_kwargs(cfg: Config) -> dict[str, Any]:
 
 
 def _child_argv(cfg: Config, row: str, out: str) -> list[str]:
-    flags = [f"--{k}={v}" for k, v in asdict(cfg).items() if k not in ("out", "rows", "dry_run") and v is not None]
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in asdict(cfg).items() if k not in ("out", "rows", "dry_run") and v is not None]
     return [sys.executable, "-c", "import sys; from studies.vllm_paper import _child; _child(sys.argv[1:])",
             row, out, *flags]
 

@@ -282,7 +282,7 @@ def main(cfg: Config) -> dict:
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
             argv = [sys.executable, "-c", "import sys; from benchmarks.runtime.train_step import _child; _child(sys.argv[1:])",
                     row, f.name]
-            argv += [f"--{k}={v}" for k, v in asdict(cfg).items() if k not in ("out", "rows") and v is not None]
+            argv += [f"--{k.replace('_', '-')}={v}" for k, v in asdict(cfg).items() if k not in ("out", "rows") and v is not None]
             subprocess.run(argv, check=True)
             result["rows"][row] = json.loads(Path(f.name).read_text())
         print(f"[train_step] {row}: {result['rows'][row]['seconds_per_step']:.2f} s/step", flush=True)

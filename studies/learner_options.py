@@ -65,6 +65,8 @@ class Config:
     """G."""
     lr: float = 1e-2
     """Planner learning rate."""
+    entropy_coef: float = 0.0
+    """Entropy bonus of the planner's GRPO loss (``train.grpo.entropy_coef``)."""
     train_problems: int = 16
     """Training problems (round-robin over the families)."""
     test_problems: int = 16
@@ -156,7 +158,7 @@ def train_run(cfg: Config, variant: str, seed: int, data: dict[str, Any]) -> dic
     tcfg = TrainConfig(steps=cfg.steps, groups_per_step=cfg.groups_per_step, seed=seed, progress=False,
                        output_dir=f"{cfg.output_dir}/{variant}_s{seed}", sample_rollouts=0, save_every=0,
                        mixed_precision="no", planner_optim=OptimConfig(lr=cfg.lr),
-                       grpo=GRPOConfig(group_size=cfg.group_size,
+                       grpo=GRPOConfig(group_size=cfg.group_size, entropy_coef=cfg.entropy_coef,
                                        per_term_advantages=opts.get("per_term_advantages", False)))
     trainer = Trainer(tcfg, PlannerOnly(), {"planner": planner, "reasoner": play["train"]}, data["train"],
                       make_accelerator(tcfg), run_config={"study": "learner_options", "variant": variant}, env=env)

@@ -20,11 +20,11 @@ import dataclasses
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
-__all__ = ["Config", "tree_problems", "adaptive_task", "disagreements", "main"]
+__all__ = ["Config", "tree_problems", "adaptive_task", "disagreements", "docs_table", "main"]
 
 REFERENCE = (3, 8)
 """The plan the reading compares the trained planner with (the atlas's best single plan)."""
@@ -58,6 +58,8 @@ class Config:
     """G."""
     lr: float = 1e-2
     """Planner (head) learning rate."""
+    entropy_coef: float = 0.0
+    """Entropy bonus of the planner's GRPO loss (``train.grpo.entropy_coef``)."""
     eval_every: int = 10
     """Steps between greedy evaluations on the training tree (the curve)."""
     out: str = ""
@@ -154,6 +156,23 @@ def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
             "features": {"contexts": contexts, "wall_s": round(features_s, 1)}}
 
 
+def docs_table(results: Sequence[dict[str, Any]]) -> str:
+    """The markdown table docs/training.md copies: per result file and variant, the greedy planner's reward and
+    accuracy on the training tree against the best single and per-task best plan (tests check the copy)."""
+    out = ["| run | problems | best single (R / acc) | per-task best (R / acc) | trained R by seed | trained R / acc (mean) "
+           "| ratio to per-task best |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        t, c = r["tables"]["train"], r["config"]
+        for v, x in r["summary"].items():
+            name = f"{v}, lr {c['lr']:g}, entropy {c.get('entropy_coef', 0.0):g}, {c['steps']} steps"
+            out.append(f"| {name} | {t['problems']} | `{t['best_single']['plan']}` {t['best_single']['reward']:.3f} / "
+                       f"{100 * t['best_single']['accuracy']:.1f} % | {t['per_task_best']['reward']:.3f} / "
+                       f"{100 * t['per_task_best']['accuracy']:.1f} % | "
+                       f"{', '.join(f'{y:.3f}' for y in x['train_rewards_by_seed'])} | {x['train_reward']:.3f} / "
+                       f"{100 * x['train_accuracy']:.1f} % | {x['train_ratio']:.3f} |")
+    return "\n".join(out)
+
+
 def main(cfg: Config) -> dict[str, Any]:
     """Load the trees, warm the planner's features, train every variant on every seed, summarise and write."""
     import json
@@ -163,6 +182,7 @@ def main(cfg: Config) -> dict[str, Any]:
     t0 = time.perf_counter()
     lcfg = lo.Config(variants=cfg.variants, seeds=cfg.seeds, planner="tiny", max_steps=2, steps=cfg.steps,
                      groups_per_step=cfg.groups_per_step, group_size=cfg.group_size, lr=cfg.lr,
+                     entropy_coef=cfg.entropy_coef,
                      eval_every=cfg.eval_every, output_dir=cfg.output_dir)
     data = _data(cfg, lcfg)
     runs = [lo.train_run(lcfg, v, s, data) for v in cfg.variants.split(",") for s in range(cfg.seeds)]

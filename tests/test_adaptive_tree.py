@@ -77,3 +77,21 @@ def test_learner_study_without_a_held_out_tree_reports_the_optimisation_gap_alon
         groups_per_step=2, group_size=4, eval_every=1, output_dir=str(tmp / "runs_train_only")))
     assert set(r["tables"]) == {"train"} and set(r["runs"][0]["gap"]) == {"train"}
     assert "test_reward" not in r["summary"]["both"] and r["summary"]["both"]["train_reward"] is not None
+
+
+def test_docs_copy_the_committed_tree_learner_results():
+    """docs/training.md's tree-learner table is generated from the committed JSON files."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    files = sorted((root / "docs" / "training_results").glob("tree_learner_adaptive*.json"))
+    results = [json.loads(f.read_text()) for f in files]
+    assert results and all(r["tables"]["train"]["problems"] >= 60 for r in results)
+    for r in results:
+        for run in r["runs"]:
+            g = run["gap"]["train"]
+            assert g["trained"]["reward"] <= g["per_task_best"]["reward"] + 1e-9
+    doc = (root / "docs" / "training.md").read_text()
+    block = re.search(r"<!-- tree learner: python -m studies\.tree_learner -->\n(.*?)\n<!-- /tree learner -->", doc, re.S)
+    assert block and block.group(1) == tree_learner.docs_table(results), "docs/training.md: the tree-learner table is stale"

@@ -145,7 +145,7 @@ class StrategyInjection:
         self.problems: dict[str, Problem] = {}
         for p in problems:
             seen = self.problems.setdefault(p.question, p)
-            if seen.answer != p.answer or seen.kind != p.kind:
+            if (seen.answer, seen.kind) != (p.answer, p.kind):  # one question, one graded problem
                 raise ValueError(f"problems {seen.id!r} and {p.id!r} ask the same question with different answers; "
                                  "the rollout finds a problem by its question, so drop one of them.")
         self._planner = planner

@@ -306,7 +306,8 @@ def report(rows: list[dict[str, Any]], cfg: Config) -> dict[str, Any]:
         rows_of[e["task"]] = task_rows
         stats.append(atlas_stats.task_stats(e["task"], e["setting"], task_rows, cfg.close))
     decoder = {"spec": cfg.reasoner, "engine": _engine(cfg.reasoner),
-               "fingerprint": runs[-1]["fingerprint"] if runs else None}
+               # the newest run that built the reasoner: a rerun that only reads the outcomes back builds none
+               "fingerprint": next((r["fingerprint"] for r in reversed(runs) if r.get("fingerprint")), None)}
     return {
         "tasks": stats,
         "heterogeneity": atlas_stats.heterogeneity(stats, rows_of, cfg.alpha),

@@ -129,7 +129,8 @@ CASES = [
             os._exit(0)
         def solution():
             return 'not pwned'
-        """, {"failed"}, QUICK),
+        """, {"failed", "crashed"}, QUICK),  # crashed: its fork met the sandbox uid's process cap (EAGAIN), e.g. while
+    # an earlier hostile program's processes were still being reaped; either way it fails closed
     ("huge-allocation", "x = bytearray(10**12)\ndef solution(): return 'pwned'\n", {"crashed"}, QUICK),
     ("memory-growth", """
         def solution():

@@ -26,6 +26,13 @@ import torch
 
 __all__ = ["Config", "tree_problems", "adaptive_task", "disagreements", "docs_table", "main"]
 
+def _game() -> Any:
+    """The env of the trees' game (as :data:`studies.adaptive_tree.SETS`: two rounds, the last may only terminate)."""
+    from rsim_env import EnvConfig
+
+    return EnvConfig(max_steps=2, terminate_last_round=True)
+
+
 REFERENCE = (3, 8)
 """The plan the reading compares the trained planner with (the atlas's best single plan)."""
 
@@ -93,7 +100,7 @@ def disagreements(data: dict[str, Any], run: dict[str, Any], split: str, limit: 
     :data:`REFERENCE`: both episodes read from the tree (question, gold, each plan's steps and outcome)."""
     from agents.replay.plan_tree import PlanPlayer
     from algos.rollout import rollout
-    from rsim_env import EnvConfig, EnvGroup
+    from rsim_env import EnvGroup
 
     by_id = {p.id: p for p in data[split]}
     diff = [(pid, tuple(plan)) for pid, plan in run["plans"][split].items() if tuple(plan) != REFERENCE][:limit]
@@ -101,7 +108,7 @@ def disagreements(data: dict[str, Any], run: dict[str, Any], split: str, limit: 
         return []
     problems = [by_id[pid] for pid, _ in diff for _ in (0, 1)]
     plans = [p for _, plan in diff for p in (plan, REFERENCE)]
-    env = EnvConfig(max_steps=2, terminate_last_round=True)
+    env = _game()
     out = rollout(EnvGroup(problems, 1, config=env, **data["env_options"]), data[f"{split}_reasoner"], PlanPlayer(plans),
                   seed=0)
     t = out.trajectories
@@ -118,7 +125,6 @@ def disagreements(data: dict[str, Any], run: dict[str, Any], split: str, limit: 
 def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
     from agents.replay.plan_tree import PlanTree, TreeReasoner, warm_planner
     from benchmarks.plans.tree import _build
-    from rsim_env import EnvConfig
     from rsim_env.grading import GradeCache
     from studies.adaptive_tree import Config as FillConfig
     from studies.adaptive_tree import argv
@@ -147,7 +153,7 @@ def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
         return p
 
     grader = GradeCache()
-    env = EnvConfig(max_steps=2, terminate_last_round=True)
+    env = _game()
     reasoners = {s: TreeReasoner(trees[s]) for s in splits}
     return {**problems, "planner": planner, **{f"{s}_reasoner": reasoners[s] for s in splits},
             "env_options": {"grader": grader}, "task_of": adaptive_task,

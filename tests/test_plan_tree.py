@@ -4,18 +4,20 @@ refuses a step it lacks, resumes; rsim_env.grading.GradeCache grades as the kind
 from __future__ import annotations
 
 import gzip
+from dataclasses import asdict, replace
 import json
 
 import pytest
 import torch
 
 from agents.hf.loading import tiny_model
-from agents.replay.plan_tree import PlanTree, TreeMiss, TreeReasoner, fill, game_plans, terminal_plans, waves
+from agents.replay.plan_tree import (PlanTree, TreeMiss, TreeReasoner, env_differences, fill, game_plans, terminal_plans,
+                                     waves)
 from agents.reasoner import Reasoner, ReasonerConfig
 from agents.replay.reasoner import ReplayReasoner, StepStore
 from agents.scripted.policies import RandomPlanner
 from algos.rollout import rollout
-from rsim_env import Problem
+from rsim_env import Component, Problem
 from rsim_env.game import EnvConfig
 from rsim_env.grading import GradeCache, grade
 from rsim_env.group import EnvGroup
@@ -76,6 +78,8 @@ def test_fill_refuses_another_reasoner_and_bad_plans(filled):
     with pytest.raises(ValueError, match="another reasoner"):
         fill(tmp / "t.json.gz", PROBLEMS, replayed(tmp / "other.sqlite", seed=1), ENV)
     with pytest.raises(ValueError, match="another env config"):
+        fill(tmp / "t.json.gz", PROBLEMS, replayed(tmp / "s.sqlite"), EnvConfig(max_steps=3), plans=[(8,)])
+    with pytest.raises(ValueError, match=r"max_steps: 2 -> 3"):  # the error names the field that differs
         fill(tmp / "t.json.gz", PROBLEMS, replayed(tmp / "s.sqlite"), EnvConfig(max_steps=3), plans=[(8,)])
     with pytest.raises(ValueError, match="not a whole episode"):
         fill(tmp / "x.json.gz", PROBLEMS, replayed(tmp / "s.sqlite"), ENV, plans=[(8, 3)])
@@ -182,3 +186,15 @@ def test_benchmark_smoke_on_the_tiny_models(tmp_path):
     assert again["fill"]["replay"]["misses"] == 0 and again["same_episodes"] == res["same_episodes"]
     with pytest.raises(ValueError, match="planners"):
         Config(planners=("full",))
+
+
+def test_a_field_added_to_the_env_after_the_fill_matches_at_its_default():
+    """A tree's JSON written before EnvConfig grew a field (``components``) still matches an env that holds that
+    field's default; the same env with the field set to something else does not."""
+    stored = json.loads(json.dumps(asdict(ENV), default=str))
+    del stored["components"]
+    assert env_differences(stored, ENV) == []
+    brevity = Component("brevity", lambda facts: 0.0, ("reasoner",), weight=0.5)
+    (differ,) = env_differences(stored, replace(ENV, components=(brevity,)))
+    assert differ.startswith("components: '(absent)' -> [")
+    assert env_differences({**stored, "max_steps": 3}, ENV) == ["max_steps: 3 -> 2"]

@@ -45,7 +45,7 @@ from ..base import check_act_args
 from .reasoner import ReplayRecord, StoredStep, first_key, next_key
 
 __all__ = ["FORMAT", "PlanTree", "TreeMiss", "TreeReasoner", "PlanPlayer", "game_plans", "terminal_plans", "waves",
-           "fill", "planner_contexts", "warm_planner", "build"]
+           "env_differences", "fill", "planner_contexts", "warm_planner", "build"]
 
 FORMAT = 1
 """Version of the tree file's layout."""
@@ -208,6 +208,18 @@ def _meta(reasoner: Any, env: Any) -> dict[str, Any]:
             "env": json.loads(json.dumps(asdict(env), default=str))}
 
 
+def env_differences(stored: dict[str, Any], env: Any) -> list[str]:
+    """How the env config a tree was filled with (``stored``, its JSON) differs from ``env``, one ``key: was -> now``
+    string a field. A field the tree's JSON lacks (added to :class:`rsim_env.game.EnvConfig` after the tree was
+    filled) matches when ``env`` holds that field's default: the episodes it scored are the ones it scores now."""
+    from rsim_env.game import EnvConfig
+
+    now = json.loads(json.dumps(asdict(env), default=str))
+    default = json.loads(json.dumps(asdict(EnvConfig()), default=str))
+    return [f"{k}: {stored.get(k, '(absent)')!r} -> {now.get(k, '(absent)')!r}" for k in sorted(set(stored) | set(now))
+            if stored.get(k, default.get(k)) != now.get(k)]
+
+
 def fill(path: str | os.PathLike, problems: Sequence[Any], reasoner: Any, env: Any,
          plans: Sequence[Sequence[int]] | None = None, max_copies: int = 64,
          log: Callable[[str], None] | None = None) -> PlanTree:
@@ -237,10 +249,13 @@ def fill(path: str | os.PathLike, problems: Sequence[Any], reasoner: Any, env: A
     plans = _check_plans(plans if plans is not None else game_plans(env.max_steps), env.max_steps)
     meta = _meta(reasoner, env)
     tree = PlanTree.load(path) if Path(path).exists() else PlanTree(meta, source=str(path))
-    for name in ("root", "env"):
-        if tree.meta[name] != meta[name]:
-            raise ValueError(f"plan tree {path} was filled with another {'reasoner' if name == 'root' else 'env config'}"
-                             f" ({name} {tree.meta[name]!r:.120} vs now {meta[name]!r:.120}); fill another path.")
+    if tree.meta["root"] != meta["root"]:
+        raise ValueError(f"plan tree {path} was filled with another reasoner (root {tree.meta['root']!r} vs now "
+                         f"{meta['root']!r}); fill another path.")
+    differ = env_differences(tree.meta["env"], env)
+    if differ:
+        raise ValueError(f"plan tree {path} was filled with another env config ({'; '.join(differ)}); fill another "
+                         "path.")
     pairs = [(p, plan) for p in problems for plan in plans if not tree.has(p.id, plan)]
     done = {(tree.problems[pid], plan) for pid, plan in tree.nodes}
     played = 0

@@ -91,3 +91,41 @@ def test_planner_only_run_with_a_head_only_planner_evaluates(tmp_path):
     weights = load_file(str(saved.parent / "model.planner.safetensors"))
     assert planner.config.head_only and set(weights) == {"weight", "bias"}
     assert torch.equal(planner.head.weight.detach(), weights["weight"])
+
+
+@pytest.mark.parametrize("head_only", [True, False], ids=["head_only", "full"])
+def test_a_forced_decision_is_never_encoded_and_scores_zero(head_only):
+    """A decision with one allowed action (env.terminate_last_round's last round) takes that action with log-prob 0,
+    and neither acting nor scoring encodes its context: the scores of the other decisions are the ones the full
+    forward gives, and a batch whose every decision is forced still backpropagates (zero gradient)."""
+    import numpy as np
+
+    from rsim_env.strategies import TERMINATION
+    from tests.test_planner import QUESTIONS, STEPS, obs
+
+    planner = make_planner(head_only=head_only, use_cache=False)
+    only_stop = np.eye(planner.head.out_features, dtype=np.int8)[TERMINATION]
+    planner.reset(2)
+    first = planner.act([0, 1], [obs(q) for q in QUESTIONS])
+    seen = dict(planner.feature_stats) if head_only else None
+    last = planner.act([0, 1], [obs(q, STEPS[:1], [a], mask=only_stop) for q, a in zip(QUESTIONS, first)])
+    assert last == [TERMINATION, TERMINATION]
+    if head_only:
+        assert planner.feature_stats == seen  # no feature looked up, none computed
+    recs = planner.records()
+    assert all(r.logprobs[1] == 0.0 and len(r.positions) == 2 for r in recs)
+    logp, valid = planner.trajectory_logprobs(recs)
+    assert torch.equal(logp[:, 1], torch.zeros(2)) and valid.tolist() == [[1, 1], [1, 1]]
+    every = planner.strategy_logits([r.input_ids for r in recs], [r.positions for r in recs])
+    want = torch.log_softmax(every[:, 0] / planner.config.temperature, -1).gather(
+        -1, torch.tensor([[a] for a in first])).squeeze(-1)
+    assert torch.allclose(logp[:, 0], want, atol=1e-5)
+    assert [r.logprobs[0] for r in recs] == pytest.approx(want.tolist(), abs=1e-5)
+    # only forced decisions: the loss is 0 and its backward reaches the parameters with zero gradient
+    planner.reset(1)
+    planner.act([0], [obs(QUESTIONS[0], mask=only_stop)])
+    logp, valid = planner.trajectory_logprobs(planner.records())
+    (-(logp * valid).sum()).backward()
+    assert float(logp.sum()) == 0.0
+    grads = [p.grad for p in planner.module.parameters() if p.requires_grad]
+    assert grads and all(g is None or float(g.abs().sum()) == 0.0 for g in grads)

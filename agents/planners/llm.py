@@ -269,7 +269,7 @@ class Planner(torch.nn.Module):
 
     def _scored(self, records: Sequence[PlannerRecord]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(logp, valid, entropy)``: :meth:`trajectory_logprobs` plus each decision's entropy (nats)."""
-        logits = self.strategy_logits([r.input_ids for r in records], [r.positions for r in records])
+        logits = self._decision_logits(records)
         n, t_max, k = logits.shape
         masks = torch.ones(n, t_max, k, dtype=torch.int8, device=logits.device)
         actions = torch.zeros(n, t_max, dtype=torch.long, device=logits.device)
@@ -282,6 +282,25 @@ class Planner(torch.nn.Module):
         full = self._logprobs(logits, masks)
         logp = full.gather(-1, actions[..., None]).squeeze(-1)
         return torch.where(valid.bool(), logp, torch.zeros_like(logp)), valid, _entropy(full) * valid
+
+    def _decision_logits(self, records: Sequence[PlannerRecord]) -> torch.Tensor:
+        """``[rows, max_decisions, num_strategies]`` head logits of the recorded decisions, computed only for the
+        decisions with more than one allowed action: a forced one's log-prob is 0 and its gradient 0 whatever its
+        logits, so its context (e.g. every last-round context under ``env.terminate_last_round``) is never encoded."""
+        k, t_max = self.head.out_features, max((len(r.positions) for r in records), default=0)
+        keep = [[j for j in range(len(r.positions)) if j >= len(r.action_masks) or sum(r.action_masks[j]) != 1]
+                for r in records]
+        rows = [r for r, js in enumerate(keep) if js]
+        out = torch.zeros(len(records), t_max, k, device=self.device)
+        if not rows:  # every decision forced: zero logits that still reach the parameters (a backward stays valid)
+            return out + 0.0 * sum(p.sum() for p in self.module.parameters() if p.requires_grad)
+        seqs = [records[r].input_ids[:max(records[r].positions[j] for j in keep[r]) + 1] for r in rows]
+        sub = self.strategy_logits(seqs, [[records[r].positions[j] for j in keep[r]] for r in rows])
+        at_r = torch.tensor([r for r in rows for _ in keep[r]], device=self.device)
+        at_j = torch.tensor([j for r in rows for j in keep[r]], device=self.device)
+        slot_r = torch.tensor([i for i, r in enumerate(rows) for _ in keep[r]], device=self.device)
+        slot_j = torch.tensor([n for r in rows for n in range(len(keep[r]))], device=self.device)
+        return out.index_put((at_r, at_j), sub[slot_r, slot_j].to(out.dtype))
 
     # ------------------------------------------------------------------------------ learner API
 
@@ -336,25 +355,33 @@ class Planner(torch.nn.Module):
         masks = [np.asarray(o.get("action_mask", np.ones(k, np.int8)), dtype=np.int8) for o in observations]
         if any(m.shape != (k,) or not m.any() for m in masks):
             raise ValueError(f"action_mask must have shape ({k},) with at least one allowed action")
-        with torch.inference_mode():
-            if self.config.use_cache and not self.config.head_only:  # head_only reads its feature cache instead
-                logits = self._cached_logits(copy_ids)
-            else:
-                logits = self.strategy_logits(contexts, [[len(c) - 1] for c in contexts])[:, 0]
-            mask_t = torch.as_tensor(np.stack(masks), device=logits.device)
-            logp = self._logprobs(logits, mask_t)
-            if self.config.greedy:
-                actions = logp.argmax(-1)
-            else:
-                actions = torch.multinomial(logp.exp(), 1, generator=self.generator).squeeze(-1)
-            chosen = logp.gather(-1, actions[:, None]).squeeze(-1)
-        for c, ctx, a, lp, m in zip(copy_ids, contexts, actions.tolist(), chosen.tolist(), masks):
+        kv = self.config.use_cache and not self.config.head_only  # head_only reads its feature cache instead
+        # a decision with one allowed action (e.g. env.terminate_last_round) is forced: no forward, log-prob 0 (the
+        # KV-cache route still feeds it, since its cache advances with every copy's turn)
+        free = [i for i, m in enumerate(masks) if kv or int(m.sum()) > 1]
+        actions, chosen = [int(np.flatnonzero(m)[0]) for m in masks], [0.0] * len(masks)
+        if free:
+            with torch.inference_mode():
+                if kv:
+                    logits = self._cached_logits(copy_ids)
+                else:
+                    logits = self.strategy_logits([contexts[i] for i in free],
+                                                  [[len(contexts[i]) - 1] for i in free])[:, 0]
+                mask_t = torch.as_tensor(np.stack([masks[i] for i in free]), device=logits.device)
+                logp = self._logprobs(logits, mask_t)
+                if self.config.greedy:
+                    picked = logp.argmax(-1)
+                else:
+                    picked = torch.multinomial(logp.exp(), 1, generator=self.generator).squeeze(-1)
+                for i, a, lp in zip(free, picked.tolist(), logp.gather(-1, picked[:, None]).squeeze(-1).tolist()):
+                    actions[i], chosen[i] = a, lp
+        for c, ctx, a, lp, m in zip(copy_ids, contexts, actions, chosen, masks):
             traj = self._trajs[c]
             traj.positions.append(len(ctx) - 1)
             traj.actions.append(a)
             traj.logprobs.append(lp)
             traj.action_masks.append(m.tolist())
-        return actions.tolist()
+        return actions
 
     def _cached_logits(self, copy_ids: Sequence[int]) -> torch.Tensor:
         """Head logits for each copy's current context, feeding the cache only the new segments."""

@@ -365,7 +365,8 @@ def planner_contexts(tree: PlanTree, problems: Sequence[Any]) -> list[tuple[str,
 def warm_planner(planner: Any, tree: PlanTree, problems: Sequence[Any], batch: int = 16) -> int:
     """Compute a head-only planner's feature of every context on the tree now, in batched forwards (the feature
     cache keys them by their exact token ids, so a context built differently from the planner's own only misses
-    later; it never changes a decision). Returns the contexts computed."""
+    later; it never changes a decision). A forced decision's context (the last round's under
+    ``env.terminate_last_round``) is skipped: the planner never encodes it. Returns the contexts computed."""
     import torch
 
     from rsim_env.render import planner_header, planner_segment
@@ -373,14 +374,21 @@ def warm_planner(planner: Any, tree: PlanTree, problems: Sequence[Any], batch: i
     if not getattr(getattr(planner, "config", None), "head_only", False):
         raise ValueError("warm_planner() fills a head-only planner's feature cache (planner.head_only=true); a LoRA "
                          "or fully trained planner's features change as it trains, so they cannot be kept.")
-    rows = []
+    env = tree.meta["env"]
+    # the planner never encodes a forced decision's context (env.terminate_last_round: the last round's)
+    forced = int(env["max_steps"]) - 1 if env.get("terminate_last_round") else None
+    rows, seen = [], set()
     for question, path in planner_contexts(tree, problems):
         ids = planner.encode(planner_header(question))
         positions = [len(ids) - 1]
         for i, (s, text) in enumerate(path):
+            if i + 1 == forced:
+                break
             ids = ids + planner.encode(planner_segment(i, s, text))
             positions.append(len(ids) - 1)
-        rows.append((ids, positions))
+        if tuple(ids) not in seen:
+            seen.add(tuple(ids))
+            rows.append((ids, positions))
     before = planner.feature_stats["misses"]
     with torch.no_grad():
         for i in range(0, len(rows), batch):

@@ -149,7 +149,9 @@ def train_run(cfg: Config, variant: str, seed: int, data: dict[str, Any]) -> dic
 
     ``data``: ``train`` / ``test`` problems, their ``*_table``, the ``reasoner`` (or one per split:
     ``train_reasoner`` / ``test_reasoner``), optionally ``planner(seed)`` (a factory; default :func:`_planner`) and
-    ``env_options`` (passed to every env: a grade cache on a plan tree) and ``task_of`` (a problem id's task)."""
+    ``env_options`` (passed to every env: a grade cache on a plan tree) and ``task_of`` (a problem id's task);
+    with ``save`` true the trained planner is checkpointed at the end (``checkpoint`` in the result), under
+    ``run_config`` (the planner's own build's run config: the checkpoint then evaluates with ``rsim eval``)."""
     opts = VARIANTS[variant]
     env = EnvConfig(max_steps=cfg.max_steps, terminate_last_round=opts.get("terminate_last_round", False))
     planner = data["planner"](seed) if "planner" in data else _planner(cfg, seed)
@@ -160,8 +162,18 @@ def train_run(cfg: Config, variant: str, seed: int, data: dict[str, Any]) -> dic
                        mixed_precision="no", planner_optim=OptimConfig(lr=cfg.lr),
                        grpo=GRPOConfig(group_size=cfg.group_size, entropy_coef=cfg.entropy_coef,
                                        per_term_advantages=opts.get("per_term_advantages", False)))
+    run_config = {"study": "learner_options", "variant": variant}
+    if "run_config" in data:  # the run config of the planner's own build: a saved checkpoint then evaluates
+        base = data["run_config"]
+        run_config = {**base, "env": {**base.get("env", {}), **asdict(env)},
+                      "train": {**base.get("train", {}), "steps": cfg.steps, "groups_per_step": cfg.groups_per_step,
+                                "seed": seed, "output_dir": tcfg.output_dir,
+                                "planner_optim": {**base.get("train", {}).get("planner_optim", {}), "lr": cfg.lr},
+                                "grpo": {**base.get("train", {}).get("grpo", {}), "group_size": cfg.group_size,
+                                         "entropy_coef": cfg.entropy_coef,
+                                         "per_term_advantages": opts.get("per_term_advantages", False)}}}
     trainer = Trainer(tcfg, PlannerOnly(), {"planner": planner, "reasoner": play["train"]}, data["train"],
-                      make_accelerator(tcfg), run_config={"study": "learner_options", "variant": variant}, env=env)
+                      make_accelerator(tcfg), run_config=run_config, env=env)
     trainer.env_options.update(data.get("env_options", {}))
     curve = []
     while trainer.step < cfg.steps:
@@ -172,13 +184,15 @@ def train_run(cfg: Config, variant: str, seed: int, data: dict[str, Any]) -> dic
             g = optimisation_gap(data["train_table"], greedy_rows(planner, data["train"], play["train"], env, **options))
             row |= {"greedy_reward": g["trained"]["reward"], "greedy_accuracy": g["trained"]["accuracy"]}
         curve.append(row)
+    saved = trainer.save() if data.get("save") else None
     trainer.acc.end_training()
     gaps, plans = {}, {}
     for split in ("train", "test") if data.get("test") else ("train",):
         rows = greedy_rows(planner, data[split], play[split], env, **options)
         gaps[split] = optimisation_gap(data[f"{split}_table"], rows, select=data["train_table"])
         plans[split] = {r["problem_id"]: r["plan"] for r in rows}
-    return {"variant": variant, "seed": seed, "curve": curve, "gap": gaps, "plans": plans}
+    return {"variant": variant, "seed": seed, "curve": curve, "gap": gaps, "plans": plans,
+            **({"checkpoint": str(saved)} if saved else {})}
 
 
 def _data(cfg: Config) -> dict[str, Any]:

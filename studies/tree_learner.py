@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import torch
 
-__all__ = ["Config", "tree_problems", "adaptive_task", "disagreements", "docs_table", "main"]
+__all__ = ["Config", "tree_problems", "adaptive_task", "disagreements", "docs_table", "keep_planner", "main"]
 
 def _game() -> Any:
     """The env of the trees' game (as :data:`studies.adaptive_tree.SETS`: two rounds, the last may only terminate)."""
@@ -73,6 +73,9 @@ class Config:
     """Where to write the JSON ("" = nowhere)."""
     output_dir: str = "runs/tree_learner"
     """TensorBoard logs (one subdir per run)."""
+    planners_dir: str = ""
+    """Where each run's trained planner goes as a run dir ``<variant>_s<seed>`` (its head: kilobytes) that
+    ``rsim eval --planner DIR`` evaluates on any problems ("" = not kept)."""
 
     def __post_init__(self) -> None:
         bad = [v for v in self.variants.split(",") if v not in ("last_round", "both")]
@@ -138,8 +141,9 @@ def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
             raise ValueError(f"the {s} tree in {cfg.tree_dir} holds no complete problem: fill it "
                              "(python -m studies.adaptive_tree --split ...).")
     fill = FillConfig(split=cfg.train_split, planner=cfg.planner, tasks=cfg.tasks)
-    base = _build(argv(fill, f"tree:{Path(cfg.tree_dir) / f'adaptive_{cfg.train_split}.tree.json.gz'}",
-                       {"train.output_dir": str(Path(cfg.output_dir) / "_base")})).agents["planner"]
+    built = _build(argv(fill, f"tree:{Path(cfg.tree_dir) / f'adaptive_{cfg.train_split}.tree.json.gz'}",
+                        {"train.output_dir": str(Path(cfg.output_dir) / "_base")}))
+    base = built.agents["planner"]
     w = time.perf_counter()
     contexts = sum(warm_planner(base, trees[s], problems[s]) for s in splits)
     features_s = time.perf_counter() - w
@@ -159,7 +163,27 @@ def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
             "env_options": {"grader": grader}, "task_of": adaptive_task,
             **{f"{s}_table": plan_rows(problems[s], reasoners[s], env, task_of=adaptive_task, grader=grader)
                for s in splits},
-            "features": {"contexts": contexts, "wall_s": round(features_s, 1)}}
+            "features": {"contexts": contexts, "wall_s": round(features_s, 1)},
+            "run_config": built.run_config, "save": bool(cfg.planners_dir)}
+
+
+def keep_planner(run: dict[str, Any], planners_dir: str | Path) -> dict[str, Any]:
+    """Copy ``run``'s final checkpoint into ``planners_dir/<variant>_s<seed>/checkpoints/`` (a run dir ``rsim eval``
+    reads: config + head, without the optimizer state); returns where it went and the command that evaluates it."""
+    import shutil
+
+    src = Path(run["checkpoint"])
+    dst = Path(planners_dir) / f"{run['variant']}_s{run['seed']}"
+    ckpt = dst / "checkpoints" / src.name
+    shutil.rmtree(dst, ignore_errors=True)
+    ckpt.mkdir(parents=True)
+    for f in src.iterdir():
+        if f.is_file() and (f.name in ("config.json", "state.json") or f.name.startswith("model.")):
+            shutil.copy2(f, ckpt / f.name)
+    # rsim eval takes the game (env.max_steps, terminate_last_round) and the reasoner's step lengths from the run
+    return {"dir": str(dst), "files": sorted(f.name for f in ckpt.iterdir()),
+            "eval": f"rsim eval --planner {dst} --reasoner llamacpp:default --data adaptive:test "
+                    f"--modes trained,fixed:{','.join(map(str, REFERENCE))} --out runs/eval_{dst.name}"}
 
 
 def docs_table(results: Sequence[dict[str, Any]]) -> str:
@@ -192,6 +216,9 @@ def main(cfg: Config) -> dict[str, Any]:
                      eval_every=cfg.eval_every, output_dir=cfg.output_dir)
     data = _data(cfg, lcfg)
     runs = [lo.train_run(lcfg, v, s, data) for v in cfg.variants.split(",") for s in range(cfg.seeds)]
+    if cfg.planners_dir:
+        for r in runs:
+            r["planner"] = keep_planner(r, cfg.planners_dir)
     first = runs[0]["gap"]
     result = {"config": asdict(cfg), "features": data["features"],
               "tables": {s: {k: first[s][k] for k in ("problems", "best_single", "per_task_best")}

@@ -52,7 +52,8 @@ def test_learner_study_reads_the_trees_and_reports_the_gap(trees):
     tmp, _, _ = trees
     r = tree_learner.main(tree_learner.Config(
         tree_dir=str(tmp / "tree"), tasks=2, planner="tiny", variants="last_round", seeds=1, steps=2,
-        groups_per_step=2, group_size=4, eval_every=1, output_dir=str(tmp / "runs")))
+        groups_per_step=2, group_size=4, eval_every=1, output_dir=str(tmp / "runs"), planners_dir=str(tmp / "kept"),
+        out=str(tmp / "kept.json")))
     assert r["tables"]["train"]["problems"] == 4 and r["tables"]["test"]["problems"] == 4
     assert r["features"]["contexts"] > 0
     run = r["runs"][0]
@@ -95,3 +96,40 @@ def test_docs_copy_the_committed_tree_learner_results():
     doc = (root / "docs" / "training.md").read_text()
     block = re.search(r"<!-- tree learner: python -m studies\.tree_learner -->\n(.*?)\n<!-- /tree learner -->", doc, re.S)
     assert block and block.group(1) == tree_learner.docs_table(results), "docs/training.md: the tree-learner table is stale"
+
+
+def test_the_kept_planner_is_a_run_dir_that_evaluates(trees):
+    """planners_dir keeps each seed's trained head as a small run dir; rsim eval loads it on the frozen base and
+    plays it on problems of another split, and its head is the trained one."""
+    from safetensors.torch import load_file
+
+    from algos.cli import main as cli_main
+    from algos.config import DataConfig
+    from algos.evaluation import EvalConfig
+    from algos.evaluation.run import load_planner
+
+    tmp, _, _ = trees
+    kept = tmp / "kept" / "last_round_s0"
+    if not kept.exists():  # this test alone (the study test keeps it)
+        tree_learner.main(tree_learner.Config(
+            tree_dir=str(tmp / "tree"), tasks=2, planner="tiny", variants="last_round", seeds=1, steps=2,
+            groups_per_step=2, group_size=4, eval_every=1, output_dir=str(tmp / "runs"), planners_dir=str(tmp / "kept"),
+            out=str(tmp / "kept.json")))
+    (ckpt,) = (kept / "checkpoints").iterdir()
+    files = {f.name for f in ckpt.iterdir()}
+    assert files == {"config.json", "state.json", "model.planner.safetensors"}, files  # no optimizer state
+    assert sum(f.stat().st_size for f in ckpt.iterdir()) < 200_000
+    config = json.loads((ckpt / "config.json").read_text())
+    assert config["planner"]["head_only"] is True and config["env"]["terminate_last_round"] is True
+    planner = load_planner(str(kept), EvalConfig(data=DataConfig(source="tiny", size=1))).agent
+    assert planner.config.head_only and (planner.head.weight == load_file(str(ckpt / "model.planner.safetensors"))[
+        "weight"]).all()
+    run = next(x for x in json.loads((tmp / "kept.json").read_text())["runs"] if x["variant"] == "last_round")
+    argv = run["planner"]["eval"].split()
+    assert argv[:2] == ["rsim", "eval"] and argv[argv.index("--planner") + 1] == str(kept)
+    argv[argv.index("--reasoner") + 1] = "tiny"  # the committed command, on the tiny reasoner and two problems
+    argv[argv.index("--out") + 1] = str(tmp / "eval_kept")
+    r = cli_main(argv[1:] + ["--limit", "2", "--no-progress", "--no-plots"])
+    assert {m: r["modes"][m]["problems"] for m in r["modes"]} == {"trained": 2, "fixed:3,8": 2}
+    env = r["config"]["env"]
+    assert env["terminate_last_round"] is True and env["max_steps"] == 2  # the game, from the run

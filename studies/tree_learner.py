@@ -67,6 +67,10 @@ class Config:
     """Planner (head) learning rate."""
     entropy_coef: float = 0.0
     """Entropy bonus of the planner's GRPO loss (``train.grpo.entropy_coef``)."""
+    standardize: bool = True
+    """Standardise the head's input features by the training tree's contexts (per dimension: minus the mean, over
+    the std; :meth:`agents.planners.llm.Planner.standardize_features`). False: the raw features, on which Adam's
+    steps move every context's logits alike (docs/training.md)."""
     eval_every: int = 10
     """Steps between greedy evaluations on the training tree (the curve)."""
     out: str = ""
@@ -125,14 +129,20 @@ def disagreements(data: dict[str, Any], run: dict[str, Any], split: str, limit: 
             for i, (pid, _) in enumerate(diff)]
 
 
-def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
-    from agents.replay.plan_tree import PlanTree, TreeReasoner, warm_planner
+_WARM: dict[tuple[Any, ...], dict[str, Any]] = {}
+"""The trees, problems, base planner and its warmed features by the settings that decide them: a second
+:func:`main` in one process (another learning rate, standardisation on or off) reuses them."""
+
+
+def _warm(cfg: Config) -> dict[str, Any]:
+    from agents.replay.plan_tree import PlanTree, warm_planner
     from benchmarks.plans.tree import _build
-    from rsim_env.grading import GradeCache
     from studies.adaptive_tree import Config as FillConfig
     from studies.adaptive_tree import argv
-    from studies.learner_options import plan_rows
 
+    key = (cfg.tree_dir, cfg.train_split, cfg.test_split, cfg.per_task, cfg.tasks, cfg.planner, cfg.output_dir)
+    if key in _WARM:
+        return _WARM[key]
     splits = {"train": cfg.train_split, **({"test": cfg.test_split} if cfg.test_split else {})}
     trees = {s: PlanTree.load(Path(cfg.tree_dir) / f"adaptive_{sp}.tree.json.gz") for s, sp in splits.items()}
     problems = {s: tree_problems(trees[s], sp, cfg.per_task, cfg.tasks) for s, sp in splits.items()}
@@ -145,8 +155,23 @@ def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
                         {"train.output_dir": str(Path(cfg.output_dir) / "_base")}))
     base = built.agents["planner"]
     w = time.perf_counter()
-    contexts = sum(warm_planner(base, trees[s], problems[s]) for s in splits)
-    features_s = time.perf_counter() - w
+    contexts = warm_planner(base, trees["train"], problems["train"])
+    train_features = torch.stack(list(base._features.values()))  # the training tree's contexts only
+    contexts += sum(warm_planner(base, trees[s], problems[s]) for s in splits if s != "train")
+    _WARM[key] = {"splits": splits, "trees": trees, "problems": problems, "built": built, "base": base,
+                  "train_features": train_features,
+                  "features": {"contexts": contexts, "wall_s": round(time.perf_counter() - w, 1)}}
+    return _WARM[key]
+
+
+def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
+    from agents.replay.plan_tree import TreeReasoner
+    from rsim_env.grading import GradeCache
+    from studies.learner_options import plan_rows
+
+    warm = _warm(cfg)
+    splits, trees, problems, base = warm["splits"], warm["trees"], warm["problems"], warm["base"]
+    train_features = warm["train_features"]
 
     def planner(seed: int) -> Any:
         from agents.planners.llm import Planner
@@ -154,6 +179,8 @@ def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
         torch.manual_seed(seed)
         p = Planner(base.backbone, base.tokenizer, dataclasses.replace(base.config, seed=seed))
         p._features = base._features  # the frozen backbone's features: computed once, shared by every seed
+        if cfg.standardize:
+            p.standardize_features(train_features)
         return p
 
     grader = GradeCache()
@@ -163,8 +190,7 @@ def _data(cfg: Config, lcfg: Any) -> dict[str, Any]:
             "env_options": {"grader": grader}, "task_of": adaptive_task,
             **{f"{s}_table": plan_rows(problems[s], reasoners[s], env, task_of=adaptive_task, grader=grader)
                for s in splits},
-            "features": {"contexts": contexts, "wall_s": round(features_s, 1)},
-            "run_config": built.run_config, "save": bool(cfg.planners_dir)}
+            "features": warm["features"], "run_config": warm["built"].run_config, "save": bool(cfg.planners_dir)}
 
 
 def keep_planner(run: dict[str, Any], planners_dir: str | Path) -> dict[str, Any]:

@@ -122,8 +122,11 @@ def test_the_kept_planner_is_a_run_dir_that_evaluates(trees):
     config = json.loads((ckpt / "config.json").read_text())
     assert config["planner"]["head_only"] is True and config["env"]["terminate_last_round"] is True
     planner = load_planner(str(kept), EvalConfig(data=DataConfig(source="tiny", size=1))).agent
-    assert planner.config.head_only and (planner.head.weight == load_file(str(ckpt / "model.planner.safetensors"))[
-        "weight"]).all()
+    saved = load_file(str(ckpt / "model.planner.safetensors"))
+    assert planner.config.head_only and (planner.head.weight == saved["weight"]).all()
+    # the head standardises by the training tree's features (Config.standardize), and the checkpoint carries them
+    assert (planner.head.feature_mean == saved["feature_mean"]).all() and saved["feature_mean"].abs().sum() > 0
+    assert (planner.head.feature_scale == saved["feature_scale"]).all() and not (saved["feature_scale"] == 1).all()
     run = next(x for x in json.loads((tmp / "kept.json").read_text())["runs"] if x["variant"] == "last_round")
     argv = run["planner"]["eval"].split()
     assert argv[:2] == ["rsim", "eval"] and argv[argv.index("--planner") + 1] == str(kept)

@@ -89,7 +89,7 @@ def test_planner_only_run_with_a_head_only_planner_evaluates(tmp_path):
 
     planner = load_planner(str(out), EvalConfig(data=DataConfig(source="tiny", size=1))).agent
     weights = load_file(str(saved.parent / "model.planner.safetensors"))
-    assert planner.config.head_only and set(weights) == {"weight", "bias"}
+    assert planner.config.head_only and set(weights) == {"weight", "bias", "feature_mean", "feature_scale"}
     assert torch.equal(planner.head.weight.detach(), weights["weight"])
 
 
@@ -129,3 +129,30 @@ def test_a_forced_decision_is_never_encoded_and_scores_zero(head_only):
     assert float(logp.sum()) == 0.0
     grads = [p.grad for p in planner.module.parameters() if p.requires_grad]
     assert grads and all(g is None or float(g.abs().sum()) == 0.0 for g in grads)
+
+
+def test_the_head_standardises_its_features_and_the_default_changes_nothing():
+    """StrategyHead: at its default buffers (mean 0, scale 1) the logits are a plain Linear's bit for bit; fitted, the
+    head reads (x - mean) / std of the fitting features, the KL reference head too, and both travel in a save."""
+    full, head = _pair()
+    x = torch.randn(5, head.head.in_features) * 3 + 7
+    plain = torch.nn.functional.linear(x, head.head.weight, head.head.bias)
+    assert torch.equal(head.head(x), plain)
+    head.standardize_features(x)
+    z = (x - x.mean(0)) / x.std(0)
+    assert torch.allclose(head.head(x), torch.nn.functional.linear(z, head.head.weight, head.head.bias), atol=1e-5)
+    with head.reference():
+        assert torch.equal(head._ref_head.feature_mean, x.mean(0))
+    assert {"feature_mean", "feature_scale"} <= set(head.head.state_dict())
+    with pytest.raises(ValueError, match="frozen features"):
+        full.standardize_features(x)
+    with pytest.raises(ValueError, match=r"\[contexts >= 2"):
+        head.standardize_features(x[:1])
+
+
+def test_a_saved_planner_keeps_its_standardisation(tmp_path):
+    _, head = _pair()
+    head.standardize_features(torch.randn(4, head.head.in_features) + 2)
+    back = Planner.from_pretrained(head.save_pretrained(tmp_path / "p"))
+    for k, v in head.head.state_dict().items():
+        assert torch.equal(back.head.state_dict()[k], v), k

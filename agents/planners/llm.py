@@ -39,7 +39,7 @@ from ..base import Scored, check_act_args
 from ..hf.prefix import shareable, shared_prefix_hidden
 from ..hf.sampling import right_pad
 
-__all__ = ["PlannerConfig", "PlannerRecord", "Planner"]
+__all__ = ["PlannerConfig", "PlannerRecord", "StrategyHead", "Planner"]
 
 _FORMAT = 1
 
@@ -106,6 +106,25 @@ class _Trajectory:
     action_masks: list[list[int]] = field(default_factory=list)
 
 
+class StrategyHead(torch.nn.Linear):
+    """``Linear(hidden, k)`` on standardised features: ``W (x - feature_mean) / feature_scale + b``.
+
+    The buffers start at 0 and 1 (the features as they are, bit for bit) and travel in every state dict, so a
+    checkpoint carries them. :meth:`Planner.standardize_features` fits them (head-only planners). Why: a frozen
+    LM's last-token features of one prompt template share one large component (SmolLM2-135M on the adaptive
+    tree: feature norm 57.6, the mean feature's 56.1, per-dimension spread 0.48). Adam's sign-like step on raw
+    features then moves every context's logits alike -- a global bias step of about ``lr x |mean|_1`` -- which
+    collapses the policy onto one plan before the per-problem directions are learned (docs/training.md)."""
+
+    def __init__(self, in_features: int, out_features: int) -> None:
+        super().__init__(in_features, out_features)
+        self.register_buffer("feature_mean", torch.zeros(in_features))
+        self.register_buffer("feature_scale", torch.ones(in_features))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward((x - self.feature_mean) / self.feature_scale)
+
+
 def _entropy(logp: torch.Tensor) -> torch.Tensor:
     """Entropy (nats) over the last axis of log-probs where masked actions are ``-inf`` (they add 0)."""
     finite = torch.isfinite(logp)
@@ -125,7 +144,7 @@ class Planner(torch.nn.Module):
         self.tokenizer = tokenizer
         self.config = config or PlannerConfig()
         # one logit per row of the strategy table (default: as many as it has now)
-        self.head = torch.nn.Linear(backbone.config.hidden_size, num_strategies or strategies.num_strategies())
+        self.head = StrategyHead(backbone.config.hidden_size, num_strategies or strategies.num_strategies())
         with torch.no_grad():
             self.head.weight.normal_(0.0, self.config.head_init_std)
             self.head.bias.zero_()
@@ -165,6 +184,26 @@ class Planner(torch.nn.Module):
         if self.lora is None:
             return contextlib.nullcontext()
         return self.lora.disabled() if self._reference else self.lora.active()
+
+    def standardize_features(self, features: torch.Tensor, min_scale: float = 1e-3) -> None:
+        """Head-only: fit the head's feature standardisation (:class:`StrategyHead`) to ``features``
+        (``[contexts, hidden]``: the frozen backbone's features of the training contexts, e.g. a plan tree's), the
+        KL reference's too. Call it before training: it changes what the head's weights mean."""
+        if not self.config.head_only:
+            raise ValueError("standardize_features fits a head on frozen features; this planner trains its backbone "
+                             "(its features move). Build it with PlannerConfig(head_only=True).")
+        hidden = self.head.in_features
+        if features.ndim != 2 or features.shape[1] != hidden or features.shape[0] < 2:
+            raise ValueError(f"standardize_features needs [contexts >= 2, {hidden}] features, got "
+                             f"{list(features.shape)}; pass the training contexts' features (Planner._features).")
+        f = features.detach().float().to(self.device)
+        mean, scale = f.mean(0), f.std(0).clamp_min(min_scale)
+        if not (torch.isfinite(mean).all() and torch.isfinite(scale).all()):
+            raise ValueError("standardize_features: the features hold NaN or inf.")
+        with torch.no_grad():
+            for head in (self.head, self._ref_head):
+                head.feature_mean.copy_(mean)
+                head.feature_scale.copy_(scale)
 
     @property
     def shares_reference(self) -> bool:

@@ -81,6 +81,9 @@ class Config:
     planners_dir: str = ""
     """Where each run's trained planner goes as a run dir ``<variant>_s<seed>`` (its head: kilobytes) that
     ``rsim eval --planner DIR`` evaluates on any problems ("" = not kept)."""
+    select_split: str = ""
+    """Another split whose tree joins the training tree in choosing the baselines' fixed and per-task plans (e.g.
+    ``val`` when ``--test-split test``; "" = the training tree alone: the information the planner had)."""
 
     def __post_init__(self) -> None:
         bad = [v for v in self.variants.split(",") if v not in ("last_round", "both")]
@@ -241,11 +244,26 @@ def docs_table(results: Sequence[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _baselines(cfg: Config, data: dict[str, Any], runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per variant, :func:`studies.tree_baselines.compare` on the held-out tree ({} without one)."""
+    from studies.tree_baselines import by_variant, tree_rows
+
+    if "test_table" not in data:
+        return {}
+    select = None
+    if cfg.select_split:
+        select = data["train_table"] + tree_rows(cfg.tree_dir, cfg.select_split, cfg.per_task, cfg.tasks)
+    return by_variant(cfg.variants.split(","), runs, data["train_table"], data["test_table"],
+                      cfg.steps * cfg.groups_per_step * cfg.group_size, select,
+                      [cfg.train_split] + ([cfg.select_split] if cfg.select_split else []))
+
+
 def main(cfg: Config) -> dict[str, Any]:
     """Load the trees, warm the planner's features, train every variant on every seed, summarise and write."""
     import json
 
     from studies import learner_options as lo
+    from studies import tree_baselines
 
     t0 = time.perf_counter()
     lcfg = lo.Config(variants=cfg.variants, seeds=cfg.seeds, planner="tiny", max_steps=2, steps=cfg.steps,
@@ -262,11 +280,14 @@ def main(cfg: Config) -> dict[str, Any]:
               "tables": {s: {k: first[s][k] for k in ("problems", "best_single", "per_task_best")}
                          for s in first},
               "summary": lo.summary(runs), "runs": runs,
+              "baselines": _baselines(cfg, data, runs),
               "reading": {f"{r['variant']}_s{r['seed']}/{s}": disagreements(data, r, s)
                           for r in runs if r["seed"] == 0 for s in r["plans"]},
               "wall_seconds": time.perf_counter() - t0,
               "torch_threads": torch.get_num_threads()}
     lo.print_result(result)
+    for v, b in result["baselines"].items():
+        print(f"\n## {v}: held-out {cfg.test_split} ({b['problems']} problems)\n\n{tree_baselines.markdown(b)}")
     if cfg.out:
         Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
         Path(cfg.out).write_text(json.dumps(result, indent=1) + "\n")

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from studies import adaptive_tree, tree_learner
+from studies import adaptive_tree, tree_baselines, tree_learner
 
 
 def _fill(tmp_path, split, per_task=2):
@@ -69,6 +69,14 @@ def test_learner_study_reads_the_trees_and_reports_the_gap(trees):
     for x in reading:
         assert x["trained"]["plan"] == plans[x["problem_id"]] and x["reference"]["plan"] == [3, 8]
         assert len(x["reference"]["steps"]) == 2 and x["task"] in per_task
+    # the plan baselines on the held-out tree: the trained planner's own numbers, and the same from the JSON alone
+    b = r["baselines"]["last_round"]
+    assert b["modes"]["trained"]["reward"] == pytest.approx(run["gap"]["test"]["trained"]["reward"])
+    assert b["modes"]["best_fixed_exhaustive"]["reward"] == pytest.approx(r["tables"]["test"]["best_single"]["reward"])
+    assert b["modes"]["per_task"]["reward"] == pytest.approx(r["tables"]["test"]["per_task_best"]["reward"])
+    assert b["episodes"] == 2 * 2 * 4 and b["select"] == ["train"]
+    again = tree_baselines.main(tree_baselines.Config(result=str(tmp / "kept.json")))
+    assert json.loads(json.dumps(again)) == json.loads(json.dumps(r["baselines"]))
 
 
 def test_learner_study_without_a_held_out_tree_reports_the_optimisation_gap_alone(trees):

@@ -1,0 +1,79 @@
+"""studies.tree_baselines: the plan baselines of a held-out plan tree, computed from outcome rows (no model)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from algos.optimisation_gap import planner_reward_of
+from studies.tree_baselines import compare, markdown
+
+PLANS = [(8,), (0, 8), (3, 8)]
+
+
+def _rows(split: str, n: int, right: dict[str, set[tuple[int, ...]]]) -> list[dict]:
+    """n problems a task; task ``t``'s problems are right exactly under the plans ``right[t]``."""
+    return [{"problem_id": f"{split}/{t}/{i}", "task": t, "plan": list(p), "correct": p in ok,
+             "reward": planner_reward_of(p, p in ok)} for t, ok in right.items() for i in range(n) for p in PLANS]
+
+
+RIGHT = {"copy": {(0, 8)}, "sum": {(3, 8)}, "hard": set()}
+
+
+def test_baselines_score_each_policy_on_the_held_out_rows() -> None:
+    train, held = _rows("train", 4, RIGHT), _rows("test", 3, RIGHT)
+    trained = {s: {f"test/{t}/{i}": [3, 8] for t in RIGHT for i in range(3)} for s in (0, 1, 2)}
+    b = compare(train, held, trained, episodes=3000)
+    m = b["modes"]
+    # the best single plan: (0, 8) and (3, 8) tie on reward; ties go to the smaller plan
+    assert b["plans"]["best_fixed_exhaustive"] == [0, 8]
+    assert m["best_fixed_exhaustive"]["accuracy"] == pytest.approx(1 / 3)
+    assert b["plans"]["per_task"] == {"copy": [0, 8], "sum": [3, 8], "hard": [0, 8]}
+    assert m["per_task"]["accuracy"] == pytest.approx(2 / 3)
+    assert m["trained"]["accuracy"] == pytest.approx(1 / 3) and m["trained"]["headroom_captured_accuracy"] == 0.0
+    # 3,000 Thompson pulls find the right plan of every task that has one
+    for s in ("0", "1", "2"):
+        assert b["plans"]["bandit"][s]["copy"] == [0, 8] and b["plans"]["bandit"][s]["sum"] == [3, 8]
+    assert m["bandit"]["accuracy"] == pytest.approx(2 / 3)
+    assert m["per_task"]["headroom_captured_reward"] == 1.0
+    # random: the exact expectation over the 3 plans, and one draw per seed (seeded: the same every run)
+    exp = b["random_expected"]
+    assert exp["accuracy"] == pytest.approx(2 / 9)
+    assert compare(train, held, trained, episodes=3000)["modes"]["random"] == m["random"]
+    t = b["tests"]["trained_vs_per_task"]["seed_sign_accuracy"]
+    assert (t["wins"], t["losses"]) == (0, 3)
+    assert "| `bandit` |" in markdown(b) and "trained vs best_fixed_exhaustive" in markdown(b)
+
+
+def test_baselines_choose_on_the_selection_rows_when_given() -> None:
+    """Validation rows that disagree with training move the per-task choice (the test split's protocol)."""
+    train, held = _rows("train", 2, RIGHT), _rows("test", 2, RIGHT)
+    val = _rows("val", 6, {"copy": {(3, 8)}, "sum": {(3, 8)}, "hard": set()})
+    trained = {0: {f"test/{t}/{i}": [0, 8] for t in RIGHT for i in range(2)}}
+    b = compare(train, held, trained, episodes=100, select_rows=train + val)
+    assert b["plans"]["per_task"]["copy"] == [3, 8]
+
+
+def test_baselines_refuse_a_planner_without_plans_for_every_held_out_problem() -> None:
+    train, held = _rows("train", 2, RIGHT), _rows("test", 2, RIGHT)
+    with pytest.raises(ValueError, match="no plan for 1 held-out problems"):
+        compare(train, held, {0: {f"test/{t}/{i}": [0, 8] for t in RIGHT for i in range(2) if (t, i) != ("hard", 1)}},
+                episodes=10)
+    with pytest.raises(ValueError, match="no trained planner"):
+        compare(train, held, {}, episodes=10)
+    with pytest.raises(ValueError, match="episodes=0"):
+        compare(train, held, {0: {f"test/{t}/{i}": [0, 8] for t in RIGHT for i in range(2)}}, episodes=0)
+
+
+def test_docs_copy_the_committed_baselines() -> None:
+    """docs/training.md's baselines table is the one the committed standardised run's JSON holds."""
+    root = Path(__file__).resolve().parents[1]
+    result = json.loads((root / "docs/training_results/tree_learner_adaptive_12_std.json").read_text())
+    text = (root / "docs" / "training.md").read_text()
+    block = re.search(r"<!-- tree baselines: python -m studies.tree_baselines -->\n(.*?)\n<!-- /tree baselines -->",
+                      text, re.S)
+    assert block and block.group(1) == markdown(result["baselines"]["last_round"]), \
+        "docs/training.md: the tree baselines table is stale"

@@ -210,9 +210,12 @@ def keep_planner(run: dict[str, Any], planners_dir: str | Path) -> dict[str, Any
     for f in src.iterdir():
         if f.is_file() and (f.name in ("config.json", "state.json") or f.name.startswith("model.")):
             shutil.copy2(f, ckpt / f.name)
-    # rsim eval takes the game (env.max_steps, terminate_last_round) and the reasoner's step lengths from the run
+    # rsim eval takes the game (env.max_steps, terminate_last_round) and the reasoner's step lengths from the run.
+    # The reasoner is replayed: live llama.cpp greedy steps depend on the batch a problem shares (3 of 24 episodes
+    # with the same plan decoded differently under `trained` and `fixed:3,8` on 60 test problems; replayed, 0), so
+    # only a replayed reasoner pairs the modes exactly -- and reads back what the trees decoded.
     return {"dir": str(dst), "files": sorted(f.name for f in ckpt.iterdir()),
-            "eval": f"rsim eval --planner {dst} --reasoner llamacpp:default --data adaptive:test "
+            "eval": f"rsim eval --planner {dst} --reasoner replay:llamacpp:default --data adaptive:test "
                     f"--modes trained,fixed:{','.join(map(str, REFERENCE))} --out runs/eval_{dst.name}"}
 
 

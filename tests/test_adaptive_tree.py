@@ -138,6 +138,8 @@ def test_the_kept_planner_is_a_run_dir_that_evaluates(trees):
     run = next(x for x in json.loads((tmp / "kept.json").read_text())["runs"] if x["variant"] == "last_round")
     argv = run["planner"]["eval"].split()
     assert argv[:2] == ["rsim", "eval"] and argv[argv.index("--planner") + 1] == str(kept)
+    # replayed: live llama.cpp steps depend on the batch, so only a replayed reasoner pairs the modes exactly
+    assert argv[argv.index("--reasoner") + 1] == "replay:llamacpp:default"
     argv[argv.index("--reasoner") + 1] = "tiny"  # the committed command, on the tiny reasoner and two problems
     argv[argv.index("--out") + 1] = str(tmp / "eval_kept")
     r = cli_main(argv[1:] + ["--limit", "2", "--no-progress", "--no-plots"])

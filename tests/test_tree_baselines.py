@@ -77,3 +77,54 @@ def test_docs_copy_the_committed_baselines() -> None:
                       text, re.S)
     assert block and block.group(1) == markdown(result["baselines"]["last_round"]), \
         "docs/training.md: the tree baselines table is stale"
+
+
+PARAGRAPH = "**In progress: a planner trained on the frozen reasoner's whole plan tree**"
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/results.md"])
+def test_the_in_progress_paragraph_copies_the_committed_files(doc: str) -> None:
+    """Every figure of the README's tree-learner paragraph, recomputed from the committed result and episodes."""
+    import gzip
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / doc).read_text()
+    assert PARAGRAPH in text
+    para = " ".join(text[text.index(PARAGRAPH):].split("\n\n")[0].split())
+    result = json.loads((root / "docs/training_results/tree_learner_adaptive_12_std.json").read_text())
+    c, s, b = result["config"], result["summary"]["last_round"], result["baselines"]["last_round"]
+    fixed, bandit = b["tests"]["trained_vs_best_fixed_exhaustive"], b["tests"]["trained_vs_bandit"]
+    boot = fixed["bootstrap_accuracy"]
+    held = result["tables"]["test"]
+    figures = [f"With {c['per_task']} training problems a task ({result['tables']['train']['problems']})",
+               f"lr {c['lr']:g}", f"{c['groups_per_step']} problems a step", f"reaches {s['train_ratio']:.3f} of the",
+               f"({c['seeds']} seeds)", f"On {held['problems']} validation problems",
+               f"above `{held['best_single']['plan']}` on {fixed['seed_sign_reward']['wins']} of {c['seeds']} seeds",
+               f"({100 * boot['difference']:+.1f} points, 95 % CI {100 * boot['ci95'][0]:.1f}, {100 * boot['ci95'][1]:+.1f})",
+               f"the same {b['episodes']:,} episodes ({bandit['seed_sign_reward']['wins']} of {c['seeds']} seeds above)"]
+    rows = [json.loads(line) for line in gzip.open(root / "docs/training_results/eval_checks/"
+                                                   "tree_adaptive_12_std_s0_test60_replay.episodes.jsonl.gz", "rt")]
+    acc = {m: [r["correct"] for r in rows if r["mode"] == m] for m in ("trained", "fixed:3,8")}
+    figures.append(f"A first check on {len(acc['trained'])} test problems (seed 0) has it at "
+                   f"{100 * sum(acc['trained']) / len(acc['trained']):.1f} % against "
+                   f"{100 * sum(acc['fixed:3,8']) / len(acc['fixed:3,8']):.1f} % for `[3, 8]`")
+    for f in figures:
+        assert f in para, f"{doc}: {f!r} is not what the committed files say"
+
+
+def test_replayed_eval_pairs_the_modes_and_live_llamacpp_does_not() -> None:
+    """The committed check behind the kept planners' replayed eval command: on the problems where both modes play
+    [3, 8], live llama.cpp decoded 3 of 24 differently (the batch differs), the replayed reasoner none."""
+    import gzip
+
+    root = Path(__file__).resolve().parents[1] / "docs/training_results/eval_checks"
+
+    def differing(name: str) -> tuple[int, int]:
+        by: dict[str, dict[str, dict]] = {}
+        for line in gzip.open(root / f"tree_adaptive_12_std_s0_test60_{name}.episodes.jsonl.gz", "rt"):
+            r = json.loads(line)
+            by.setdefault(r["problem_id"], {})[r["mode"]] = r
+        same = [m for m in by.values() if m["trained"]["strategies"] == m["fixed:3,8"]["strategies"]]
+        return sum(m["trained"]["steps"] != m["fixed:3,8"]["steps"] for m in same), len(same)
+
+    assert differing("live") == (3, 24) and differing("replay") == (0, 24)

@@ -20,6 +20,11 @@ Modes that need new decoding (``none``, self-consistency) are :mod:`studies.effi
     python -m studies.tree_baselines --result docs/training_results/tree_learner_adaptive_12_std.json
 
 recomputes them for a :mod:`studies.tree_learner` result from the trees it names (seconds; no model is loaded).
+With ``--planners DIR`` the committed heads (``DIR/<variant>_s<seed>``, as ``--planners-dir`` kept them) are
+loaded and played greedily on the ``--heldout`` split's tree -- e.g. the test tree, which the study never used::
+
+    python -m studies.tree_baselines --result docs/training_results/tree_learner_adaptive_12_std.json \
+        --planners docs/training_results/planners/tree_adaptive_12_std --heldout test --select val
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-__all__ = ["Config", "by_variant", "compare", "main", "markdown", "tree_rows"]
+__all__ = ["Config", "by_variant", "compare", "main", "markdown", "play_kept", "tree_rows"]
 
 MODES = ("random", "best_fixed_exhaustive", "per_task", "bandit", "trained")
 
@@ -157,13 +162,15 @@ def compare(train_rows: Sequence[dict[str, Any]], heldout_rows: Sequence[dict[st
 
 def by_variant(variants: Sequence[str], runs: Sequence[dict[str, Any]], train_rows: Sequence[dict[str, Any]],
                heldout_rows: Sequence[dict[str, Any]], episodes: int, select_rows: Sequence[dict[str, Any]] | None,
-               select: Sequence[str]) -> dict[str, Any]:
+               select: Sequence[str], heldout: str, planners: str | None = None) -> dict[str, Any]:
     """:func:`compare` for each variant of a :mod:`studies.tree_learner` run list (each run's held-out plans under
-    ``plans["test"]``); ``select`` names the splits the plans were chosen on."""
+    ``plans["test"]``); ``select`` names the splits the plans were chosen on, ``heldout`` the scoring split,
+    ``planners`` where the heads were loaded from (None: the plans the study recorded)."""
     out = {}
     for v in variants:
         plans = {r["seed"]: r["plans"]["test"] for r in runs if r["variant"] == v}
-        out[v] = compare(train_rows, heldout_rows, plans, episodes, select_rows) | {"select": list(select)}
+        out[v] = compare(train_rows, heldout_rows, plans, episodes, select_rows) | {
+            "select": list(select), "heldout": heldout, "planners": planners}
     return out
 
 
@@ -195,25 +202,75 @@ class Config:
     select: str = ""
     """Another split whose tree joins the training tree in choosing the fixed and per-task plans (e.g. ``val``
     when the held-out tree is ``test``; "" = the training tree alone, as the trained planner)."""
+    planners: str = ""
+    """A directory of kept planners (``<variant>_s<seed>`` run dirs): play them on the held-out tree instead of
+    reading the result's held-out plans ("" = the result's)."""
+    heldout: str = ""
+    """The split whose tree scores every mode ("" = the result's ``test_split``); another split needs ``--planners``."""
     out: str = ""
     """Write the result (the input JSON with ``baselines`` added) here ("" = print only)."""
 
 
-def tree_rows(tree_dir: str, split: str, per_task: int, tasks: int) -> list[dict[str, Any]]:
-    """Every plan's outcome row on the complete problems of ``adaptive_<split>``'s tree (first ``per_task`` a task)."""
+def _tree(tree_dir: str, split: str, per_task: int, tasks: int) -> tuple[Any, list[Any]]:
     from pathlib import Path
 
-    from agents.replay.plan_tree import PlanTree, TreeReasoner
-    from rsim_env.grading import GradeCache
-    from studies.learner_options import plan_rows
-    from studies.tree_learner import _game, adaptive_task, tree_problems
+    from agents.replay.plan_tree import PlanTree
+    from studies.tree_learner import tree_problems
 
     tree = PlanTree.load(Path(tree_dir) / f"adaptive_{split}.tree.json.gz")
     problems = tree_problems(tree, split, per_task, tasks)
     if not problems:
         raise ValueError(f"the {split} tree in {tree_dir} holds no complete problem; fill it first "
                          f"(python -m studies.adaptive_tree --split {split}).")
+    return tree, problems
+
+
+def tree_rows(tree_dir: str, split: str, per_task: int, tasks: int) -> list[dict[str, Any]]:
+    """Every plan's outcome row on the complete problems of ``adaptive_<split>``'s tree (first ``per_task`` a task)."""
+    from agents.replay.plan_tree import TreeReasoner
+    from rsim_env.grading import GradeCache
+    from studies.learner_options import plan_rows
+    from studies.tree_learner import _game, adaptive_task
+
+    tree, problems = _tree(tree_dir, split, per_task, tasks)
     return plan_rows(problems, TreeReasoner(tree), _game(), task_of=adaptive_task, grader=GradeCache())
+
+
+def play_kept(planners_dir: str, tree_dir: str, split: str, per_task: int, tasks: int
+              ) -> dict[str, dict[int, dict[str, list[int]]]]:
+    """Each kept planner's greedy plan on every complete problem of ``split``'s tree: ``{variant: {seed: {problem:
+    plan}}}``. The frozen backbone's features are computed once (the first planner) and shared: they do not
+    depend on the head, which holds the standardisation it was trained with."""
+    import re
+    from pathlib import Path
+
+    from agents.replay.plan_tree import TreeReasoner, warm_planner
+    from algos.evaluation.config import EvalConfig
+    from algos.evaluation.run import load_planner
+    from rsim_env.grading import GradeCache
+    from studies.learner_options import greedy_rows
+    from studies.tree_learner import _game, adaptive_task
+
+    dirs = sorted((d for d in Path(planners_dir).iterdir() if d.is_dir() and re.fullmatch(r".+_s\d+", d.name)),
+                  key=lambda d: (d.name.rsplit("_s", 1)[0], int(d.name.rsplit("_s", 1)[1]))) \
+        if Path(planners_dir).is_dir() else []
+    if not dirs:
+        raise ValueError(f"--planners {planners_dir!r}: no <variant>_s<seed> planner dirs there; give the directory "
+                         "studies.tree_learner --planners-dir wrote.")
+    tree, problems = _tree(tree_dir, split, per_task, tasks)
+    reasoner, grader, env, shared = TreeReasoner(tree), GradeCache(), _game(), {}
+    features = None
+    out: dict[str, dict[int, dict[str, list[int]]]] = {}
+    for d in dirs:
+        variant, seed = d.name.rsplit("_s", 1)
+        planner = load_planner(str(d), EvalConfig(env=env), shared).agent
+        if features is None:
+            warm_planner(planner, tree, problems)
+            features = planner._features
+        planner._features = features
+        rows = greedy_rows(planner, problems, reasoner, env, task_of=adaptive_task, grader=grader)
+        out.setdefault(variant, {})[int(seed)] = {r["problem_id"]: r["plan"] for r in rows}
+    return out
 
 
 def main(cfg: Config) -> dict[str, Any]:
@@ -228,16 +285,25 @@ def main(cfg: Config) -> dict[str, Any]:
     if not c.get("test_split"):
         raise ValueError(f"{cfg.result}: the run had no held-out tree (--test-split \"\"); baselines need one.")
     args = (c["tree_dir"], c["per_task"], c.get("tasks", 0))
+    heldout = cfg.heldout or c["test_split"]
+    if heldout != c["test_split"] and not cfg.planners:
+        raise ValueError(f"--heldout {heldout!r}: the result holds plans on {c['test_split']!r} only; give --planners "
+                         "(the kept heads) to play them on another tree.")
     train = tree_rows(args[0], c["train_split"], *args[1:])
-    held = tree_rows(args[0], c["test_split"], *args[1:])
+    held = tree_rows(args[0], heldout, *args[1:])
     select = train + tree_rows(args[0], cfg.select, *args[1:]) if cfg.select else None
     episodes = c["steps"] * c["groups_per_step"] * c["group_size"]
-    out = by_variant(c["variants"].split(","), result["runs"], train, held, episodes, select,
-                     [c["train_split"]] + ([cfg.select] if cfg.select else []))
+    runs = result["runs"]
+    if cfg.planners:
+        played = play_kept(cfg.planners, args[0], heldout, *args[1:])
+        runs = [{"variant": v, "seed": s, "plans": {"test": plans}} for v, by in played.items() for s, plans in by.items()]
+    out = by_variant(list(dict.fromkeys(r["variant"] for r in runs)), runs, train, held, episodes, select,
+                     [c["train_split"]] + ([cfg.select] if cfg.select else []), heldout, cfg.planners or None)
     for v, b in out.items():
-        print(f"## {v}: held-out {c['test_split']} ({b['problems']} problems)\n\n{markdown(b)}\n")
+        print(f"## {v}: held-out {heldout} ({b['problems']} problems)\n\n{markdown(b)}\n")
     if cfg.out:
-        result["baselines"] = out
+        key = "baselines" if heldout == c["test_split"] and not cfg.planners else f"baselines_{heldout}"
+        result[key] = out
         Path(cfg.out).write_text(json.dumps(result, indent=1) + "\n")
     return out
 

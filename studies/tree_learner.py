@@ -258,7 +258,7 @@ def _baselines(cfg: Config, data: dict[str, Any], runs: Sequence[dict[str, Any]]
         select = data["train_table"] + tree_rows(cfg.tree_dir, cfg.select_split, cfg.per_task, cfg.tasks)
     return by_variant(cfg.variants.split(","), runs, data["train_table"], data["test_table"],
                       cfg.steps * cfg.groups_per_step * cfg.group_size, select,
-                      [cfg.train_split] + ([cfg.select_split] if cfg.select_split else []))
+                      [cfg.train_split] + ([cfg.select_split] if cfg.select_split else []), cfg.test_split)
 
 
 def main(cfg: Config) -> dict[str, Any]:

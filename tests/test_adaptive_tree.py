@@ -146,3 +146,26 @@ def test_the_kept_planner_is_a_run_dir_that_evaluates(trees):
     assert {m: r["modes"][m]["problems"] for m in r["modes"]} == {"trained": 2, "fixed:3,8": 2}
     env = r["config"]["env"]
     assert env["terminate_last_round"] is True and env["max_steps"] == 2  # the game, from the run
+
+
+def test_kept_planners_replay_their_held_out_plans_and_play_another_tree(trees):
+    """tree_baselines --planners loads the kept heads and plays them greedily on a tree: on the study's held-out
+    tree it reproduces the plans (and so every figure) the study recorded; it plays the training tree too."""
+    tmp, _, _ = trees
+    if not (tmp / "kept.json").exists():  # this test alone
+        test_the_kept_planner_is_a_run_dir_that_evaluates(trees)
+    result = json.loads((tmp / "kept.json").read_text())
+    played = tree_baselines.main(tree_baselines.Config(result=str(tmp / "kept.json"), planners=str(tmp / "kept")))
+    recorded = tree_baselines.main(tree_baselines.Config(result=str(tmp / "kept.json")))
+    assert played["last_round"]["modes"] == recorded["last_round"]["modes"]
+    assert played["last_round"]["planners"] == str(tmp / "kept") and played["last_round"]["heldout"] == "val"
+    out = tmp / "kept_train.json"
+    on_train = tree_baselines.main(tree_baselines.Config(result=str(tmp / "kept.json"), planners=str(tmp / "kept"),
+                                                         heldout="train", out=str(out)))
+    run = result["runs"][0]
+    assert on_train["last_round"]["modes"]["trained"]["reward"] == pytest.approx(run["gap"]["train"]["trained"]["reward"])
+    assert "baselines_train" in json.loads(out.read_text())
+    with pytest.raises(ValueError, match="give --planners"):
+        tree_baselines.main(tree_baselines.Config(result=str(tmp / "kept.json"), heldout="train"))
+    with pytest.raises(ValueError, match="no <variant>_s<seed> planner dirs"):
+        tree_baselines.main(tree_baselines.Config(result=str(tmp / "kept.json"), planners=str(tmp / "runs" / "nothing")))

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import torch
 
-__all__ = ["Config", "tree_problems", "adaptive_task", "disagreements", "docs_table", "keep_planner", "main"]
+__all__ = ["Config", "tree_problems", "adaptive_task", "disagreements", "docs_table", "keep_planner", "main", "plot_curves"]
 
 def _game() -> Any:
     """The env of the trees' game (as :data:`studies.adaptive_tree.SETS`: two rounds, the last may only terminate)."""
@@ -247,6 +247,43 @@ def docs_table(results: Sequence[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def plot_curves(result: dict[str, Any], path: str | Path) -> Path:
+    """Per seed, the greedy planner's reward on the training tree over the steps (left) and the sampled policy's
+    entropy (right), with the best single and per-task best plans' rewards as lines; one figure per result."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = result["tables"]["train"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
+    for i, r in enumerate(result["runs"]):
+        pts = [(x["step"], x["greedy_reward"]) for x in r["curve"] if x.get("greedy_reward") is not None]
+        ent = [(x["step"], x["entropy"]) for x in r["curve"] if x.get("entropy") is not None]
+        name = f"{r['variant']} s{r['seed']}"
+        left.plot(*zip(*pts), color=f"C{i % 10}", label=name, marker=".")
+        if ent:
+            right.plot(*zip(*ent), color=f"C{i % 10}", label=name, linewidth=0.8)
+    for y, label, style in ((t["best_single"]["reward"], f"best single {t['best_single']['plan']}", ":"),
+                            (t["per_task_best"]["reward"], "per-task best", "--"),
+                            (0.95 * t["per_task_best"]["reward"], "0.95 x per-task best", "-.")):
+        left.axhline(y, color="k", linestyle=style, linewidth=1, label=label)
+    lo = min([t["best_single"]["reward"]] + [y for line in left.get_lines() for y in line.get_ydata()])
+    left.set_ylim(lo - 0.01, t["per_task_best"]["reward"] + 0.01)
+    c = result["config"]
+    left.set_title(f"greedy reward on the training tree ({t['problems']} problems)")
+    right.set_title("sampled entropy (nats a decision; steps with a signal)")
+    for ax in (left, right):
+        ax.set_xlabel("step")
+    left.legend(fontsize=7, ncol=2)
+    fig.suptitle(f"lr {c['lr']:g}, {c['groups_per_step']} problems x G {c['group_size']} a step, "
+                 f"{'standardised' if c.get('standardize') else 'raw'} features", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return Path(path)
+
+
 def _baselines(cfg: Config, data: dict[str, Any], runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Per variant, :func:`studies.tree_baselines.compare` on the held-out tree ({} without one)."""
     from studies.tree_baselines import by_variant, tree_rows
@@ -293,6 +330,7 @@ def main(cfg: Config) -> dict[str, Any]:
         print(f"\n## {v}: held-out {cfg.test_split} ({b['problems']} problems)\n\n{tree_baselines.markdown(b)}")
     if cfg.out:
         Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
+        result["curves_png"] = str(plot_curves(result, Path(cfg.out).with_suffix(".png")))
         Path(cfg.out).write_text(json.dumps(result, indent=1) + "\n")
     return result
 

@@ -128,3 +128,14 @@ def test_replayed_eval_pairs_the_modes_and_live_llamacpp_does_not() -> None:
         return sum(m["trained"]["steps"] != m["fixed:3,8"]["steps"] for m in same), len(same)
 
     assert differing("live") == (3, 24) and differing("replay") == (0, 24)
+
+
+def test_tree_learner_curves_plot_from_a_result(tmp_path: Path) -> None:
+    """The docs' curve figures are drawn from the committed JSON alone (no trees, no model)."""
+    from studies.tree_learner import plot_curves
+
+    root = Path(__file__).resolve().parents[1]
+    result = json.loads((root / "docs/training_results/tree_learner_adaptive_12_raw.json").read_text())
+    out = plot_curves(result, tmp_path / "c.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    assert "training_results/tree_learner_adaptive_12_raw.png" in (root / "docs" / "training.md").read_text()

@@ -139,3 +139,19 @@ def test_tree_learner_curves_plot_from_a_result(tmp_path: Path) -> None:
     out = plot_curves(result, tmp_path / "c.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
     assert "training_results/tree_learner_adaptive_12_raw.png" in (root / "docs" / "training.md").read_text()
+
+
+def test_docs_copy_the_committed_test_tree_baselines() -> None:
+    """docs/training.md's test-tree table and the README's test figures are the committed JSON's ``baselines_test``."""
+    root = Path(__file__).resolve().parents[1]
+    b = json.loads((root / "docs/training_results/tree_learner_adaptive_12_std.json").read_text())["baselines_test"]
+    b = b["last_round"]
+    assert b["heldout"] == "test" and b["select"] == ["train", "val"] and b["planners"]
+    text = (root / "docs" / "training.md").read_text()
+    block = re.search(r"<!-- tree baselines test: [^\n]*-->\n(.*?)\n<!-- /tree baselines test -->", text, re.S)
+    assert block and block.group(1) == markdown(b), "docs/training.md: the test-tree baselines table is stale"
+    m, t = b["modes"], b["tests"]["trained_vs_best_fixed_exhaustive"]["seed_sign_reward"]
+    figure = (f"On the whole test tree ({b['problems']} problems) it scores {100 * m['trained']['accuracy']:.1f} % "
+              f"against {100 * m['best_fixed_exhaustive']['accuracy']:.1f} %, {t['wins']} of 6 seeds above")
+    for doc in ("README.md", "docs/results.md"):
+        assert figure in " ".join((root / doc).read_text().split()), doc

@@ -33,44 +33,26 @@ import random
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-__all__ = ["Config", "by_variant", "compare", "main", "markdown", "play_kept", "tree_rows"]
+__all__ = ["Config", "by_variant", "compare", "for_study", "main", "markdown", "play_kept", "tree_rows"]
 
 MODES = ("random", "best_fixed_exhaustive", "per_task", "bandit", "trained")
 
 
 def _thompson(table: Mapping[str, Mapping[tuple[int, ...], tuple[float, float]]], tasks: Mapping[str, str],
               episodes: int, seed: int) -> dict[str, Any]:
-    """Per-task Thompson sampling (Beta(1, 1) priors, fractional updates by the rescaled planner reward) over the
-    table's plans; returns the greedy per-task choice, the pooled default and the pull counts."""
-    import numpy as np
+    """:func:`studies.efficacy_modes.train_bandit` (per-task Thompson sampling) on the table's planner reward,
+    rescaled to [0, 1] (fractional updates); returns its choice and default as plans, and its pull counts."""
+    from .efficacy_modes import plan_name, train_bandit
 
-    if episodes < 1:
-        raise ValueError(f"bandit episodes={episodes}; give at least 1 (the trained planner's episode count).")
     ids = sorted(table)
     plans = sorted(table[ids[0]], key=lambda pl: (len(pl), pl))
     rewards = [v[1] for by in table.values() for v in by.values()]
-    lo, hi = min(rewards), max(rewards)
-    span = hi - lo or 1.0
-    names = sorted(set(tasks[i] for i in ids))
-    wins = {t: np.ones(len(plans)) for t in names}
-    losses = {t: np.ones(len(plans)) for t in names}
-    rng = np.random.default_rng(seed)
-    for _ in range(episodes):
-        pid = ids[int(rng.integers(len(ids)))]
-        t = tasks[pid]
-        j = int(np.argmax(rng.beta(wins[t], losses[t])))
-        r = (table[pid][plans[j]][1] - lo) / span
-        wins[t][j] += r
-        losses[t][j] += 1.0 - r
-
-    def best(w: Any, lost: Any) -> tuple[int, ...]:
-        mean = w / (w + lost)
-        return plans[max(range(len(plans)), key=lambda j: (mean[j], -j))]  # ties: the shorter, smaller plan
-
-    return {"choice": {t: best(wins[t], losses[t]) for t in names},
-            "default": best(sum(wins.values()), sum(losses.values())),
-            "pulls": {t: {",".join(map(str, plans[j])): int(wins[t][j] + losses[t][j] - 2) for j in range(len(plans))
-                          if wins[t][j] + losses[t][j] > 2} for t in names}}
+    lo, span = min(rewards), (max(rewards) - min(rewards)) or 1.0
+    scaled = {p: {plan_name(pl): (table[p][pl][1] - lo) / span for pl in plans} for p in ids}
+    names = [plan_name(pl) for pl in plans]
+    b = train_bandit(scaled, tasks, names, episodes, seed)
+    of = dict(zip(names, plans))
+    return {"choice": {t: of[n] for t, n in b["choice"].items()}, "default": of[b["default"]], "pulls": b["pulls"]}
 
 
 def _play(table: Mapping[str, Mapping[tuple[int, ...], tuple[float, float]]], ids: Sequence[str],
@@ -102,8 +84,8 @@ def compare(train_rows: Sequence[dict[str, Any]], heldout_rows: Sequence[dict[st
     if not trained_plans:
         raise ValueError("compare: no trained planner; pass each seed's greedy plans on the held-out problems.")
     held, tasks = outcome_table(heldout_rows)
-    train, train_tasks = outcome_table(train_rows)
-    chosen = best_policies(*outcome_table(select_rows if select_rows is not None else train_rows))
+    train = outcome_table(train_rows)
+    chosen = best_policies(*(train if select_rows is None else outcome_table(select_rows)))
     ids = sorted(held)
     missing = sorted(set(tasks[p] for p in ids) - set(chosen["per_task_best"]))
     if missing:
@@ -112,6 +94,8 @@ def compare(train_rows: Sequence[dict[str, Any]], heldout_rows: Sequence[dict[st
     seeds = sorted(trained_plans)
     per_seed: dict[str, dict[int, dict[str, Any]]] = {m: {} for m in MODES}
     bandits = {}
+    fixed = _play(held, ids, {p: chosen["best_single"] for p in ids})  # the same for every seed
+    top = _play(held, ids, {p: chosen["per_task_best"][tasks[p]] for p in ids})
     for s in seeds:
         got = trained_plans[s]
         lost = [p for p in ids if p not in got]
@@ -119,18 +103,16 @@ def compare(train_rows: Sequence[dict[str, Any]], heldout_rows: Sequence[dict[st
             raise ValueError(f"seed {s}: the trained planner has no plan for {len(lost)} held-out problems "
                              f"(e.g. {lost[0]!r}); score it on the held-out tree's problems.")
         per_seed["trained"][s] = _play(held, ids, {p: tuple(int(x) for x in got[p]) for p in ids})
-        per_seed["best_fixed_exhaustive"][s] = _play(held, ids, {p: chosen["best_single"] for p in ids})
-        per_seed["per_task"][s] = _play(held, ids, {p: chosen["per_task_best"][tasks[p]] for p in ids})
+        per_seed["best_fixed_exhaustive"][s], per_seed["per_task"][s] = fixed, top
         rng = random.Random(s)
         per_seed["random"][s] = _play(held, ids, {p: plans[rng.randrange(len(plans))] for p in ids})
-        b = _thompson(train, train_tasks, episodes, seed=s)
+        b = _thompson(*train, episodes, seed=s)
         bandits[s] = b
         per_seed["bandit"][s] = _play(held, ids, {p: b["choice"].get(tasks[p], b["default"]) for p in ids})
 
     def mean(xs: Sequence[float]) -> float:
         return sum(xs) / len(xs)
 
-    fixed, top = per_seed["best_fixed_exhaustive"][seeds[0]], per_seed["per_task"][seeds[0]]
     modes = {}
     for m, by in per_seed.items():
         r, a = mean([v["mean_reward"] for v in by.values()]), mean([v["accuracy"] for v in by.values()])
@@ -158,6 +140,17 @@ def compare(train_rows: Sequence[dict[str, Any]], heldout_rows: Sequence[dict[st
             "tests": {"trained_vs_best_fixed_exhaustive": test("trained", "best_fixed_exhaustive"),
                       "trained_vs_bandit": test("trained", "bandit"),
                       "trained_vs_per_task": test("trained", "per_task")}}
+
+
+def for_study(c: Mapping[str, Any], runs: Sequence[dict[str, Any]], train_rows: Sequence[dict[str, Any]],
+              heldout_rows: Sequence[dict[str, Any]], heldout: str, select: str = "",
+              planners: str | None = None) -> dict[str, Any]:
+    """:func:`by_variant` for a :mod:`studies.tree_learner` config ``c`` (as a dict): the bandit gets the study's
+    episode count, and ``select`` (a split) joins the training rows in choosing the plans."""
+    select_rows = list(train_rows) + tree_rows(c["tree_dir"], select, c["per_task"], c.get("tasks", 0)) if select else None
+    return by_variant(list(dict.fromkeys(r["variant"] for r in runs)), runs, train_rows, heldout_rows,
+                      c["steps"] * c["groups_per_step"] * c["group_size"], select_rows,
+                      [c["train_split"]] + ([select] if select else []), heldout, planners)
 
 
 def by_variant(variants: Sequence[str], runs: Sequence[dict[str, Any]], train_rows: Sequence[dict[str, Any]],
@@ -215,7 +208,7 @@ def _tree(tree_dir: str, split: str, per_task: int, tasks: int) -> tuple[Any, li
     from pathlib import Path
 
     from agents.replay.plan_tree import PlanTree
-    from studies.tree_learner import tree_problems
+    from studies.tree_game import tree_problems
 
     tree = PlanTree.load(Path(tree_dir) / f"adaptive_{split}.tree.json.gz")
     problems = tree_problems(tree, split, per_task, tasks)
@@ -230,7 +223,8 @@ def tree_rows(tree_dir: str, split: str, per_task: int, tasks: int) -> list[dict
     from agents.replay.plan_tree import TreeReasoner
     from rsim_env.grading import GradeCache
     from studies.learner_options import plan_rows
-    from studies.tree_learner import _game, adaptive_task
+    from studies.tree_game import adaptive_task
+    from studies.tree_game import game as _game
 
     tree, problems = _tree(tree_dir, split, per_task, tasks)
     return plan_rows(problems, TreeReasoner(tree), _game(), task_of=adaptive_task, grader=GradeCache())
@@ -249,7 +243,8 @@ def play_kept(planners_dir: str, tree_dir: str, split: str, per_task: int, tasks
     from algos.evaluation.run import load_planner
     from rsim_env.grading import GradeCache
     from studies.learner_options import greedy_rows
-    from studies.tree_learner import _game, adaptive_task
+    from studies.tree_game import adaptive_task
+    from studies.tree_game import game as _game
 
     dirs = sorted((d for d in Path(planners_dir).iterdir() if d.is_dir() and re.fullmatch(r".+_s\d+", d.name)),
                   key=lambda d: (d.name.rsplit("_s", 1)[0], int(d.name.rsplit("_s", 1)[1]))) \
@@ -291,14 +286,11 @@ def main(cfg: Config) -> dict[str, Any]:
                          "(the kept heads) to play them on another tree.")
     train = tree_rows(args[0], c["train_split"], *args[1:])
     held = tree_rows(args[0], heldout, *args[1:])
-    select = train + tree_rows(args[0], cfg.select, *args[1:]) if cfg.select else None
-    episodes = c["steps"] * c["groups_per_step"] * c["group_size"]
     runs = result["runs"]
     if cfg.planners:
         played = play_kept(cfg.planners, args[0], heldout, *args[1:])
         runs = [{"variant": v, "seed": s, "plans": {"test": plans}} for v, by in played.items() for s, plans in by.items()]
-    out = by_variant(list(dict.fromkeys(r["variant"] for r in runs)), runs, train, held, episodes, select,
-                     [c["train_split"]] + ([cfg.select] if cfg.select else []), heldout, cfg.planners or None)
+    out = for_study(c, runs, train, held, heldout, cfg.select, cfg.planners or None)
     for v, b in out.items():
         print(f"## {v}: held-out {heldout} ({b['problems']} problems)\n\n{markdown(b)}\n")
     if cfg.out:

@@ -24,14 +24,10 @@ from typing import Any, Sequence
 
 import torch
 
+from studies.tree_game import adaptive_task, tree_problems
+from studies.tree_game import game as _game
+
 __all__ = ["Config", "tree_problems", "adaptive_task", "disagreements", "docs_table", "keep_planner", "main", "plot_curves"]
-
-def _game() -> Any:
-    """The env of the trees' game (as :data:`studies.adaptive_tree.SETS`: two rounds, the last may only terminate)."""
-    from rsim_env import EnvConfig
-
-    return EnvConfig(max_steps=2, terminate_last_round=True)
-
 
 REFERENCE = (3, 8)
 """The plan the reading compares the trained planner with (the atlas's best single plan)."""
@@ -90,20 +86,6 @@ class Config:
         if bad:
             raise ValueError(f"Config.variants has {bad}: on a 9-plan tree only last_round and both are playable "
                              "(the others play plans the env truncates, which the tree does not hold).")
-
-
-def tree_problems(tree: Any, split: str, per_task: int, tasks: int = 0) -> list[Any]:
-    """The problems of ``adaptive:<split>`` (first ``per_task`` a task) whose every plan is in ``tree``."""
-    from agents.replay.plan_tree import terminal_plans
-    from studies.adaptive_tree import split_problems
-
-    plans = terminal_plans(2)
-    return [p for p in split_problems(split, per_task, tasks) if all(tree.has(p.id, plan) for plan in plans)]
-
-
-def adaptive_task(problem_id: str) -> str:
-    """The task of an ``adaptive`` problem id (``adaptive/SPLIT/TASK/...``)."""
-    return problem_id.split("/")[2]
 
 
 def disagreements(data: dict[str, Any], run: dict[str, Any], split: str, limit: int = 40) -> list[dict[str, Any]]:
@@ -286,16 +268,11 @@ def plot_curves(result: dict[str, Any], path: str | Path) -> Path:
 
 def _baselines(cfg: Config, data: dict[str, Any], runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Per variant, :func:`studies.tree_baselines.compare` on the held-out tree ({} without one)."""
-    from studies.tree_baselines import by_variant, tree_rows
+    from studies.tree_baselines import for_study
 
     if "test_table" not in data:
         return {}
-    select = None
-    if cfg.select_split:
-        select = data["train_table"] + tree_rows(cfg.tree_dir, cfg.select_split, cfg.per_task, cfg.tasks)
-    return by_variant(cfg.variants.split(","), runs, data["train_table"], data["test_table"],
-                      cfg.steps * cfg.groups_per_step * cfg.group_size, select,
-                      [cfg.train_split] + ([cfg.select_split] if cfg.select_split else []), cfg.test_split)
+    return for_study(asdict(cfg), runs, data["train_table"], data["test_table"], cfg.test_split, cfg.select_split)
 
 
 def main(cfg: Config) -> dict[str, Any]:

@@ -15,7 +15,8 @@ Plans are chosen by mean planner reward (the planner's own objective, :mod:`algo
 reports reward and accuracy, the headroom it captures in both currencies ((mode - best fixed) / (per task - best
 fixed)), and ``tests``: ``trained`` against ``best_fixed_exhaustive`` and ``bandit`` at the seed level (exact sign
 test over seeds, on reward and on accuracy) and pooled (seeds-then-problems bootstrap of the accuracy difference).
-Modes that need new decoding (``none``, self-consistency) are :mod:`studies.efficacy`'s. ::
+Modes that need new decoding are elsewhere: self-consistency at equal tokens on the tree's problems is
+:mod:`studies.tree_sc`'s, ``none`` is ``rsim eval --modes none``. ::
 
     python -m studies.tree_baselines --result docs/training_results/tree_learner_adaptive_12_std.json
 

@@ -155,3 +155,35 @@ def test_docs_copy_the_committed_test_tree_baselines() -> None:
               f"against {100 * m['best_fixed_exhaustive']['accuracy']:.1f} %, {t['wins']} of 6 seeds above")
     for doc in ("README.md", "docs/results.md"):
         assert figure in " ".join((root / doc).read_text().split()), doc
+
+
+def test_docs_copy_the_powered_study_baselines() -> None:
+    """docs/training.md's powered table (40 training problems a task, test tree, plans chosen on train + the full
+    validation tree) is the committed JSON's ``baselines``, and the headline figures are its."""
+    root = Path(__file__).resolve().parents[1]
+    result = json.loads((root / "docs/training_results/tree_learner_adaptive_40_std.json").read_text())
+    b = result["baselines"]["last_round"]
+    assert b["heldout"] == "test" and b["select"] == ["train", "val"] and result["config"]["per_task"] == 40
+    text = (root / "docs" / "training.md").read_text()
+    block = re.search(r"<!-- tree baselines powered: [^\n]*-->\n(.*?)\n<!-- /tree baselines powered -->", text, re.S)
+    assert block and block.group(1) == markdown(b), "docs/training.md: the powered baselines table is stale"
+    wins = b["tests"]["trained_vs_best_fixed_exhaustive"]["seed_sign_reward"]["wins"]
+    assert f"{wins} of 6 seeds above `[3, 8]`" in text
+    assert result["tables"]["train"]["problems"] == 1122
+
+
+def test_readme_states_the_powered_figures() -> None:
+    """The README's and results page's powered sentence is the committed 40-a-task JSON's."""
+    root = Path(__file__).resolve().parents[1]
+    b = json.loads((root / "docs/training_results/tree_learner_adaptive_40_std.json").read_text())["baselines"]
+    b = b["last_round"]
+    m, t = b["modes"], b["tests"]["trained_vs_best_fixed_exhaustive"]
+    boot = t["bootstrap_accuracy"]
+    figure = (f"six seeds score {100 * m['trained']['accuracy']:.1f} % against "
+              f"{100 * m['best_fixed_exhaustive']['accuracy']:.1f} %, {t['seed_sign_reward']['wins']} of 6 seeds above "
+              f"`[3, 8]` (sign p {t['seed_sign_reward']['p_value']:.3f})")
+    ci = (f"+{100 * boot['difference']:.1f} points, has a 95 % CI of {100 * boot['ci95'][0]:.1f}, "
+          f"+{100 * boot['ci95'][1]:.1f}")
+    for doc in ("README.md", "docs/results.md"):
+        text = " ".join((root / doc).read_text().split())
+        assert figure in text and ci in text, doc

@@ -59,3 +59,17 @@ def test_a_replayed_episode_cannot_set_the_budget() -> None:
 def test_config_refuses_bad_sampling(bad: dict) -> None:
     with pytest.raises(ValueError, match="Config"):
         Config(**bad)
+
+
+def test_docs_copy_the_committed_self_consistency() -> None:
+    """docs/training.md's self-consistency sentence is the committed tree_sc JSON's."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    r = json.loads((root / "docs/training_results/tree_sc_test.json").read_text())
+    text = " ".join((root / "docs" / "training.md").read_text().split())
+    assert (f"cost {r['budget_tokens_per_problem']:.0f} reasoner tokens a problem, one no-planner sample "
+            f"{r['tokens_per_sample']:.0f}, so equal tokens buy k = {r['k_equal_tokens']}: "
+            f"{100 * r['majority'][str(r['k_equal_tokens'])]['accuracy']:.1f} % (majority of 2 samples: "
+            f"{100 * r['majority']['2']['accuracy']:.1f} %)") in text

@@ -1,0 +1,91 @@
+"""studies.tree_stackelberg: the Stackelberg arm's bookkeeping (the training and live evaluations are hours of CPU;
+what is tested here is everything between their episodes and the JSON, and the run settings they get)."""
+
+from __future__ import annotations
+
+import pytest
+
+from studies import tree_stackelberg as ts
+
+
+def _arm(correct: list[bool], plan: list[int], reward: float = 0.5) -> dict:
+    return {"correct": correct, "reward": [reward + c for c in correct], "plan": [plan] * len(correct)}
+
+
+def test_compare_pairs_modes_by_seed_and_reports_headroom():
+    per_seed = {
+        "stackelberg": {0: _arm([True, True, False, False], [4, 8]), 1: _arm([True, True, True, False], [4, 8])},
+        "planner_only": {0: _arm([True, False, False, False], [3, 8]), 1: _arm([True, True, False, False], [3, 8])},
+        "best_fixed_exhaustive": {0: _arm([True, False, False, False], [3, 8]),
+                                  1: _arm([True, False, False, False], [3, 8])},
+        "per_task": {0: _arm([True, True, False, False], [4, 8]), 1: _arm([True, True, False, False], [4, 8])},
+    }
+    got = ts.compare(per_seed, rounds=200)
+    m = got["modes"]
+    assert m["stackelberg"]["accuracy_by_seed"] == [0.5, 0.75]
+    assert m["stackelberg"]["accuracy"] == pytest.approx(0.625)
+    assert m["best_fixed_exhaustive"]["headroom_captured_accuracy"] == pytest.approx(0.0)
+    assert m["per_task"]["headroom_captured_accuracy"] == pytest.approx(1.0)
+    assert m["stackelberg"]["headroom_captured_accuracy"] == pytest.approx((0.625 - 0.25) / 0.25)
+    assert m["stackelberg"]["reward"] == pytest.approx(0.5 + 0.625)
+    t = got["tests"]
+    assert set(t) == {"stackelberg_vs_best_fixed_exhaustive", "stackelberg_vs_planner_only", "stackelberg_vs_per_task"}
+    sign = t["stackelberg_vs_planner_only"]["seed_sign_accuracy"]
+    assert (sign["wins"], sign["losses"], sign["ties"]) == (2, 0, 0)
+    assert t["stackelberg_vs_per_task"]["seed_sign_accuracy"]["ties"] == 1
+    assert t["stackelberg_vs_best_fixed_exhaustive"]["bootstrap_accuracy"]["difference"] == pytest.approx(0.375)
+    md = ts.markdown({"problems": 4, **got})
+    assert "| `stackelberg` | 62.5 % | 1.125 | 50.0, 75.0 | 150 % |" in md
+    assert "| stackelberg vs planner_only | 2 / 0 / 0 |" in md
+
+
+def test_read_back_and_live_cells_cover_the_tree_problems():
+    table = {"a": {(3, 8): (1.0, 1.5), (4, 8): (0.0, 0.5)}, "b": {(3, 8): (0.0, 0.5), (4, 8): (1.0, 1.5)}}
+    got = ts._read(table, ["a", "b"], {"a": [4, 8], "b": (4, 8)})
+    assert got == {"plan": [[4, 8], [4, 8]], "correct": [False, True], "reward": [0.5, 1.5]}
+    rows = [{"problem_id": "b", "strategies": [2, 8], "correct": True, "rewards": {"planner": 1.5}},
+            {"problem_id": "a", "strategies": [8], "correct": False, "rewards": {"planner": 0.0}},
+            {"problem_id": "z", "strategies": [8], "correct": True, "rewards": {"planner": 1.0}}]
+    assert ts._cells(rows, ["a", "b"], "x") == {"plan": [[8], [2, 8]], "correct": [False, True], "reward": [0.0, 1.5]}
+    with pytest.raises(ValueError, match="no episode for 1 of the test tree's problems"):
+        ts._cells(rows[:1], ["a", "b"], "seed 0 stackelberg")
+
+
+def test_agreement_and_reading_count_what_differs():
+    a = {0: {"plan": [[3, 8], [4, 8]], "correct": [True, False]}}
+    b = {0: {"plan": [[3, 8], [2, 8]], "correct": [False, False]}}
+    assert ts._agreement(a, b) == {"0": {"same_plan": 1, "outcome_differs": 1, "problems": 2}}
+    st = [{"problem_id": "p", "question": "q?", "answer": "1", "strategies": [3, 8], "steps": ["s1", "s2"],
+           "extracted": "1", "correct": True},
+          {"problem_id": "r", "question": "r?", "answer": "2", "strategies": [4, 8], "steps": [], "extracted": None,
+           "correct": False}]
+    ct = [dict(st[0], correct=False, extracted="7", strategies=[2, 8]), dict(st[1])]
+    got = ts._reading(["p", "r"], st, ct)
+    assert [g["problem_id"] for g in got] == ["p"]
+    assert got[0]["stackelberg_extracted"] == "1" and got[0]["control_extracted"] == "7"
+    assert got[0]["control_strategies"] == [2, 8]
+
+
+def test_train_overrides_are_a_valid_study_run_in_the_planner_only_game():
+    from algos.config import resolve
+
+    cfg = ts.Config(steps=30, planners="docs/training_results/planners/tree_adaptive_40_std")
+    over = ts.train_overrides(cfg, 2, "adaptive:train", 1240)
+    run = resolve("study", over)
+    assert run.learner == "stackelberg" and run.train.seed == 2
+    assert run.model.planner.endswith("tree_adaptive_40_std/last_round_s2")
+    assert run.env.max_steps == 2 and run.env.terminate_last_round
+    assert run.planner.head_only and not run.model.planner_lora.enabled and run.model.reasoner_lora.enabled
+    assert (run.train.steps, run.schedule.stage1_steps, run.data.size) == (30, 15, 1240)
+
+
+@pytest.mark.parametrize("kw, match", [({"seeds": ()}, "seeds is empty"), ({"steps": 1}, "at least 2 steps"),
+                                       ({"planner_lr": 0.0}, "positive learning rate")])
+def test_config_refuses_bad_settings(kw, match):
+    with pytest.raises(ValueError, match=match):
+        ts.Config(**kw)
+
+
+def test_main_names_a_missing_result(tmp_path):
+    with pytest.raises(ValueError, match="planner-only study's JSON"):
+        ts.main(ts.Config(result=str(tmp_path / "nope.json")))

@@ -109,14 +109,30 @@ def _train(cfg: Config, seed: int, train_source: str, train_limit: int) -> dict[
     return json.loads(summary.read_text())
 
 
-def _evaluate(out_dir: Path, planner: str, reasoner: str, split: str, limit: int, batch: int) -> list[dict[str, Any]]:
-    """Greedy ``trained`` episodes of (planner, reasoner) on ``adaptive:<split>`` (resumable ``rsim eval``)."""
-    from algos.evaluation import main as evaluate
-
-    evaluate(["--planner", planner, "--reasoner", reasoner, "--data", f"adaptive:{split}", "--limit", str(limit),
-              "--modes", "trained", "--batch", str(batch), "--out", str(out_dir), "--no-plots", "--no-progress"])
+def _episodes(out_dir: Path) -> list[dict[str, Any]]:
     with open(out_dir / "episodes.jsonl", encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def _evaluate(out_dir: Path, planner: str, reasoner: str, split: str, limit: int, batch: int,
+              ids: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Greedy ``trained`` episodes of (planner, reasoner) on ``adaptive:<split>`` (resumable ``rsim eval``). A
+    finished evaluation in ``out_dir`` (``results.json``) whose episodes hold every problem of ``ids`` is reused,
+    whatever ``--limit`` it ran with (a larger one loads more problems of the same split)."""
+    from algos.evaluation import main as evaluate
+
+    if (out_dir / "results.json").is_file() and ids:
+        rows = _episodes(out_dir)
+        if set(ids) <= {str(r["problem_id"]) for r in rows}:
+            return rows
+    evaluate(["--planner", planner, "--reasoner", reasoner, "--data", f"adaptive:{split}", "--limit", str(limit),
+              "--modes", "trained", "--batch", str(batch), "--out", str(out_dir), "--no-plots", "--no-progress"])
+    return _episodes(out_dir)
+
+
+def _tree_per_task(tree_dir: str, split: str) -> int:
+    """Problems a task the ``split`` tree was filled with (its ``adaptive_<split>.tree.json`` header)."""
+    return int(json.loads((Path(tree_dir) / f"adaptive_{split}.tree.json").read_text())["per_task"])
 
 
 def _cells(rows: Sequence[Mapping[str, Any]], ids: Sequence[str], what: str) -> dict[str, Any]:
@@ -254,20 +270,21 @@ def main(cfg: Config) -> dict[str, Any]:
         raise ValueError(f"{cfg.result}: no {cfg.variant!r} run for seeds {lost}; warm starts need the same seeds.")
     table, tasks = outcome_table(tree_rows(c["tree_dir"], "test", c["per_task"], c.get("tasks", 0)))
     ids = sorted(table)
-    limit = int(c["per_task"]) * len(TASKS)
+    train_limit = int(c["per_task"]) * len(TASKS)
+    limit = _tree_per_task(c["tree_dir"], "test") * len(TASKS)  # loads exactly the test tree's problems
     fixed_plan, task_plans = base["plans"]["best_fixed_exhaustive"], base["plans"]["per_task"]
 
     per_seed: dict[str, dict[int, dict[str, Any]]] = {m: {} for m in MODES}
     summaries, live_rows = {}, []
     for s in cfg.seeds:
-        summaries[str(s)] = _train(cfg, s, f"adaptive:{c['train_split']}", limit)
+        summaries[str(s)] = _train(cfg, s, f"adaptive:{c['train_split']}", train_limit)
         run = str(Path(cfg.runs_dir) / f"stackelberg_s{s}")
-        st = _evaluate(Path(cfg.runs_dir) / f"eval_s{s}", run, run, "test", limit, cfg.batch)
+        st = _evaluate(Path(cfg.runs_dir) / f"eval_s{s}", run, run, "test", limit, cfg.batch, ids)
         per_seed["stackelberg"][s] = _cells(st, ids, f"seed {s} stackelberg")
         live_rows += [r | {"arm": "stackelberg", "seed": s} for r in st if r["problem_id"] in table]
         if cfg.control:
             head = str(Path(cfg.planners) / f"{cfg.variant}_s{s}")
-            ct = _evaluate(Path(cfg.runs_dir) / f"control_s{s}", head, cfg.reasoner, "test", limit, cfg.batch)
+            ct = _evaluate(Path(cfg.runs_dir) / f"control_s{s}", head, cfg.reasoner, "test", limit, cfg.batch, ids)
             per_seed["control_live"][s] = _cells(ct, ids, f"seed {s} control")
             live_rows += [r | {"arm": "control_live", "seed": s} for r in ct if r["problem_id"] in table]
         per_seed["planner_only"][s] = _read(table, ids, runs[s]["plans"]["test"])
@@ -283,7 +300,7 @@ def main(cfg: Config) -> dict[str, Any]:
     got = compare(per_seed, cfg.rounds)
     out: dict[str, Any] = {
         "config": asdict(cfg), "problems": len(ids), "tasks": len(set(tasks.values())),
-        "train_source": f"adaptive:{c['train_split']}", "train_limit": limit,
+        "train_source": f"adaptive:{c['train_split']}", "train_limit": train_limit, "eval_limit": limit,
         "plans": {"best_fixed_exhaustive": fixed_plan, "per_task": task_plans},
         "runs": {s: {k: v.get(k) for k in ("steps", "seconds", "seconds_per_step", "replay", "threads", "last")}
                  for s, v in summaries.items()},

@@ -89,3 +89,20 @@ def test_config_refuses_bad_settings(kw, match):
 def test_main_names_a_missing_result(tmp_path):
     with pytest.raises(ValueError, match="planner-only study's JSON"):
         ts.main(ts.Config(result=str(tmp_path / "nope.json")))
+
+
+def test_a_finished_evaluation_that_covers_the_tree_is_reused(tmp_path, monkeypatch):
+    """An evaluation run with a larger --limit (more problems of the same split) is reused, not redone; one that
+    lacks a tree problem is run again."""
+    import json
+
+    import algos.evaluation
+
+    rows = [{"problem_id": p, "strategies": [3, 8], "correct": True, "rewards": {"planner": 1.5}} for p in "abc"]
+    (tmp_path / "results.json").write_text("{}")
+    (tmp_path / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    calls = []
+    monkeypatch.setattr(algos.evaluation, "main", lambda argv: calls.append(argv))
+    assert ts._evaluate(tmp_path, "P", "R", "test", 310, 16, ["a", "b"]) == rows and not calls
+    ts._evaluate(tmp_path, "P", "R", "test", 310, 16, ["a", "z"])
+    assert calls and calls[0][calls[0].index("--limit") + 1] == "310"

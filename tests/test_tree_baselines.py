@@ -79,7 +79,7 @@ def test_docs_copy_the_committed_baselines() -> None:
         "docs/training.md: the tree baselines table is stale"
 
 
-PARAGRAPH = "**In progress: a planner trained on the frozen reasoner's whole plan tree**"
+PARAGRAPH = "**A planner trained on the frozen reasoner's whole plan tree**"
 
 
 @pytest.mark.parametrize("doc", ["README.md", "docs/results.md"])

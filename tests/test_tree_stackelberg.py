@@ -106,3 +106,51 @@ def test_a_finished_evaluation_that_covers_the_tree_is_reused(tmp_path, monkeypa
     assert ts._evaluate(tmp_path, "P", "R", "test", 310, 16, ["a", "b"]) == rows and not calls
     ts._evaluate(tmp_path, "P", "R", "test", 310, 16, ["a", "z"])
     assert calls and calls[0][calls[0].index("--limit") + 1] == "310"
+
+
+def _result() -> dict:
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).resolve().parents[1] / "docs/training_results/tree_stackelberg_40.json").read_text())
+
+
+def test_committed_result_recomputes_from_its_per_problem_outcomes_and_episodes():
+    """Every mode and test of the committed Stackelberg arm is recomputed from its per-problem lists, and the live
+    modes' lists are the committed episodes'."""
+    import gzip
+    import json
+    from pathlib import Path
+
+    res = _result()
+    pp = res["per_problem"]
+    ids = pp["problem_ids"]
+    assert res["problems"] == len(ids) == 282 and res["config"]["seeds"] == [0, 1, 2]
+    per_seed = {m: {int(s): v for s, v in pp[m].items()} for m in ts.MODES}
+    again = ts.compare(per_seed, res["config"]["rounds"])
+    assert again["modes"] == res["modes"] and again["tests"] == res["tests"]
+    path = Path(__file__).resolve().parents[1] / "docs/training_results/tree_stackelberg_40.episodes.jsonl.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f]
+    for arm in ("stackelberg", "control_live"):
+        for s in (0, 1, 2):
+            got = ts._cells([r for r in rows if r["arm"] == arm and r["seed"] == s], ids, arm)
+            assert got == pp[arm][str(s)], (arm, s)
+
+
+def test_docs_copy_the_stackelberg_arm():
+    """docs/training.md's Stackelberg table is the committed JSON's, and the results page's sentence its figures."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    res = _result()
+    text = (root / "docs" / "training.md").read_text()
+    block = re.search(r"<!-- tree stackelberg: [^\n]*-->\n(.*?)\n<!-- /tree stackelberg -->", text, re.S)
+    assert block and block.group(1) == ts.markdown(res), "docs/training.md: the Stackelberg table is stale"
+    m, t = res["modes"], res["tests"]["stackelberg_vs_best_fixed_exhaustive"]
+    sign = t["seed_sign_accuracy"]
+    figure = (f"3 seeds score {100 * m['stackelberg']['accuracy']:.1f} % against "
+              f"{100 * m['best_fixed_exhaustive']['accuracy']:.1f} % for `[3, 8]`, {sign['wins']} of 3 seeds above")
+    for doc in ("docs/results.md", "docs/training.md"):
+        assert figure in " ".join((root / doc).read_text().split()), doc

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["game", "tree_problems", "adaptive_task"]
+__all__ = ["game", "tree_problems", "tree_eval_limit", "adaptive_task"]
 
 
 def game() -> Any:
@@ -26,6 +26,18 @@ def tree_problems(tree: Any, split: str, per_task: int, tasks: int = 0) -> list[
 
     plans = terminal_plans(2)
     return [p for p in split_problems(split, per_task, tasks) if all(tree.has(p.id, plan) for plan in plans)]
+
+
+def tree_eval_limit(tree_dir: str, split: str) -> tuple[int, int]:
+    """``(per_task, limit)`` of ``adaptive_<split>``'s tree: the problems a task it was filled with (its header), and
+    the ``rsim eval --limit`` that loads exactly the split's first ``per_task`` a task (``per_task`` x the tasks)."""
+    import json
+    from pathlib import Path
+
+    from rsim_env.adaptive import TASKS
+
+    per_task = int(json.loads((Path(tree_dir) / f"adaptive_{split}.tree.json").read_text())["per_task"])
+    return per_task, per_task * len(TASKS)
 
 
 def adaptive_task(problem_id: str) -> str:

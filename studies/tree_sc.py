@@ -99,13 +99,11 @@ def _read(path: Path) -> list[dict[str, Any]]:
 def _problems(cfg: Config) -> tuple[list[Any], int]:
     """The held-out tree's complete problems and the ``rsim eval --limit`` that loads exactly them."""
     from agents.replay.plan_tree import PlanTree
-    from rsim_env.adaptive import TASKS
-    from studies.tree_game import tree_problems
+    from studies.tree_game import tree_eval_limit, tree_problems
 
-    info = json.loads((Path(cfg.tree_dir) / f"adaptive_{cfg.split}.tree.json").read_text())
+    per_task, limit = tree_eval_limit(cfg.tree_dir, cfg.split)
     tree = PlanTree.load(Path(cfg.tree_dir) / f"adaptive_{cfg.split}.tree.json.gz")
-    per_task = int(info["per_task"])
-    return tree_problems(tree, cfg.split, per_task), per_task * len(TASKS)
+    return tree_problems(tree, cfg.split, per_task), limit
 
 
 def summarise(rows: Sequence[Mapping[str, Any]], ids: Sequence[str], budget: float, k_max: int) -> dict[str, Any]:

@@ -101,8 +101,10 @@ def _train(cfg: Config, seed: int, train_source: str, train_limit: int) -> dict[
     over = train_overrides(cfg, seed, train_source, train_limit)
     run = Path(over["train.output_dir"])
     summary = run / "summary.json"
-    if summary.is_file() and json.loads(summary.read_text()).get("steps") == cfg.steps:
-        return json.loads(summary.read_text())
+    if summary.is_file():
+        done = json.loads(summary.read_text())
+        if done.get("steps") == cfg.steps:
+            return done
     if any((run / "checkpoints").glob("step_*")):
         over["resume"] = str(run)
     train(resolve("study", over))
@@ -130,11 +132,6 @@ def _evaluate(out_dir: Path, planner: str, reasoner: str, split: str, limit: int
     return _episodes(out_dir)
 
 
-def _tree_per_task(tree_dir: str, split: str) -> int:
-    """Problems a task the ``split`` tree was filled with (its ``adaptive_<split>.tree.json`` header)."""
-    return int(json.loads((Path(tree_dir) / f"adaptive_{split}.tree.json").read_text())["per_task"])
-
-
 def _cells(rows: Sequence[Mapping[str, Any]], ids: Sequence[str], what: str) -> dict[str, Any]:
     """One live mode's per-problem (plan, correct, planner reward) on ``ids``, in that order."""
     by = {str(r["problem_id"]): r for r in rows}
@@ -149,10 +146,13 @@ def _cells(rows: Sequence[Mapping[str, Any]], ids: Sequence[str], what: str) -> 
 
 def _read(table: Mapping[str, Mapping[tuple[int, ...], tuple[float, float]]], ids: Sequence[str],
           plan_of: Mapping[str, Sequence[int]]) -> dict[str, Any]:
-    """A plan policy read back from the tree: per-problem (plan, correct, reward) on ``ids``."""
-    plans = [tuple(int(x) for x in plan_of[p]) for p in ids]
-    cells = [table[p][pl] for p, pl in zip(ids, plans)]
-    return {"plan": [list(pl) for pl in plans], "correct": [c >= 0.5 for c, _ in cells], "reward": [r for _, r in cells]}
+    """A plan policy read back from the tree (:func:`studies.tree_baselines._play`): per-problem (plan, correct,
+    reward) on ``ids``."""
+    from studies.tree_baselines import _play
+
+    plans = {p: tuple(int(x) for x in plan_of[p]) for p in ids}
+    played = _play(table, ids, plans)
+    return {"plan": [list(plans[p]) for p in ids], "correct": played["correct"], "reward": played["reward"]}
 
 
 def compare(per_seed: Mapping[str, Mapping[int, Mapping[str, Any]]], rounds: int = 4000) -> dict[str, Any]:
@@ -169,8 +169,7 @@ def compare(per_seed: Mapping[str, Mapping[int, Mapping[str, Any]]], rounds: int
         acc = [mean([float(c) for c in by[s]["correct"]]) for s in seeds]
         rew = [mean(by[s]["reward"]) for s in seeds]
         modes[m] = {"accuracy": mean(acc), "reward": mean(rew), "accuracy_by_seed": acc, "reward_by_seed": rew}
-    fixed, top = per_seed.get("best_fixed_exhaustive"), per_seed.get("per_task")
-    if fixed and top:
+    if "best_fixed_exhaustive" in modes and "per_task" in modes:
         room = modes["per_task"]["accuracy"] - modes["best_fixed_exhaustive"]["accuracy"]
         for m in modes:
             modes[m]["headroom_captured_accuracy"] = (
@@ -255,6 +254,7 @@ def main(cfg: Config) -> dict[str, Any]:
     from algos.optimisation_gap import outcome_table
     from rsim_env.adaptive import TASKS
     from studies.tree_baselines import tree_rows
+    from studies.tree_game import tree_eval_limit
 
     if not Path(cfg.result).is_file():
         raise ValueError(f"--result {cfg.result!r}: give the planner-only study's JSON (studies.tree_learner).")
@@ -271,22 +271,23 @@ def main(cfg: Config) -> dict[str, Any]:
     table, tasks = outcome_table(tree_rows(c["tree_dir"], "test", c["per_task"], c.get("tasks", 0)))
     ids = sorted(table)
     train_limit = int(c["per_task"]) * len(TASKS)
-    limit = _tree_per_task(c["tree_dir"], "test") * len(TASKS)  # loads exactly the test tree's problems
+    _, limit = tree_eval_limit(c["tree_dir"], "test")  # loads exactly the test tree's problems
     fixed_plan, task_plans = base["plans"]["best_fixed_exhaustive"], base["plans"]["per_task"]
 
     per_seed: dict[str, dict[int, dict[str, Any]]] = {m: {} for m in MODES}
-    summaries, live_rows = {}, []
+    summaries: dict[str, Any] = {}
+    live: dict[tuple[str, int], list[dict[str, Any]]] = {}  # (arm, seed) -> its episodes on the tree's problems
     for s in cfg.seeds:
         summaries[str(s)] = _train(cfg, s, f"adaptive:{c['train_split']}", train_limit)
         run = str(Path(cfg.runs_dir) / f"stackelberg_s{s}")
         st = _evaluate(Path(cfg.runs_dir) / f"eval_s{s}", run, run, "test", limit, cfg.batch, ids)
         per_seed["stackelberg"][s] = _cells(st, ids, f"seed {s} stackelberg")
-        live_rows += [r | {"arm": "stackelberg", "seed": s} for r in st if r["problem_id"] in table]
+        live["stackelberg", s] = [r for r in st if r["problem_id"] in table]
         if cfg.control:
             head = str(Path(cfg.planners) / f"{cfg.variant}_s{s}")
             ct = _evaluate(Path(cfg.runs_dir) / f"control_s{s}", head, cfg.reasoner, "test", limit, cfg.batch, ids)
             per_seed["control_live"][s] = _cells(ct, ids, f"seed {s} control")
-            live_rows += [r | {"arm": "control_live", "seed": s} for r in ct if r["problem_id"] in table]
+            live["control_live", s] = [r for r in ct if r["problem_id"] in table]
         per_seed["planner_only"][s] = _read(table, ids, runs[s]["plans"]["test"])
         per_seed["best_fixed_exhaustive"][s] = _read(table, ids, {p: fixed_plan for p in ids})
         per_seed["per_task"][s] = _read(table, ids, {p: task_plans[tasks[p]] for p in ids})
@@ -311,8 +312,7 @@ def main(cfg: Config) -> dict[str, Any]:
     }
     if cfg.control:
         out["agreement_with_control"] = _agreement(per_seed["stackelberg"], per_seed["control_live"])
-        out["reading"] = _reading(ids, [r for r in live_rows if r["arm"] == "stackelberg" and r["seed"] == cfg.seeds[0]],
-                                  [r for r in live_rows if r["arm"] == "control_live" and r["seed"] == cfg.seeds[0]])
+        out["reading"] = _reading(ids, live["stackelberg", cfg.seeds[0]], live["control_live", cfg.seeds[0]])
     out["curves"] = _curves(cfg)
     print(markdown(out))
     if cfg.out:
@@ -320,7 +320,7 @@ def main(cfg: Config) -> dict[str, Any]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(out, indent=1) + "\n")
         with gzip.open(path.with_suffix(".episodes.jsonl.gz"), "wt", encoding="utf-8") as f:
-            f.writelines(json.dumps(r) + "\n" for r in live_rows)
+            f.writelines(json.dumps(r | {"arm": arm, "seed": s}) + "\n" for (arm, s), rows in live.items() for r in rows)
         _plot(out["curves"], path.with_suffix(".png"))
     return out
 

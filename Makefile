@@ -47,7 +47,7 @@ install: $(VENV)/.installed
 demo: install
 	$(VENV)/bin/rsim train --preset demo
 
-# PYTHONHASHSEED=0: reasoning-gym entries are made under that seed (rsim_env/rg_tasks.py); a suite started
+# PYTHONHASHSEED=0: reasoning-gym entries are made under that seed (rsim_env/sources/rg_tasks.py); a suite started
 # so makes them in-process instead of asking a worker process for each dataset (3x faster on the data tests).
 # tests/test_rg_hash_seed.py starts its own processes under other seeds, so the worker route stays tested.
 test: install sandbox-tools browser-tools

@@ -41,8 +41,8 @@ def build_learner(cfg: RunConfig) -> Learner:
 
 
 def build_problems(cfg: RunConfig) -> list:
-    """The training problems named by ``cfg.data`` (:func:`rsim_env.data.load_problems`)."""
-    from rsim_env.data import load_problems
+    """The training problems named by ``cfg.data`` (:func:`rsim_env.sources.data.load_problems`)."""
+    from rsim_env.sources.data import load_problems
 
     d = cfg.data
     return load_problems(d.source, limit=d.size, seed=d.seed, split=d.split or None)
@@ -165,7 +165,7 @@ def _parser() -> argparse.ArgumentParser:
     """``rsim`` and its ``train`` flags: generated from :class:`RunConfig` (:mod:`algos.dataclass_cli`, as ``rsim eval``'s)."""
     from agents.registry import spec_help as agent_specs
     from rsim_env import __version__
-    from rsim_env.data import spec_help
+    from rsim_env.sources.data import spec_help
 
     from .config import PRESETS, RunConfig
     from .dataclass_cli import ArgumentParser, add_fields

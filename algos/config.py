@@ -4,7 +4,7 @@
 environment (:class:`rsim_env.EnvConfig`: rounds, reward weights, text caps, answer checking), the
 two agents' models (:class:`ModelConfig`, specs as in :mod:`agents.registry`) and their own configs
 (:class:`agents.planners.llm.PlannerConfig`, :class:`agents.reasoner.ReasonerConfig`), the data spec
-(:class:`DataConfig`, :mod:`rsim_env.data`), the learner, its schedule and the train loop. Presets
+(:class:`DataConfig`, :mod:`rsim_env.sources.data`), the learner, its schedule and the train loop. Presets
 are plain override dicts on top of the defaults, and ``--set env.weights.follow=0.5`` style
 overrides go through :func:`apply_overrides`, which converts each value to the field's type and
 re-runs every ``__post_init__`` check.
@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from agents.hf.lora import LoraSpec
 from agents.planners.llm import PlannerConfig
 from agents.reasoner import ReasonerConfig
-from rsim_env.data import check_spec
+from rsim_env.sources.data import check_spec
 from rsim_env.game import EnvConfig
 from rsim_env.validation import check_finite
 
@@ -65,7 +65,7 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class DataConfig:
-    """Problems to train or evaluate on (``--data SPEC`` in ``rsim train`` and ``rsim eval``; see ``rsim_env.data``)."""
+    """Problems to train or evaluate on (``--data SPEC`` in ``rsim train`` and ``rsim eval``; see ``rsim_env.sources.data``)."""
 
     source: str = "curriculum"
     """"curriculum" (embedded curriculum, train split), "default", "rg:TASK[+TASK][?k=v]", "tiny", a hub set by name

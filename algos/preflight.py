@@ -1,6 +1,6 @@
 """Checks ``rsim train`` / ``rsim eval`` run before they load any model, so that a typo or a missing
 sandbox costs no model load (model specs: :func:`agents.registry.check_spec`; data specs:
-:func:`rsim_env.data.check_spec`; the code sandbox: :func:`check_sandbox`).
+:func:`rsim_env.sources.data.check_spec`; the code sandbox: :func:`check_sandbox`).
 
 Each function takes plain values (paths, spec strings) and raises ``ValueError`` (or
 :class:`algos.checkpoint.CheckpointError`, also a ``ValueError``) naming the problem, the value

@@ -8,7 +8,7 @@ from .install import check_top_level_packages
 
 check_top_level_packages()  # agents / algos / benchmarks must be ours (see rsim_env/install.py)
 
-from .problems import Problem, default_source, reasoning_gym_problems  # noqa: E402
+from .sources.problems import Problem, default_source, reasoning_gym_problems  # noqa: E402
 from .strategies import STRATEGIES, Strategy, detect, num_strategies  # noqa: E402
 
 __all__ = [
@@ -18,7 +18,7 @@ __all__ = [
 
 from .env import AnyText, env, raw_env  # noqa: E402
 from .game import EnvConfig, Episode  # noqa: E402
-from .data import load_jsonl, load_problems  # noqa: E402
+from .sources.data import load_jsonl, load_problems  # noqa: E402
 from .group import EnvGroup  # noqa: E402
 from .rewards import Component, Facts, RewardWeights, Rubric  # noqa: E402
 
@@ -26,10 +26,10 @@ __all__ += ["AnyText", "env", "raw_env", "EnvConfig", "Episode", "EnvGroup", "Re
             "Component", "Facts", "Rubric"]
 
 from . import rsim_v0  # noqa: E402
-from . import answers, curriculum, data, echo, grading, kinds, loaders, novelty, protocols, record, render  # noqa: E402
+from . import answers, echo, grading, integrations, kinds, novelty, protocols, record, render, sources  # noqa: E402
 from . import rewards, scoring, strategies  # noqa: E402
 from .registration import register_gymnasium  # noqa: E402
 
 register_gymnasium()
-__all__ += ["rsim_v0", "answers", "curriculum", "data", "echo", "grading", "kinds", "loaders", "novelty", "protocols",
-            "record", "render", "rewards", "scoring", "strategies"]  # the submodules users import by name
+__all__ += ["rsim_v0", "answers", "echo", "grading", "integrations", "kinds", "novelty", "protocols", "record", "render",
+            "rewards", "scoring", "sources", "strategies"]  # the submodules users import by name

@@ -21,7 +21,7 @@ from pettingzoo.utils import wrappers
 
 from . import kinds, render
 from .game import EnvConfig, Episode
-from .problems import Problem, default_source
+from .sources.problems import Problem, default_source
 from .rewards import RewardWeights
 from .strategies import TERMINATION, num_strategies
 
@@ -49,7 +49,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
 
     Args:
         problems: Problem source (any sequence of :class:`Problem`); default: the embedded
-            reasoning-gym source (:func:`rsim_env.problems.default_source`).
+            reasoning-gym source (:func:`rsim_env.sources.problems.default_source`).
         config: Limits, reward weights and answer-check settings (:class:`EnvConfig`).
         render_mode: ``None``, ``"ansi"`` (``render()`` returns text) or ``"human"`` (prints it).
         grader: Grades each episode's final answer instead of the problem's kind, called as

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 from .env import env as make_env
 from .game import is_int_action
-from .problems import Problem
+from .sources.problems import Problem
 
 
 class EnvGroup:

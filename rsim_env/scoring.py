@@ -1,6 +1,6 @@
 """The one scoring function: :func:`score` turns an episode's texts into its reward components.
 
-The env (:meth:`rsim_env.game.Episode.outcome`), the TRL bridge (:mod:`rsim_env.trl_rewards`, which replays
+The env (:meth:`rsim_env.game.Episode.outcome`), the TRL bridge (:mod:`rsim_env.integrations.trl_rewards`, which replays
 a completion as an episode) and the viewer (:mod:`algos.viewer.load`, for files that lack a component)
 all call it, so the same texts get the same numbers everywhere (``tests/test_trl_rewards.py`` checks it
 for every protocol and kind). What it reads from an :class:`~rsim_env.record.EpisodeRecord`: the problem
@@ -27,7 +27,7 @@ from .kinds import Grade
 from .strategies import TERMINATION
 
 if TYPE_CHECKING:
-    from .problems import Problem
+    from .sources.problems import Problem
     from .record import EpisodeRecord
 
 __all__ = ["Components", "DEFAULT_CHECK", "score"]

@@ -53,7 +53,7 @@ class Config:
     planner: str = "default"
     """The planner spec of the run the fill is built from (it plays no part in the tree)."""
     tasks: int = 0
-    """The first this many tasks of :data:`rsim_env.adaptive.TASKS` (0 = all; fewer for a smoke run)."""
+    """The first this many tasks of :data:`rsim_env.sources.adaptive.TASKS` (0 = all; fewer for a smoke run)."""
     max_step_tokens: int = 48
     """Longest reasoner step (the ``study`` preset's)."""
     max_answer_tokens: int = 144
@@ -85,8 +85,8 @@ def argv(cfg: Config, reasoner: str, extra: dict[str, Any] | None = None) -> lis
 def split_problems(split: str, per_task: int, tasks: int = 0) -> list[Any]:
     """The first ``per_task`` problems of every task (the first ``tasks``; 0 = all) of ``adaptive:<split>``,
     round-robin over the tasks."""
-    from rsim_env.adaptive import TASKS, adaptive_problems
-    from rsim_env.data import load_problems
+    from rsim_env.sources.adaptive import TASKS, adaptive_problems
+    from rsim_env.sources.data import load_problems
 
     chosen = TASKS[:tasks] if tasks else TASKS
     return adaptive_problems(lambda spec, n, seed: load_problems(spec, n, seed=seed), per_task * len(chosen), split,

@@ -1,7 +1,7 @@
 """Is a curriculum task in the learnable band for a reasoner? Base accuracy and group variance per task.
 
 GRPO learns only from groups whose rewards differ: a task the reasoner always or never solves
-gives zero advantage everywhere. For every curriculum task (:data:`rsim_env.curriculum.TASKS`),
+gives zero advantage everywhere. For every curriculum task (:data:`rsim_env.sources.curriculum.TASKS`),
 every sampling setting (temperature, top-p) and every planner mode, this plays ``problems``
 held-out problems ``G`` times each and reports
 
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from studies.interaction import parse_modes
-from rsim_env.curriculum import TASKS, curriculum_problems
+from rsim_env.sources.curriculum import TASKS, curriculum_problems
 
 BAND = (0.2, 0.6)
 """Sampled pass@1 range counted as learnable."""

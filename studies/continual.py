@@ -144,7 +144,7 @@ def _plot(rows: list[dict], path: Path) -> None:
 def main(cfg: Config) -> dict:
     """Train A (unless given) and B, evaluate both on math and code, print/write the table."""
     from algos.preflight import check_sandbox
-    from rsim_env.data import load_problems
+    from rsim_env.sources.data import load_problems
 
     check_sandbox(load_problems(cfg.code_data, limit=1))  # run B grades code: bubblewrap or the opt-in, before run A
     out = Path(cfg.out)

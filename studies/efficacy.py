@@ -170,7 +170,7 @@ class Config:
         if self.trained_learner not in planner_learners:
             raise ValueError(f"Config.trained_learner={self.trained_learner!r}: use "
                              f"{' or '.join(map(repr, planner_learners))}.")
-        from rsim_env.data import check_spec
+        from rsim_env.sources.data import check_spec
 
         for spec in filter(None, (self.source, self.validation)):
             check_spec(spec)
@@ -298,7 +298,7 @@ class _Study:
 
     def __init__(self, cfg: Config, cache: Cache) -> None:
         from algos.config import resolve
-        from rsim_env.data import load_problems
+        from rsim_env.sources.data import load_problems
 
         self.cfg, self.cache = cfg, cache
         self.outs, self.timing, self.details = cache.data["outcomes"], cache.data["timing"], cache.data["details"]

@@ -137,7 +137,7 @@ def main(cfg: Config) -> dict:
     """Run ``cfg.steps`` engine-rollout updates; return (and write) the per-step mismatch table."""
     import torch
 
-    from rsim_env.data import load_problems
+    from rsim_env.sources.data import load_problems
 
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.threads)

@@ -146,7 +146,7 @@ class _Cache:
 
 def _evaluate(cfg: Config, run: dict[str, Any], seed: int, name: str) -> tuple[dict[str, bool], dict[str, Any]]:
     from algos.config import resolve
-    from rsim_env.data import load_problems
+    from rsim_env.sources.data import load_problems
 
     source = SCALES[cfg.preset]["source"]
     problems = load_problems(source, limit=cfg.eval_limit, seed=1000)
@@ -163,7 +163,7 @@ def _rows(cfg: Config, cache: _Cache) -> list[dict[str, Any]]:
     """One outcome row per (arm, seed, problem), with the ``plan`` the trained planner played (``[]`` for a GRPO
     run; left out for an evaluation cached before plans were kept, rather than guessed)."""
     from benchmarks.plans.table import task_of
-    from rsim_env.data import load_problems
+    from rsim_env.sources.data import load_problems
 
     tasks = {p.id: task_of(p) for p in load_problems(SCALES[cfg.preset]["source"], limit=cfg.eval_limit, seed=1000)}
     rows = []

@@ -54,7 +54,7 @@ class Config:
     reasoner: str = "default"
     """Reasoner spec (see ``rsim eval --reasoner``); ``template`` = scripted, model-free."""
     source: str = "curriculum:heldout"
-    """Problems: a data spec (``rsim_env.data``; generator seed 1000, as ``rsim eval``)."""
+    """Problems: a data spec (``rsim_env.sources.data``; generator seed 1000, as ``rsim eval``)."""
     limit: int = 48
     """Problems per mode."""
     modes: tuple[str, ...] = field(default=DEFAULT_MODES, metadata={"parse": parse_modes})
@@ -159,7 +159,7 @@ def mode_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------ running
 
 def _problems(cfg: Config) -> list:
-    from rsim_env.data import load_problems
+    from rsim_env.sources.data import load_problems
 
     return load_problems(cfg.source, limit=cfg.limit, seed=1000)
 

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from rsim_env import answers
 from rsim_env.kinds.rgym import RG
-from rsim_env.problems import reasoning_gym_problems
+from rsim_env.sources.problems import reasoning_gym_problems
 
 GENERATORS = ("number_sorting", "number_filtering", "word_sorting", "word_sequence_reversal", "spell_backward",
               "letter_counting", "syllogism", "family_relationships", "caesar_cipher", "spiral_matrix")

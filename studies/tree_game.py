@@ -34,7 +34,7 @@ def tree_eval_limit(tree_dir: str, split: str) -> tuple[int, int]:
     import json
     from pathlib import Path
 
-    from rsim_env.adaptive import TASKS
+    from rsim_env.sources.adaptive import TASKS
 
     per_task = int(json.loads((Path(tree_dir) / f"adaptive_{split}.tree.json").read_text())["per_task"])
     return per_task, per_task * len(TASKS)

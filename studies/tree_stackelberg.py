@@ -252,7 +252,7 @@ def _plot(curves: Mapping[str, Mapping[str, Sequence[Sequence[float]]]], path: P
 def main(cfg: Config) -> dict[str, Any]:
     """Train (or reuse) each seed, evaluate it and its control live, read the rest from the test tree, compare."""
     from algos.optimisation_gap import outcome_table
-    from rsim_env.adaptive import TASKS
+    from rsim_env.sources.adaptive import TASKS
     from studies.tree_baselines import tree_rows
     from studies.tree_game import tree_eval_limit
 

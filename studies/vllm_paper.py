@@ -11,7 +11,7 @@ Rows, each in its own process (so each gets the GPU's memory to itself):
   rollout, torch scores and updates with ``tis_cap=2``), then the server is stopped;
 * ``trl``: TRL's ``GRPOTrainer`` with ``use_vllm=True, vllm_mode="colocate"`` (vLLM in the trainer's process,
   the merged LoRA weights pushed to it each step) on the same GSM8K problems, the same LoRA, G and problems per
-  step, rewarded by rSIM's own accuracy and format components (:mod:`rsim_env.trl_rewards`).
+  step, rewarded by rSIM's own accuracy and format components (:mod:`rsim_env.integrations.trl_rewards`).
 
 The workloads differ as the methods do: ours plays the planner game (up to ``env.max_steps`` rounds of
 ``reasoner.max_step_tokens``, planner and reasoner both trained), TRL writes one answer of up to
@@ -149,9 +149,9 @@ def run_trl(cfg: Config) -> dict:
     from trl import GRPOConfig, GRPOTrainer
 
     from agents.hf.lora import LoraSpec
-    from rsim_env.data import load_problems
+    from rsim_env.sources.data import load_problems
     from rsim_env.render import no_planner_chat
-    from rsim_env.trl_rewards import make_accuracy_reward, make_format_reward
+    from rsim_env.integrations.trl_rewards import make_accuracy_reward, make_format_reward
 
     problems = load_problems("gsm8k", limit=cfg.groups_per_step * cfg.steps, split="train")
     data = Dataset.from_list([{"prompt": no_planner_chat(p.question), "answer": p.answer} for p in problems])

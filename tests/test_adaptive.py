@@ -1,4 +1,4 @@
-"""rsim_env.adaptive: the atlas's mix as a named source (splits by generator seed, disjoint by question)."""
+"""rsim_env.sources.adaptive: the atlas's mix as a named source (splits by generator seed, disjoint by question)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rsim_env.adaptive import TASKS
-from rsim_env.adaptive import adaptive_problems as _adaptive
-from rsim_env.data import load_problems
+from rsim_env.sources.adaptive import TASKS
+from rsim_env.sources.adaptive import adaptive_problems as _adaptive
+from rsim_env.sources.data import load_problems
 
 
 def adaptive_problems(limit, split, tasks):
@@ -31,7 +31,7 @@ def test_splits_are_disjoint_by_question_and_interleaved():
 def test_each_split_is_its_hash_bucket_from_its_own_far_seed():
     """A question's split is a function of its text; the seeds are far apart (reasoning-gym's entry i of seed s is
     Random(s + i), so seeds 0 and 1 would share all but one entry)."""
-    from rsim_env.adaptive import SEEDS, split_of
+    from rsim_env.sources.adaptive import SEEDS, split_of
 
     for s in ("val", "test", "train"):
         assert all(split_of(p.question) == s for p in adaptive_problems(9, s, SMALL))
@@ -43,7 +43,7 @@ def test_each_split_is_its_hash_bucket_from_its_own_far_seed():
 def test_a_text_belongs_to_one_split_of_one_task():
     """Within and across tasks: chain_sum and curriculum add2_1d share questions ("0 + 4 ="), which the first task in
     the list keeps; over every task of TASKS and all three splits no text is in two (split, task) cells."""
-    from rsim_env.adaptive import SEEDS, split_of
+    from rsim_env.sources.adaptive import SEEDS, split_of
 
     pair = (SMALL[0], "curriculum_task:add2_1d")
     drawn = [{p.question for p in load_problems(pair[0], 400, seed=SEEDS["test"]) if split_of(p.question) == "test"},
@@ -62,7 +62,7 @@ def test_a_text_belongs_to_one_split_of_one_task():
 
 
 def _order(label):
-    from rsim_env.adaptive import SEEDS
+    from rsim_env.sources.adaptive import SEEDS
 
     first = {}
     for i, p in enumerate(load_problems(label, 400, seed=SEEDS["test"])):
@@ -71,8 +71,8 @@ def _order(label):
 
 
 def _task_problems(label):
-    from rsim_env.adaptive import SEEDS
-    from rsim_env.curriculum import curriculum_problems
+    from rsim_env.sources.adaptive import SEEDS
+    from rsim_env.sources.curriculum import curriculum_problems
 
     return curriculum_problems(400, "train", tasks=(label.partition(":")[2],), seed=SEEDS["test"])
 
@@ -89,8 +89,8 @@ def test_errors_name_the_fix():
 def test_tasks_are_the_committed_atlas_main_pass():
     """TASKS is the atlas's mix_all (every main-pass task at its setting), the mix whose headroom excluded 0, less the
     reasoning-gym tasks whose scorer fails the sanity check (checked here, not named)."""
-    from rsim_env.data import _option
-    from rsim_env.scorer_check import check
+    from rsim_env.sources.data import _option
+    from rsim_env.sources.scorer_check import check
 
     def sound(setting: str) -> bool:
         if not setting.startswith("rg:"):

@@ -50,7 +50,7 @@ def test_bad_arguments_name_the_problem():
 
 
 def test_reasoning_gym_golds_round_trip():
-    from rsim_env.problems import default_source
+    from rsim_env.sources.problems import default_source
 
     problems = default_source(size=500)
     wrong = [p.id for p in problems if not check(f"\\boxed{{{p.answer}}}", p.answer, p.answer_type).correct]

@@ -53,7 +53,7 @@ def test_checks_from_thread_pool():
 
 def test_rsim_env_imports_without_torch():
     code = ("import sys; sys.modules['torch'] = None; sys.modules['transformers'] = None\n"
-            "import rsim_env.answers, rsim_env.loaders\n"
+            "import rsim_env.answers, rsim_env.sources.loaders\n"
             "from rsim_env.answers import check\n"
             "assert check('\\\\boxed{\\\\sqrt{8}}', '2\\\\sqrt{2}').correct\n"
             "assert 'datasets' not in sys.modules")

@@ -98,7 +98,7 @@ def test_theoremqa_floats_carry_their_tolerance_into_the_math_kind():
     from pathlib import Path
 
     from rsim_env import kinds
-    from rsim_env.data import load_problems
+    from rsim_env.sources.data import load_problems
 
     fixture = Path(__file__).parent / "fixtures" / "datasets" / "theoremqa.jsonl"
     problems = load_problems(str(fixture), kind="theoremqa")

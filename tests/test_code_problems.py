@@ -9,7 +9,7 @@ from rsim_env import EnvGroup, Problem, kinds
 from rsim_env.code import default_executor
 from rsim_env.code.humaneval import prompt_helpers
 from rsim_env.code.mbpp import main_function
-from rsim_env.data import load_problems
+from rsim_env.sources.data import load_problems
 from rsim_env.code.tasks import FAMILIES, code_tasks
 from rsim_env import grading
 from rsim_env.grading import grade

@@ -2,7 +2,7 @@
 
 import pytest
 
-from rsim_env.curriculum import DEFAULT_MIX, TASKS, curriculum_problems, split_of
+from rsim_env.sources.curriculum import DEFAULT_MIX, TASKS, curriculum_problems, split_of
 
 
 def test_default_mix_has_1000_distinct_train_problems_and_a_disjoint_heldout_split():

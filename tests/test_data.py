@@ -1,4 +1,4 @@
-"""``rsim_env.data.load_problems``: one spec grammar for every problem source."""
+"""``rsim_env.sources.data.load_problems``: one spec grammar for every problem source."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rsim_env import loaders
-from rsim_env.data import check_spec, load_problems
-from rsim_env.problems import Problem, default_source
+from rsim_env.sources import loaders
+from rsim_env.sources.data import check_spec, load_problems
+from rsim_env.sources.problems import Problem, default_source
 
 FIX = Path(__file__).parent / "fixtures" / "datasets"
 HUB_SETS = ("gsm8k", "math", "math500", "aime2024", "mmlu_pro", "theoremqa")
@@ -35,7 +35,7 @@ def test_tiny_source_is_seeded_digit_sums():
 
 @pytest.mark.parametrize("name", HUB_SETS)
 def test_every_hub_set_is_a_valid_spec(name):
-    check_spec(name)  # no download: resolved against rsim_env.loaders.LOADERS
+    check_spec(name)  # no download: resolved against rsim_env.sources.loaders.LOADERS
 
 
 @pytest.mark.parametrize("kind,fname", [("gsm8k", "gsm8k.jsonl"), ("mmlu_pro", "mmlu_pro.parquet")])
@@ -112,7 +112,7 @@ def test_numeric_answers_of_generic_rows_stay_accepted(tmp_path):
 
 def test_mix_parts_may_carry_list_options():
     """A mix splits at top-level commas only: an rg part's list option (``operators=["+","-"]``) stays whole."""
-    from rsim_env.data import load_problems, split_top
+    from rsim_env.sources.data import load_problems, split_top
 
     assert split_top('rg:basic_arithmetic?operators=["+","-"]&min_terms=2,tiny') == [
         'rg:basic_arithmetic?operators=["+","-"]&min_terms=2', "tiny"]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from rsim_env.data import check_spec, load_problems
+from rsim_env.sources.data import check_spec, load_problems
 
 datasets = pytest.importorskip("datasets", reason="datasets is part of the 'train' extra")
 pa = pytest.importorskip("pyarrow")

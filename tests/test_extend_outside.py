@@ -171,7 +171,8 @@ def test_no_copy_of_the_strategy_count_is_imported_anywhere():
 
 def test_a_hub_loader_a_code_loader_and_a_source_added_from_outside_are_data_specs(monkeypatch):
     """``LOADERS`` and ``SOURCES`` are read when a spec is resolved: an entry set from your code is a spec."""
-    from rsim_env import data, load_problems, loaders
+    from rsim_env import load_problems
+    from rsim_env.sources import data, loaders
 
     def squares(source=None, split="test", limit=None):
         return [Problem(f"sq/{i}", f"What is {i} squared?", str(i * i)) for i in range(limit or 3)]

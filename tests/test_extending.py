@@ -96,8 +96,8 @@ def test_each_row_names_a_test_that_exists():
 @pytest.mark.parametrize("title,files", [
     ("A learner", {"algos/rloo.py", "algos/learners.py"}),
     ("A reward component", {"my_rewards.py"}),
-    ("A hub dataset", {"rsim_env/loaders.py"}),
-    ("Another problem source", {"rsim_env/data.py"}),
+    ("A hub dataset", {"rsim_env/sources/loaders.py"}),
+    ("Another problem source", {"rsim_env/sources/data.py"}),
 ], ids=["learner", "reward", "loader", "source"])
 def test_each_section_says_where_its_code_goes(title, files):
     blocks = section(title)
@@ -222,7 +222,7 @@ from agents.scripted.policies import TemplateReasoner
 from algos.cli import build_problems
 from algos.config import resolve
 from rsim_env import EnvGroup
-from rsim_env.data import check_spec, load_problems, spec_help
+from rsim_env.sources.data import check_spec, load_problems, spec_help
 
 rows = json.loads(ROWS)
 local = load_problems(PATH, kind="svamp")  # a local file in the hub set's layout
@@ -271,7 +271,7 @@ import contextlib, io
 from agents.scripted.policies import TemplateReasoner
 from algos.cli import build_problems, parse
 from rsim_env import EnvGroup
-from rsim_env.data import check_spec, load_problems
+from rsim_env.sources.data import check_spec, load_problems
 
 check_spec("products")
 shown = io.StringIO()

@@ -386,7 +386,7 @@ def test_a_reply_opening_with_a_blank_line_and_a_digit_is_not_a_tokenizer_mismat
     import gymnasium
 
     import rsim_env  # noqa: F401
-    from rsim_env.data import load_problems
+    from rsim_env.sources.data import load_problems
     from rsim_env.strategies import TERMINATION
 
     problem = load_problems("curriculum", limit=1, seed=0)[0]
@@ -414,7 +414,7 @@ def test_gymnasium_planner_view_on_the_served_reasoner(real):
 
     import rsim_env  # noqa: F401  (registers rsim/Planner-v0)
     from agents.planners.gym import TextFeatures
-    from rsim_env.data import load_problems
+    from rsim_env.sources.data import load_problems
     from rsim_env.strategies import TERMINATION
 
     problems = load_problems("curriculum:heldout", limit=len(GYM_PLANS), seed=1000)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from rsim_env.data import load_problems
+from rsim_env.sources.data import load_problems
 from rsim_env.answers import check
 
 FIX = Path(__file__).parent / "fixtures" / "datasets"

@@ -119,7 +119,7 @@ import sys
 for n in ("torch", "transformers", "accelerate"):
     sys.modules[n] = None
 import rsim_env, agents.scripted.policies, agents.planners.gym, agents.served.reasoner, agents.embedded, agents.reasoner
-import algos.rollout, algos.viewer, rsim_env.trl_rewards
+import algos.rollout, algos.viewer, rsim_env.integrations.trl_rewards
 import algos.cli  # imports nothing heavy (main() sets the OpenMP wait policy before torch loads)
 for mod in ("agents.hf.decoder", "agents.planners.llm", "algos.trainer"):
     try:

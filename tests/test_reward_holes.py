@@ -191,7 +191,7 @@ def test_boxing_the_question_expression_earns_no_accuracy(proto):
 
 
 def test_restated_expression_in_no_planner_mode_and_trl_reward():
-    from rsim_env.trl_rewards import make_accuracy_reward
+    from rsim_env.integrations.trl_rewards import make_accuracy_reward
 
     info, _ = play(FixedPlanner([8]), WrapReasoner(TemplateReasoner(), lambda t, o: "So \\boxed{6 * 7}."), planner=False)
     assert info["reason"] == "unevaluated" and info["components"]["acc"] == 0.0

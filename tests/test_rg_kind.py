@@ -18,7 +18,7 @@ from rsim_env import EnvGroup, Problem, answers, kinds
 from rsim_env.answers.sandbox import WorkerPool
 from rsim_env.kinds import rgym
 from rsim_env.kinds.rg_worker import literal_only
-from rsim_env.problems import DEFAULT_TASKS, reasoning_gym_problems
+from rsim_env.sources.problems import DEFAULT_TASKS, reasoning_gym_problems
 from rsim_env.strategies import TERMINATION
 
 reasoning_gym = pytest.importorskip("reasoning_gym")

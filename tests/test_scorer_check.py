@@ -1,4 +1,4 @@
-"""rsim_env.scorer_check: a reasoning-gym task whose scorer gives full credit to a known-wrong answer is refused,
+"""rsim_env.sources.scorer_check: a reasoning-gym task whose scorer gives full credit to a known-wrong answer is refused,
 by rule (not by name), in the ``rg`` data source and in the atlas's catalogue; ordinary tasks pass.
 
 Deterministic: the check scores the first entries of seed 0, made under ``PYTHONHASHSEED=0`` (in a worker when this
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from rsim_env.scorer_check import check, failures, require_sound, wrong_answers
+from rsim_env.sources.scorer_check import check, failures, require_sound, wrong_answers
 
 pytest.importorskip("reasoning_gym")
 
@@ -35,7 +35,7 @@ def test_the_rule_on_fake_scorers(scorer, bad):
 
 def test_game_of_life_halting_is_refused_by_rule_in_the_source_and_the_catalogue():
     from benchmarks.plans.atlas_tasks import _rule
-    from rsim_env.problems import reasoning_gym_problems
+    from rsim_env.sources.problems import reasoning_gym_problems
 
     why = check("game_of_life_halting")
     assert "full credit" in why and "the opposite boolean" in why

@@ -9,7 +9,7 @@ from rsim_env import Problem, render
 from rsim_env.code import SandboxConfig, configure
 from rsim_env.record import EpisodeRecord, from_outcome
 from rsim_env.strategies import STRATEGIES
-from rsim_env.trl_rewards import (accuracy_reward, completion_steps, completion_text, follow_reward, format_reward,
+from rsim_env.integrations.trl_rewards import (accuracy_reward, completion_steps, completion_text, follow_reward, format_reward,
                                   make_accuracy_reward, make_follow_reward)
 
 TRL_EXTRAS = {"trainer_state": None, "log_extra": lambda *a, **k: None, "log_metric": lambda *a, **k: None}
@@ -72,7 +72,7 @@ def test_the_documented_example_prints_what_its_comment_says():
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "environment.md").read_text()
-    block = re.search(r"```python\n(from rsim_env.trl_rewards import .*?)```", doc, re.S).group(1)
+    block = re.search(r"```python\n(from rsim_env.integrations.trl_rewards import .*?)```", doc, re.S).group(1)
     assert "# [1.0] [1.0] [1.0]" in block
     completions = [[{"role": "assistant", "content": "Verify: 5 - 3 = 2.\n\nSo the answer is \\boxed{5}."}]]
     assert completions[0][0]["content"].replace("\\", "\\\\").replace("\n", "\\n") in block

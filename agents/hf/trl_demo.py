@@ -6,7 +6,7 @@ Two routes on the same problems, model, seed and optimizer, one table:
   planner (``--planner``, default a fixed plan) injects a strategy before each step, the reward is the env's
   reasoner reward (``R_acc + R_format + R_follow``);
 * ``plain`` -- plain TRL GRPO: TRL generates one answer to rSIM's no-planner prompt, rewarded by
-  :mod:`rsim_env.trl_rewards` (``R_acc + R_format``, the env's no-planner reward: there is no plan to follow).
+  :mod:`rsim_env.integrations.trl_rewards` (``R_acc + R_format``, the env's no-planner reward: there is no plan to follow).
 
 Each row is the mean over the run's optimizer steps of TRL's own logged metrics (``reward``,
 ``rewards/<name>/mean``, ``completions/mean_length``: tokens the reasoner wrote) plus the injected tokens per
@@ -36,7 +36,7 @@ class DemoConfig:
     """Reasoner model spec (:mod:`agents.hf.loading`: ``default`` = the embedded SmolLM2-135M-Instruct, a hub id, a
     path; ``tiny`` = a random-init tiny Llama, for tests)."""
     data: str = "default"
-    """Data spec (:func:`rsim_env.data.load_problems`)."""
+    """Data spec (:func:`rsim_env.sources.data.load_problems`)."""
     problems: int = 8
     """Problems to load."""
     routes: str = "injected,plain"
@@ -70,7 +70,7 @@ def _trainer(cfg: DemoConfig, route: str, problems: list, injection: Any) -> Any
     import torch
     from trl import GRPOConfig, GRPOTrainer
 
-    from rsim_env.trl_rewards import accuracy_reward, format_reward
+    from rsim_env.integrations.trl_rewards import accuracy_reward, format_reward
 
     from .loading import load_causal_lm, tiny_model
     from .trl_rollout import problem_dataset
@@ -138,7 +138,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 def main(cfg: DemoConfig) -> dict[str, Any]:
     """Run every route in ``cfg.routes``; print and return the table's rows."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from rsim_env.data import load_problems
+    from rsim_env.sources.data import load_problems
 
     problems = load_problems(cfg.data, limit=cfg.problems, seed=cfg.seed)
     rows = [run_route(cfg, route, problems) for route in cfg.routes.split(",")]

@@ -42,7 +42,7 @@ from typing import Any, Callable, Sequence
 
 from rsim_env.game import EnvConfig
 from rsim_env.group import EnvGroup
-from rsim_env.problems import Problem
+from rsim_env.sources.problems import Problem
 from rsim_env.render import no_planner_chat
 from rsim_env.strategies import num_strategies
 
@@ -120,7 +120,7 @@ def problem_dataset(problems: Sequence[Problem]) -> Any:
 
     ``prompt`` is rSIM's no-planner chat (system + question), the prompt plain TRL GRPO trains on; the
     injection route reads only its question. ``answer``, ``kind`` and ``answer_type`` are what
-    :mod:`rsim_env.trl_rewards`' functions read (the plain route's rewards); ``problem_id`` names the problem.
+    :mod:`rsim_env.integrations.trl_rewards`' functions read (the plain route's rewards); ``problem_id`` names the problem.
     """
     from datasets import Dataset
 

@@ -40,7 +40,7 @@ import numpy as np
 from gymnasium import spaces
 
 from rsim_env.env import raw_env
-from rsim_env.problems import Problem, default_source
+from rsim_env.sources.problems import Problem, default_source
 from rsim_env.strategies import num_strategies
 
 from ..scripted.families import DEFAULT_FAMILIES, FamilyReasoner, family_problems

@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from rsim_env.problems import Problem
+from rsim_env.sources.problems import Problem
 from rsim_env.strategies import STRATEGIES, TERMINATION, example, num_strategies
 
 from .policies import TemplateReasoner

@@ -25,7 +25,7 @@ __all__ = ["EvalConfig", "DEFAULT_FIXED", "fixed_name", "parse_sequence", "split
 def parse(argv: Sequence[str]) -> EvalConfig:
     """``rsim eval`` flags (generated from :class:`EvalConfig`) -> config; a bad flag or value raises ``ValueError``."""
     from agents.registry import spec_help as agent_specs
-    from rsim_env.data import spec_help
+    from rsim_env.sources.data import spec_help
 
     from ..dataclass_cli import parse_config
     from .config import __doc__ as modes_doc

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from agents.registry import AgentContext, Built, build_agent
-from rsim_env.data import load_problems
+from rsim_env.sources.data import load_problems
 from rsim_env import record
 from rsim_env.group import EnvGroup
-from rsim_env.problems import Problem
+from rsim_env.sources.problems import Problem
 
 from .. import analysis, threads
 from ..preflight import check_sandbox
@@ -46,7 +46,7 @@ def eval_device() -> Any:
 
 
 def load_eval_problems(cfg: EvalConfig) -> list[Problem]:
-    """The first ``cfg.data.size`` problems of ``cfg.data.source`` (:func:`rsim_env.data.load_problems`)."""
+    """The first ``cfg.data.size`` problems of ``cfg.data.source`` (:func:`rsim_env.sources.data.load_problems`)."""
     d = cfg.data
     return load_problems(d.source, limit=d.size, seed=d.seed, split=d.split or None)
 

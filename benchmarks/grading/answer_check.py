@@ -220,7 +220,7 @@ def main(cfg: BenchConfig) -> dict:
     hostile = _hostile(lambda r, g: check(r, g, "auto", ccfg), mv_fn)
     depth = _depth_worst_case(ccfg)
     bombs = _bombs_and_innocent(cfg.bombs, ccfg) if cfg.bombs else None
-    from rsim_env.problems import default_source
+    from rsim_env.sources.problems import default_source
 
     probs = default_source(size=cfg.rgym_size)
     rg_ok = sum(check(f"\\boxed{{{p.answer}}}", p.answer, p.answer_type, ccfg).correct for p in probs)

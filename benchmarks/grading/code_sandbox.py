@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rsim_env.code import Executor, SandboxConfig
-from rsim_env.data import load_problems
+from rsim_env.sources.data import load_problems
 
 HOSTILE = {
     "infinite-loop": "def {f}(*a, **k):\n    while True: pass\n",

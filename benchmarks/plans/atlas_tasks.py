@@ -8,10 +8,10 @@ rung per task. Four families:
   refused by the ``rg`` kind (:data:`rsim_env.kinds.rgym.REFUSED`), every gold is a single answer (not
   ``"None"``, which marks generators whose answer is any solution a simulator accepts), every gold has
   at most ``max_gold_chars`` characters and every question at most ``max_question_chars``, and its scorer
-  passes the sanity check (:func:`rsim_env.scorer_check.check`: no full credit to another entry's gold, the
+  passes the sanity check (:func:`rsim_env.sources.scorer_check.check`: no full credit to another entry's gold, the
   opposite boolean or an empty answer; ``game_of_life_halting`` fails it). The rest are left out, each with
   its reason.
-* ``curriculum``: each task of :data:`rsim_env.curriculum.TASKS` (one rung: its difficulty is the task).
+* ``curriculum``: each task of :data:`rsim_env.sources.curriculum.TASKS` (one rung: its difficulty is the task).
 * ``code``: the procedural function-writing tasks (``code_tasks``, graded in the sandbox).
 * ``local``: each file in ``local_dir`` named after a hub loader (``gsm8k.jsonl``, ``math500.jsonl``, ...),
   read in that hub's column layout (the repository's ``tests/fixtures/datasets`` by default: two or three
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rsim_env.problems import Problem
+from rsim_env.sources.problems import Problem
 
 __all__ = ["LADDERS", "SAMPLES", "AtlasTask", "rg_label", "catalogue"]
 
@@ -87,7 +87,7 @@ one-digit operands, two terms at the bottom. A generator not here has one rung: 
 
 
 def rg_label(generator: str, options: dict[str, Any]) -> str:
-    """The data spec of one rung (``rg:chain_sum?min_terms=2&...``): :func:`rsim_env.data.load_problems` reads it."""
+    """The data spec of one rung (``rg:chain_sum?min_terms=2&...``): :func:`rsim_env.sources.data.load_problems` reads it."""
     query = "&".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in options.items())
     return f"rg:{generator}" + (f"?{query}" if query else "")
 
@@ -103,11 +103,11 @@ class AtlasTask:
 
     def load(self, rung: int, limit: int, seed: int) -> list[Problem]:
         """The first ``limit`` problems of rung ``rung``."""
-        from rsim_env.data import load_problems
+        from rsim_env.sources.data import load_problems
 
         label = self.ladder[rung]
         if self.family == "curriculum":
-            from rsim_env.curriculum import curriculum_problems
+            from rsim_env.sources.curriculum import curriculum_problems
 
             return curriculum_problems(limit, "train", tasks=(label.partition(":")[2],), seed=seed)
         if self.family == "local":
@@ -127,8 +127,8 @@ def _rules(max_gold: int, max_question: int) -> tuple[tuple[str, str], ...]:
 def _rule(generator: str, options: dict[str, Any], max_gold: int, max_question: int) -> str:
     """"" if the generator is in the catalogue, else why it is left out (module docstring)."""
     from rsim_env.kinds.rgym import REFUSED
-    from rsim_env.rg_tasks import entries
-    from rsim_env.scorer_check import check
+    from rsim_env.sources.rg_tasks import entries
+    from rsim_env.sources.scorer_check import check
 
     if generator in REFUSED:
         return "refused by the rg kind: its scorer runs sympy.parse_expr on the answer"
@@ -149,7 +149,7 @@ def _rule(generator: str, options: dict[str, Any], max_gold: int, max_question: 
 
 
 def _local_tasks(local_dir: str) -> list[AtlasTask]:
-    from rsim_env.loaders import _ALIASES, LOADERS
+    from rsim_env.sources.loaders import _ALIASES, LOADERS
 
     root = Path(local_dir)
     if not local_dir or not root.is_dir():
@@ -169,7 +169,7 @@ def catalogue(names: tuple[str, ...] = (), max_gold_chars: int = 24, max_questio
     always lists every generator the rule leaves out, whatever ``names`` selects."""
     from reasoning_gym.factory import DATASETS
 
-    from rsim_env.curriculum import TASKS
+    from rsim_env.sources.curriculum import TASKS
 
     tasks, left_out = [], []
     for gen, why in _rules(max_gold_chars, max_question_chars):

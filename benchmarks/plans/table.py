@@ -47,7 +47,7 @@ class Config:
     reasoner: str = "default"
     """Reasoner spec (agent registry); decoded greedily and replayed from ``store``."""
     source: str = "curriculum"
-    """Problem source (rsim_env.data spec)."""
+    """Problem source (rsim_env.sources.data spec)."""
     problems: int = 40
     """Problems N (each is played under every plan)."""
     data_seed: int = 0
@@ -177,7 +177,7 @@ def _heatmap(table: dict[str, Any], path: Path) -> None:
 
 def main(cfg: Config) -> dict[str, Any]:
     """Build the table through the replay cache; print the summary; write JSON, episodes and PNG."""
-    from rsim_env.data import load_problems
+    from rsim_env.sources.data import load_problems
 
     t0 = time.perf_counter()
     problems = load_problems(cfg.source, limit=cfg.problems, seed=cfg.data_seed)

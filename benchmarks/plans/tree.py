@@ -51,7 +51,7 @@ class Config:
     planners: tuple[str, ...] = ("head_only", "lora")
     """Which planners to train (keys of ``PLANNERS``)."""
     source: str = "curriculum"
-    """Training problems (rsim_env.data spec)."""
+    """Training problems (rsim_env.sources.data spec)."""
     problems: int = 16
     """Problems N in the tree (the training set)."""
     data_seed: int = 0

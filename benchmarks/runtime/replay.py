@@ -40,7 +40,7 @@ class Config:
     reasoner: str = "default"
     """Frozen reasoner spec, decoded greedily."""
     source: str = "curriculum"
-    """Training problems (rsim_env.data spec)."""
+    """Training problems (rsim_env.sources.data spec)."""
     steps: int = 3
     """GRPO steps per run."""
     groups_per_step: int = 2

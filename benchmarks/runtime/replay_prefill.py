@@ -45,7 +45,7 @@ class Config:
     reasoner: str = "llamacpp:default"
     """Reasoner spec (agent registry), decoded greedily; it must prefill (every LLM reasoner does)."""
     source: str = "curriculum:heldout"
-    """Problems (rsim_env.data spec)."""
+    """Problems (rsim_env.sources.data spec)."""
     problems: int = 30
     """How many problems."""
     data_seed: int = 1000
@@ -121,7 +121,7 @@ def _rate(pairs: list[tuple[Any, Any]]) -> dict[str, Any]:
 
 def main(cfg: Config) -> dict[str, Any]:
     """Play the four arms; print a table; write JSON when ``cfg.out``."""
-    from rsim_env.data import load_problems
+    from rsim_env.sources.data import load_problems
 
     t0 = time.perf_counter()
     problems = load_problems(cfg.source, limit=cfg.problems, seed=cfg.data_seed)

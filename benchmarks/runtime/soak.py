@@ -182,7 +182,7 @@ class _Listener:
 
 
 def _jobs(cfg: SoakConfig, port: int) -> list[dict[str, Any]]:
-    from rsim_env.data import load_problems
+    from rsim_env.sources.data import load_problems
 
     problems, names, jobs = load_problems("humaneval", 164), list(HOSTILE), []
     while len(jobs) < cfg.executions:
@@ -343,7 +343,7 @@ def soak_served(cfg: SoakConfig, work: Path) -> dict[str, Any]:
     from agents.scripted.policies import FixedPlanner
     from algos.rollout import rollout
     from rsim_env import EnvGroup
-    from rsim_env.problems import Problem
+    from rsim_env.sources.problems import Problem
 
     server = _Server(_free_port())
     server.start()

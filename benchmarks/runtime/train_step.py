@@ -98,7 +98,7 @@ def dense_reward(text: str) -> float:
 
 
 def _problem():
-    from rsim_env.data import load_problems
+    from rsim_env.sources.data import load_problems
 
     return load_problems("default", limit=2, seed=0)[0]
 

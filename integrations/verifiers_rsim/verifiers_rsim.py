@@ -22,7 +22,7 @@ from agents.decoding.turns import Turns
 from agents.hf.trl_rollout import build_planner
 from agents.reasoner import Reasoner, ReasonerConfig
 from agents.served.decoder import ChatDecoder
-from rsim_env.data import load_problems
+from rsim_env.sources.data import load_problems
 from rsim_env.game import EnvConfig
 from rsim_env.group import EnvGroup
 from rsim_env.render import CHAT_API_PROTOCOL, STEP_DELIMITER, reasoner_messages_from_observation, whole_answer_turn
@@ -84,7 +84,7 @@ class RsimEnv(vf.MultiTurnEnv):
     """rSIM's game with the model as the reasoner (module docstring).
 
     Args:
-        problems: The rSIM problems (any data spec's :func:`rsim_env.data.load_problems`).
+        problems: The rSIM problems (any data spec's :func:`rsim_env.sources.data.load_problems`).
         planner: ``fixed:1,3,8``, ``random`` or a planner agent spec (built once per rollout).
         env_config: The episode's rules; its protocol must be ``chat`` (each strategy a user turn).
         reasoner_config: Per-turn token caps (``max_step_tokens``, ``max_answer_tokens``) and the stop rule.

@@ -11,8 +11,8 @@ import gzip
 import json
 from typing import Any
 
-from ..loaders import _require, _rows, _take
-from ..problems import Problem
+from ..sources.loaders import _require, _rows, _take
+from ..sources.problems import Problem
 from ..render import code_question
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import ast
 
-from ..loaders import _require, _rows, _take
-from ..problems import Problem
+from ..sources.loaders import _require, _rows, _take
+from ..sources.problems import Problem
 from ..render import code_question
 
 

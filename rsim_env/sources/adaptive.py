@@ -23,7 +23,7 @@ problems it played. Under the rule ``curriculum:mul_1d`` keeps 1 ``val`` questio
 ``curriculum:add2_1d`` 7 and 3: at the atlas's settings ``products`` and ``chain_sum``, earlier in the list, ask them.)
 Problems are interleaved round-robin over the tasks; ids are ``adaptive/SPLIT/ID``.
 
-:data:`TASKS` is the atlas's list less the tasks the scorer sanity check refuses (:mod:`rsim_env.scorer_check`:
+:data:`TASKS` is the atlas's list less the tasks the scorer sanity check refuses (:mod:`rsim_env.sources.scorer_check`:
 ``game_of_life_halting``, whose scorer gives every non-empty answer full credit); a test checks it against the
 committed atlas JSON.
 """
@@ -89,7 +89,7 @@ def split_of(question: str) -> str:
 
 
 Loader = Callable[[str, int, int], list[Problem]]
-"""``load(spec, limit, seed)``: :func:`rsim_env.data.load_problems` (passed in: this module sits below it)."""
+"""``load(spec, limit, seed)``: :func:`rsim_env.sources.data.load_problems` (passed in: this module sits below it)."""
 
 
 def _task(label: str, n: int, seed: int, load: Loader) -> list[Problem]:
@@ -129,7 +129,7 @@ def adaptive_problems(load: Loader, limit: int | None = None, split: str = "trai
         raise ValueError(f"adaptive split {split!r}; choose one of {SPLITS} (e.g. --data adaptive:test).")
     tasks = TASKS if tasks is None else tuple(tasks)
     if not tasks:
-        raise ValueError("the adaptive source has no tasks: rsim_env.adaptive.TASKS is empty (run the atlas first).")
+        raise ValueError("the adaptive source has no tasks: rsim_env.sources.adaptive.TASKS is empty (run the atlas first).")
     if limit is not None and (isinstance(limit, bool) or limit < 1):
         raise ValueError(f"limit={limit!r} must be >= 1.")
     per_task = -(-limit // len(tasks)) if limit else PER_TASK * (5 if split == "train" else 1)

@@ -1,9 +1,9 @@
-"""Loaders for the paper's datasets, returning lists of :class:`~rsim_env.problems.Problem`.
+"""Loaders for the paper's datasets, returning lists of :class:`~rsim_env.sources.problems.Problem`.
 
 Each loader reads a hub dataset by name through ``datasets.load_dataset`` (imported lazily, so
 ``rsim_env`` never needs it at import time) or a local file/dir (``.jsonl``, ``.json``,
 ``.parquet``) laid out with the hub's exact columns. Callers use the one data factory,
-:func:`rsim_env.data.load_problems` (re-exported here), which finds these loaders by name in
+:func:`rsim_env.sources.data.load_problems` (re-exported here), which finds these loaders by name in
 :data:`LOADERS`: a new hub dataset is one loader function plus its line in that table.
 """
 
@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .answers.extract import boxed_spans
-from .answers.idioms import THEOREMQA_REL_TOL
+from ..answers.extract import boxed_spans
+from ..answers.idioms import THEOREMQA_REL_TOL
 from .problems import Problem, iter_jsonl
 
 _LOCAL_EXT = (".jsonl", ".json", ".parquet", ".arrow")
@@ -176,7 +176,7 @@ _THEOREMQA_REL_TOL = {"float": THEOREMQA_REL_TOL}
 def theoremqa(source: str | None = None, split: str = "test", limit: int | None = None) -> list[Problem]:
     """TIGER-Lab/TheoremQA: ``Question``, ``Answer``, ``Answer_type``, ``Picture``.
 
-    ``Answer_type`` maps to :data:`~rsim_env.problems.ANSWER_TYPES`: integer/float -> number,
+    ``Answer_type`` maps to :data:`~rsim_env.sources.problems.ANSWER_TYPES`: integer/float -> number,
     bool -> bool, option -> choice, ``list of integer``/``list of float`` -> list. Float answers carry
     ``metadata["rel_tol"] = 0.04``, TheoremQA's own tolerance (:func:`rsim_env.answers.check`).
     """
@@ -199,7 +199,7 @@ LOADERS: dict[str, Callable[..., list[Problem]]] = {
     "gsm8k": gsm8k, "math": math, "math500": math500, "aime2024": aime2024,
     "mmlu_pro": mmlu_pro, "theoremqa": theoremqa,
 }
-"""Loader per dataset name; :func:`rsim_env.data.load_problems` finds hub names here."""
+"""Loader per dataset name; :func:`rsim_env.sources.data.load_problems` finds hub names here."""
 _ALIASES = {"openai/gsm8k": "gsm8k", "hendrycks_math": "math", "math-500": "math500",
             "huggingfaceh4/math-500": "math500", "maxwell-jia/aime_2024": "aime2024", "aime_2024": "aime2024",
             "tiger-lab/mmlu-pro": "mmlu_pro", "mmlu-pro": "mmlu_pro", "tiger-lab/theoremqa": "theoremqa"}

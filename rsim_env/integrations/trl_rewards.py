@@ -7,7 +7,7 @@ Completions are strings (standard datasets) or message lists (conversational dat
 assistant turns are used). No TRL import here; these are plain callables::
 
     from trl import GRPOTrainer
-    from rsim_env.trl_rewards import accuracy_reward, format_reward, follow_reward
+    from rsim_env.integrations.trl_rewards import accuracy_reward, format_reward, follow_reward
     trainer = GRPOTrainer(model=..., reward_funcs=[accuracy_reward, format_reward, follow_reward],
                           train_dataset=ds)   # ds columns: prompt, answer (+ strategies, kind, ...)
 
@@ -41,11 +41,11 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
-from . import kinds
-from .game import EnvConfig, Episode
-from .problems import ANSWER_TYPES, Problem
-from .render import PROTOCOLS, STEP_DELIMITER
-from .strategies import by_name, num_strategies
+from .. import kinds
+from ..game import EnvConfig, Episode
+from ..sources.problems import ANSWER_TYPES, Problem
+from ..render import PROTOCOLS, STEP_DELIMITER
+from ..strategies import by_name, num_strategies
 
 __all__ = ["accuracy_reward", "format_reward", "follow_reward", "make_accuracy_reward", "make_format_reward",
            "make_follow_reward", "completion_text", "completion_steps", "components", "BRIDGE_CONFIG"]

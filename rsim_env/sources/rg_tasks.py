@@ -1,6 +1,6 @@
 """Which reasoning-gym tasks the ``rg`` kind grades, and what a problem carries to re-create its entry.
 
-Plain data and the standard library only, so that :mod:`rsim_env.problems` (which builds the problems)
+Plain data and the standard library only, so that :mod:`rsim_env.sources.problems` (which builds the problems)
 and :mod:`rsim_env.kinds.rgym` (which grades them) both import it without an import circle.
 
 **Entries are made under one hash seed.** Some generators iterate over sets of strings
@@ -118,7 +118,7 @@ _MAKER: list = []
 def set_entries_maker(maker) -> None:
     """Name the function that makes entries in the ``rg`` scorer's workers (:func:`rsim_env.kinds.rgym.make_entries`).
 
-    The workers' pool lives in :mod:`rsim_env.kinds.rgym`, above this module (which :mod:`rsim_env.problems` and the
+    The workers' pool lives in :mod:`rsim_env.kinds.rgym`, above this module (which :mod:`rsim_env.sources.problems` and the
     answer checker import): so it registers itself here when it loads, as :mod:`rsim_env.echo`'s references are.
     """
     _MAKER[:] = [maker]

@@ -7,7 +7,7 @@ seed, same problem).
 
 The offline default source is procedural and comes from the PyPI package ``reasoning-gym``
 (no network, deterministic for a seed). Hub datasets (GSM8K, MATH, ...) live in
-:mod:`rsim_env.loaders`; :func:`rsim_env.data.load_problems` builds any source from one spec.
+:mod:`rsim_env.sources.loaders`; :func:`rsim_env.sources.data.load_problems` builds any source from one spec.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def reasoning_gym_problems(
             any other task is graded by its generator's own ``score_answer`` (kind ``rg``,
             :mod:`rsim_env.kinds.rgym`) unless that scorer is refused (:data:`rsim_env.kinds.rgym.REFUSED`:
             then ``math``); ``"math"`` or ``"rg"`` forces the kind for every task. A task graded by its own
-            scorer must pass the scorer sanity check (:mod:`rsim_env.scorer_check`: no full credit to a known-wrong
+            scorer must pass the scorer sanity check (:mod:`rsim_env.sources.scorer_check`: no full credit to a known-wrong
             answer), else it is refused.
         **options: Passed to every task's generator (``reasoning_gym.create_dataset``), e.g. ``min_terms=3``.
 

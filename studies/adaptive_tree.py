@@ -43,7 +43,7 @@ class Config:
     """Tree fill settings."""
 
     split: str = "train"
-    """Adaptive split to fill: train, val or test."""
+    """Adaptive split to fill: train, val, test or replication."""
     per_task: int = 40
     """Problems a task in the finished tree (a task with fewer distinct questions in the split keeps what it has)."""
     increment: int = 2
@@ -64,7 +64,7 @@ class Config:
     """Episodes per rollout (the reasoner's batch)."""
 
     def __post_init__(self) -> None:
-        if self.split not in ("train", "val", "test"):
+        if self.split not in ("train", "val", "test", "replication"):
             raise ValueError(f"Config.split={self.split!r} is invalid: use train, val or test.")
         if not isinstance(self.tasks, int) or self.tasks < 0:
             raise ValueError(f"Config.tasks={self.tasks!r} is invalid: use an int >= 0 (0 = every task).")

@@ -25,7 +25,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from rsim_env import EnvConfig, curriculum, novelty, rewards
+from rsim_env import EnvConfig, novelty, rewards
+from rsim_env.sources import curriculum
 from rsim_env.game import Episode
 from rsim_env.sources.problems import Problem
 

@@ -9,7 +9,7 @@ the atlas's setting, for ``rsim train`` / ``rsim eval`` / the benchmarks (``--da
 **Splits by question text and by generator seed.** Each question belongs to one split by a hash of its text
 (:func:`split_of`: 20 % ``val``, 20 % ``test``, 60 % ``train``), so no question is in two splits whatever the
 sizes; and each split is drawn from its own generator seed: ``val`` 0, ``test`` 1,000,000 (used by nothing
-else), ``train`` 2,000,000 -- far apart because a reasoning-gym generator makes entry ``i`` of seed ``s`` from
+else), ``train`` 2,000,000, ``replication`` 3,000,000 -- far apart because a reasoning-gym generator makes entry ``i`` of seed ``s`` from
 ``Random(s + i)``, so nearby seeds share almost every entry. Small tasks have few distinct questions
 (``prime_factorization`` of 2..30 has 29), so their splits hold what the hash gives them (6 ``val`` and 5 ``test`` questions).
 
@@ -21,6 +21,10 @@ under another task's name. (The study of ``docs/efficacy.md`` ran before this ru
 share their text with a problem of another task, in any split of the old source; its committed outcomes record the
 problems it played. Under the rule ``curriculum:mul_1d`` keeps 1 ``val`` question and no ``test`` one, and
 ``curriculum:add2_1d`` 7 and 3: at the atlas's settings ``products`` and ``chain_sum``, earlier in the list, ask them.)
+**A replication draw.** ``replication`` is a second test set, scored once at the end of a study: the test hash
+bucket of its own generator seed, less every text the ``test`` seed draws for any task (so it is disjoint by
+text from every other split, the test split included).
+
 Problems are interleaved round-robin over the tasks; ids are ``adaptive/SPLIT/ID``.
 
 :data:`TASKS` is the atlas's list less the tasks the scorer sanity check refuses (:mod:`rsim_env.sources.scorer_check`:
@@ -74,7 +78,7 @@ TASKS: tuple[str, ...] = (
 """The atlas's main-pass tasks whose scorer passes the sanity check, each as the setting it was played at (an
 ``rg:`` data spec or ``curriculum_task:NAME``), in the atlas's order."""
 
-SEEDS = {"val": 0, "test": 1_000_000, "train": 2_000_000}
+SEEDS = {"val": 0, "test": 1_000_000, "train": 2_000_000, "replication": 3_000_000}
 SPLITS = tuple(SEEDS)
 PER_TASK = 40
 """Problems per task in ``val`` and ``test`` when no limit is given; ``train`` takes 5x."""
@@ -103,9 +107,13 @@ def _task(label: str, n: int, seed: int, load: Loader) -> list[Problem]:
 def _columns(split: str, per_task: int, tasks: tuple[str, ...], load: Loader) -> list[list[Problem]]:
     """Each task's problems of ``split``: its drawn questions in this split's hash bucket, none drawn for an earlier
     task (module docstring: a text belongs to one split of one task)."""
+    bucket = "test" if split == "replication" else split
     cols, owned = [], set()
+    if split == "replication":  # a second test draw: none of the texts the test seed draws, for any task
+        for label in tasks:
+            owned |= {p.question for p in _task(label, max(DRAW, 8 * per_task), SEEDS["test"], load)}
     for label in tasks:
-        drawn = [p for p in _task(label, max(DRAW, 8 * per_task), SEEDS[split], load) if split_of(p.question) == split]
+        drawn = [p for p in _task(label, max(DRAW, 8 * per_task), SEEDS[split], load) if split_of(p.question) == bucket]
         seen: set[str] = set()
         kept = []
         for p in drawn:

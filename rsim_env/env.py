@@ -37,9 +37,26 @@ class AnyText(spaces.Text):
         return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
 
 
-def env(*args: Any, **kwargs: Any) -> AECEnv:
-    """The rSIM environment with PettingZoo's standard wrappers (see :class:`raw_env` for args)."""
-    e: AECEnv = raw_env(*args, **kwargs)
+def env(
+    problems: Sequence[Problem] | None = None,
+    config: EnvConfig | None = None,
+    render_mode: str | None = None,
+    grader: Callable[..., Any] | None = None,
+    **overrides: Any,
+) -> AECEnv:
+    """The rSIM environment (:class:`raw_env`) inside PettingZoo's ``OrderEnforcingWrapper``.
+
+    Args:
+        problems: Problem source (any sequence of :class:`Problem`); default: the embedded
+            reasoning-gym source (:func:`rsim_env.sources.problems.default_source`).
+        config: Limits, reward weights and answer-check settings (:class:`EnvConfig`).
+        render_mode: ``None``, ``"ansi"`` (``render()`` returns text) or ``"human"`` (prints it).
+        grader: Grades each episode's final answer instead of the problem's kind, called as
+            ``grader(problem, graded_steps, check)``.
+        **overrides: :class:`EnvConfig` fields (``max_steps=3``, ``planner=False``, ``weights=...``)
+            applied on top of ``config``; an unknown name raises ``TypeError`` listing the fields.
+    """
+    e: AECEnv = raw_env(problems, config, render_mode, grader, **overrides)
     e = wrappers.OrderEnforcingWrapper(e)
     return e
 

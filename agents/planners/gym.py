@@ -13,8 +13,9 @@ By default the plan decides the outcome: the problems are the task families of
 after decomposition then prioritization) and the reasoner is their :class:`FamilyReasoner`, which boxes
 the right answer only after its family's plan. So a planner earns R_acc only by playing a family's
 plan (and on every question only by reading it), and an RL run on the defaults learns something a
-random planner does not (``tests/test_gym_planner.py``
-trains PPO on it and checks that it beats a random policy).
+random planner does not (``tests/test_gym_planner.py`` trains PPO on it and checks that it beats a random
+policy). The default game has 64 training problems; ``problems=family_split()[1]`` plays its 64 held-out ones
+(:func:`agents.scripted.families.family_split`: disjoint by question text).
 
 Observations are the planner's AEC observation (a ``Dict`` of text and numbers). Standard RL
 libraries need numbers: wrap with :class:`TextFeatures`, which turns the observation into a
@@ -43,12 +44,13 @@ from rsim_env.env import raw_env
 from rsim_env.sources.problems import Problem, default_source
 from rsim_env.strategies import num_strategies
 
-from ..scripted.families import DEFAULT_FAMILIES, FamilyReasoner, family_problems
+from ..scripted.families import DEFAULT_FAMILIES, FamilyReasoner, family_split
 
 __all__ = ["PlannerEnv", "TextFeatures", "hashed_bag_of_words", "DEFAULT_PROBLEMS"]
 
 DEFAULT_PROBLEMS = 64
-"""How many task-family problems the default env draws (seed 0; half add, half multiply)."""
+"""How many task-family problems the default env plays: the training split of :func:`family_split` (half add,
+half multiply)."""
 
 
 class PlannerEnv(gymnasium.Env):
@@ -59,9 +61,10 @@ class PlannerEnv(gymnasium.Env):
             an agent spec string (:mod:`agents.registry`: ``"openai:MODEL@URL"``, ``"default"``,
             ``"template:0.5"``, ...); ``None``: the :class:`FamilyReasoner` of the task families, right
             only after each family's plan (see module docstring).
-        problems: The problems; default: :data:`DEFAULT_PROBLEMS` family problems with the default
-            reasoner, else the embedded reasoning-gym source. Problems of your own need a ``reasoner`` (the
-            default reasoner knows only the families' problems).
+        problems: The problems; default: the :data:`DEFAULT_PROBLEMS` training problems of
+            :func:`~agents.scripted.families.family_split` with the default reasoner (``family_split()[1]`` are
+            the held-out ones), else the embedded reasoning-gym source. Problems of your own need a ``reasoner``
+            (the default reasoner knows only the families' problems).
         render_mode: ``None`` or ``"ansi"``.
         **env_kwargs: Passed to :class:`rsim_env.env.raw_env` (``max_steps``, ``weights``, ...).
     """
@@ -73,14 +76,14 @@ class PlannerEnv(gymnasium.Env):
         if env_kwargs.get("planner", True) is False:
             raise ValueError("PlannerEnv needs the planner; planner=False leaves it nothing to decide.")
         if problems is None:  # the families go with their reasoner; any other reasoner gets the embedded source
-            problems = family_problems(DEFAULT_FAMILIES, DEFAULT_PROBLEMS, seed=0) if reasoner is None else default_source()
+            problems = family_split(DEFAULT_FAMILIES, DEFAULT_PROBLEMS)[0] if reasoner is None else default_source()
         problems = list(problems)
         if reasoner is None:
             try:
                 reasoner = FamilyReasoner(problems, DEFAULT_FAMILIES)
             except ValueError as e:
                 raise ValueError(f"{e} The default reasoner plays only the task families' problems "
-                                 "(agents.scripted.families.family_problems); for problems of your own pass reasoner=, "
+                                 "(agents.scripted.families.family_split); for problems of your own pass reasoner=, "
                                  "e.g. reasoner='template:0.5'.") from None
         elif isinstance(reasoner, str):
             from ..registry import AgentContext, build_agent

@@ -1,13 +1,18 @@
 """Task families whose scripted reasoner succeeds only under a family-specific plan (no torch import).
 
-The contextual learning-sanity case (``studies/contextual_sanity.py``, ``tests/test_contextual.py``):
-every :class:`Family` has its own question template and its own *required plan*. The
+Every :class:`Family` has its own question template and its own *required plan*. The
 :class:`FamilyReasoner` writes the planned strategy's example step each round and, on termination,
 boxes the right answer only if the strategies planned before termination equal the family's
 (``plan[:-1]``); otherwise it boxes a wrong number. So no single plan solves more than one family,
 and a planner scores above ``1 / len(families)`` only if its plan depends on the question.
 
-Problem ids are ``"<family>/<seed>/<i>"``, so :func:`algos.metrics.task_of` reads the family back.
+:data:`DEFAULT_FAMILIES` with :class:`FamilyReasoner` is the default game of the Gymnasium planner view
+(``rsim/Planner-v0``). :func:`family_split` gives it training and held-out problems disjoint by question
+text, and :func:`family_game` builds the same game in the AEC API::
+
+    env, reasoner = family_game("heldout", max_steps=4)   # rsim_env.env over the held-out problems
+
+Problem ids are ``"<family>/<draw>/<i>"``, so :func:`algos.metrics.task_of` reads the family back.
 """
 
 from __future__ import annotations
@@ -16,12 +21,16 @@ import random
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from pettingzoo import AECEnv
+
+from rsim_env.env import env as aec_env
 from rsim_env.sources.problems import Problem
 from rsim_env.strategies import STRATEGIES, TERMINATION, example, num_strategies
 
 from .policies import TemplateReasoner
 
-__all__ = ["Family", "DEFAULT_FAMILIES", "FAMILY_SETS", "FamilyReasoner", "family_problems", "families", "plan_names"]
+__all__ = ["Family", "DEFAULT_FAMILIES", "FAMILY_SETS", "FamilyReasoner", "family_problems", "family_split",
+           "family_game", "families", "plan_names", "SPLITS"]
 
 _OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
 
@@ -81,18 +90,73 @@ def plan_names(plan: Sequence[int]) -> list[str]:
     return [STRATEGIES[s].name for s in plan]
 
 
+def _draw(fam: Family, rng: random.Random, draw: str, i: int) -> Problem:
+    """One problem of ``fam`` with operands in 2..99 from ``rng`` (id ``"<family>/<draw>/<i>"``)."""
+    a, b = rng.randint(2, 99), rng.randint(2, 99)
+    return Problem(id=f"{fam.name}/{draw}/{i}", question=fam.template.format(a=a, b=b),
+                   answer=str(_OPS[fam.op](a, b)), source="families")
+
+
 def family_problems(families: Sequence[Family], n: int, seed: int) -> list[Problem]:
-    """``n`` problems drawn round-robin over ``families`` (ids ``"<family>/<seed>/<i>"``), operands in 2..99."""
+    """``n`` problems drawn round-robin over ``families`` (ids ``"<family>/<seed>/<i>"``), operands in 2..99.
+
+    Draws with different seeds may share question texts; :func:`family_split` gives disjoint ones.
+    """
     if n < 1:
         raise ValueError(f"family_problems needs n >= 1, got {n}.")
     rng = random.Random(seed)
-    out = []
-    for i in range(n):
-        fam = families[i % len(families)]
-        a, b = rng.randint(2, 99), rng.randint(2, 99)
-        out.append(Problem(id=f"{fam.name}/{seed}/{i}", question=fam.template.format(a=a, b=b),
-                           answer=str(_OPS[fam.op](a, b)), source="families"))
-    return out
+    return [_draw(families[i % len(families)], rng, str(seed), i) for i in range(n)]
+
+
+SPLITS = ("train", "heldout")
+"""The splits :func:`family_split` returns, in order (the names :func:`family_game` takes)."""
+
+
+def family_split(families: Sequence[Family] = DEFAULT_FAMILIES, n_train: int = 64, n_heldout: int = 64,
+                 seed: int = 0) -> tuple[list[Problem], list[Problem]]:
+    """Training and held-out problems of ``families``, disjoint by question text.
+
+    The training problems are ``family_problems(families, n_train, seed)`` (with the defaults: the 64 problems
+    of the Gymnasium view's default game). The held-out problems are drawn round-robin from their own generator
+    (ids ``"<family>/heldout<seed>/<i>"``), skipping every text already drawn, so no held-out question is a
+    training question or repeats another held-out one.
+
+    Raises:
+        ValueError: ``n_heldout < 1``, or more held-out problems asked for than a family has unused texts.
+    """
+    if n_heldout < 1:
+        raise ValueError(f"family_split needs n_heldout >= 1, got {n_heldout}.")
+    train = family_problems(families, n_train, seed)
+    seen = {p.question for p in train}
+    rng, heldout, tries = random.Random(f"heldout/{seed}"), [], 0
+    while len(heldout) < n_heldout:
+        tries += 1
+        if tries > 100 * (n_heldout + n_train):  # 98 x 98 operand pairs a family: only a huge n gets here
+            raise ValueError(f"family_split could not draw {n_heldout} held-out problems unseen in {n_train} training "
+                             "problems; ask for fewer (each family has 9,604 distinct questions).")
+        p = _draw(families[len(heldout) % len(families)], rng, f"heldout{seed}", len(heldout))
+        if p.question not in seen:
+            seen.add(p.question)
+            heldout.append(p)
+    return train, heldout
+
+
+def family_game(split: str = "train", families: Sequence[Family] = DEFAULT_FAMILIES,
+                **env_kwargs: Any) -> tuple[AECEnv, "FamilyReasoner"]:
+    """The family game in the AEC API: ``rsim_env.env`` over one split of :func:`family_split` and its reasoner.
+
+    Args:
+        split: ``"train"`` or ``"heldout"`` (:data:`SPLITS`).
+        families: The families (default: :data:`DEFAULT_FAMILIES`, the Gymnasium view's default game).
+        **env_kwargs: Passed to :func:`rsim_env.env` (``max_steps=4``, ``render_mode="ansi"``, ...).
+
+    Returns:
+        ``(env, reasoner)``: drive the planner yourself and let ``reasoner.act`` write the reasoner's steps.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split={split!r} is not a family split; choose one of {SPLITS}.")
+    problems = family_split(families)[SPLITS.index(split)]
+    return aec_env(problems=problems, **env_kwargs), FamilyReasoner(problems, families)
 
 
 class FamilyReasoner(TemplateReasoner):

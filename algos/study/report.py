@@ -1,0 +1,223 @@
+"""``rsim study``'s report: does the trained planner beat the best fixed plan on problems it never saw?
+
+:func:`build` turns the test :class:`~algos.study.types.Table` and every mode's
+:class:`~algos.study.types.ModeResult` into one JSON-able dict; :func:`write` lays it out as ``report.json``,
+``report.md`` and PNG plots in one folder. Nothing in ``write`` computes a figure: every number in the markdown or a
+plot is in the JSON. The unit of evidence is the problem (an arm over several seeds enters as its per-problem mean
+over seeds); intervals are percentile bootstraps over problems (seeded: the report is a deterministic function of
+its inputs), p-values paired sign-flip permutation tests (:mod:`algos.study.stats`).
+
+JSON keys (``docs/study.md`` documents the same schema):
+
+* ``headline`` -- ``trained`` (pooled over seeds) minus ``best_fixed``: ``difference_pts`` (accuracy points),
+  ``ci95_pts``, ``difference_problems``, ``p_value``, ``p_holm`` (Holm for ``configurations_scored``), ``verdict``
+  (``above`` / ``below`` only when the interval excludes 0 and ``p_holm`` < 0.05, else ``no measurable
+  difference``), ``seeds`` (per-seed sign counts: secondary, the seeds share one test set), ``replicated``
+  (True / False / None when no replication split was scored), ``reward`` (the same in reward, only when reward and
+  accuracy can differ), ``sentences``;
+* ``ceilings`` -- ``per_task_on_test`` (each task's best plan chosen on test) and ``oracle`` (per problem, any plan
+  right): ``accuracy_pct``, ``correct_problems``, ``headroom`` over the best fixed plan (points, CI, problems) and
+  ``captured`` (the trained gain as a share of it; None unless the headroom is above 0 with its CI above 0);
+  ``per_task_policy`` -- the per-task plans chosen on train + val: a policy, not a ceiling, with its difference
+  from the best fixed plan and the trained planner's difference from it;
+* ``modes`` -- per mode: ``chosen_on`` (the information it had), ``seeds``, ``accuracy_pct`` and ``ci95_pts``,
+  ``accuracy_by_seed_pct``, ``reward``, ``tokens_per_problem``, ``vs_best_fixed``, ``info``;
+* ``per_task`` -- per task: ``problems``, each mode's ``plan`` / ``distinct_plans`` / ``accuracy_pct``,
+  ``test_best`` (ceiling), ``gain_problems`` (:func:`algos.study.breakdown.per_task`);
+* ``concentration`` -- ``tasks_carrying`` the gain, ``rest_problems``, ``by_task``, ``without_top_1`` / ``_3``;
+* ``within_task`` -- ``by_seed`` (distinct plans per task, departures), ``value_vs_per_task`` (CI),
+  ``value_vs_modal_plan``, ``conditions_on_more_than_task``;
+* ``reward_vs_accuracy`` -- ``constant`` (reward − correct is one number ``offset`` on every (problem, plan)
+  played: reward = accuracy + offset, one test not two), ``range``;
+* ``ledger`` -- ``configurations_scored`` on this test tree (the count the p-value is corrected for);
+* ``replication`` -- None, or the headline on the replication split (``difference_pts``, ``ci95_pts``, ...),
+  ``replicated`` and each mode's accuracy there;
+* ``meta`` -- what the caller passed (reasoner, data, trees, configuration hash, ...), ``problems``, ``tasks``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from .breakdown import ci_pts, concentration, per_task, within_task
+from .stats import ROUNDS, holm_bound, mean_ci, paired, sign_test
+from .types import MODES, ModeResult, Table
+from .view import View, modal_plan
+
+__all__ = ["build", "write", "headline_of", "SCHEMA"]
+
+SCHEMA = 1
+"""Version of the report's JSON keys (module docstring)."""
+
+
+def _verdict(r: dict[str, Any], p_holm: float | None) -> str:
+    lo, hi = r["ci95_pts"]
+    significant = p_holm is not None and p_holm < 0.05
+    if lo is not None and lo > 0 and significant:
+        return "above"
+    if hi is not None and hi < 0 and significant:
+        return "below"
+    return "no measurable difference"
+
+
+def headline_of(view: View, configurations: int, rounds: int = ROUNDS, seed: int = 0) -> dict[str, Any]:
+    """``trained`` vs ``best_fixed`` on the view's problems: the problem-level paired difference, its interval, the
+    p-value and its Holm correction for ``configurations``, and the seed-level counts."""
+    tr, bf = view.modes["trained"], view.modes["best_fixed"]
+    r = ci_pts(paired(tr.pooled(), bf.pooled(), rounds, seed))
+    p_holm = holm_bound(r["p_value"], configurations)
+    per_seed = [float(x) for x in tr.correct.mean(axis=1)]
+    base = float(bf.correct.mean())
+    seeds = sign_test(per_seed, [base] * len(per_seed))
+    return {**r, "trained_accuracy_pct": 100 * float(tr.correct.mean()), "best_fixed_accuracy_pct": 100 * base,
+            "best_fixed_plan": list(modal_plan([p for row in bf.plans for p in row])) if bf.plans else None,
+            "best_fixed_chosen_on": bf.chosen_on, "tasks": len(view.task_names()),
+            "configurations_scored": configurations, "p_holm": p_holm, "verdict": _verdict(r, p_holm),
+            "seeds": {**seeds, "seeds": len(per_seed), "trained_accuracy_by_seed_pct": [100 * x for x in per_seed]}}
+
+
+def _ceilings(view: View, rounds: int, seed: int) -> dict[str, Any]:
+    bf = view.modes["best_fixed"].pooled()
+    gain_pts = 100 * float(view.modes["trained"].pooled().mean() - bf.mean())
+    j_bf = view.plan_index(modal_plan([p for row in view.modes["best_fixed"].plans for p in row]))
+    test_best, col = {}, np.zeros(len(view.ids), dtype=int)
+    for t in view.task_names():
+        rows = view.rows(t)
+        acc = view.correct[rows].mean(axis=0)
+        j = j_bf if acc[j_bf] == acc.max() else int(np.argmax(acc))
+        test_best[t], col[rows] = view.plans[j], j
+    out = {}
+    for name, values, how in (
+            ("per_task_on_test", view.correct[np.arange(len(view.ids)), col],
+             "each task's best plan chosen on the test problems themselves: a ceiling, not a policy"),
+            ("oracle", view.correct.max(axis=1),
+             "per problem, right if any plan is right (the plan picked knowing the answer): a ceiling")):
+        room = ci_pts(paired(values, bf, rounds, seed))
+        ok = room["difference_pts"] > 0 and room["ci95_pts"][0] > 0
+        out[name] = {"accuracy_pct": 100 * float(values.mean()), "correct_problems": int(values.sum()),
+                     "chosen_on": "test", "what": how, "headroom": room,
+                     "captured": 100 * gain_pts / room["difference_pts"] if ok else None,
+                     "captured_note": None if ok else "no captured figure: the headroom over the best fixed plan is "
+                     "not above 0 with its 95 % interval above 0"}
+    if "per_task" in view.modes:
+        pt = view.modes["per_task"]
+        out["per_task_policy"] = {
+            "accuracy_pct": 100 * float(pt.correct.mean()), "chosen_on": pt.chosen_on,
+            "what": "per task, the plan best on the selection problems: a policy, not a ceiling",
+            "vs_best_fixed": ci_pts(paired(pt.pooled(), bf, rounds, seed)),
+            "trained_vs": ci_pts(paired(view.modes["trained"].pooled(), pt.pooled(), rounds, seed))}
+    return {**out, "test_best_plans": {t: list(p) for t, p in test_best.items()}}
+
+
+def _modes(view: View, rounds: int, seed: int) -> dict[str, Any]:
+    order = [m for m in MODES if m in view.modes] + sorted(m for m in view.modes if m not in MODES)
+    bf = view.modes["best_fixed"].pooled()
+    out = {}
+    for name in order:
+        m = view.modes[name]
+        acc = mean_ci(m.pooled(), rounds, seed)
+        out[name] = {"chosen_on": m.chosen_on, "seeds": m.seeds, "accuracy_pct": 100 * acc["mean"],
+                     "ci95_pts": [100 * x for x in acc["ci95"]],
+                     "accuracy_by_seed_pct": [100 * float(x) for x in m.correct.mean(axis=1)],
+                     "reward": float(m.reward.mean()), "tokens_per_problem": float(m.tokens.mean()),
+                     "plays_plans": m.plans is not None,
+                     "vs_best_fixed": ci_pts(paired(m.pooled(), bf, rounds, seed)), "info": dict(m.info)}
+    return out
+
+
+def _reward_vs_accuracy(view: View) -> dict[str, Any]:
+    offsets = [(view.reward - view.correct).ravel()]
+    offsets += [(m.reward - m.correct).ravel() for m in view.modes.values() if m.plans is not None]
+    off = np.concatenate(offsets)
+    lo, hi = float(off.min()), float(off.max())
+    constant = hi - lo <= 1e-9
+    return {"constant": constant, "offset": lo if constant else None, "range": [lo, hi],
+            "sentence": f"reward = accuracy + {lo:g} on every (problem, plan) played: one test, not two; the report "
+                        "gives accuracy only." if constant else
+                        f"reward − accuracy ranges over [{lo:g}, {hi:g}]: reward and accuracy are reported apart."}
+
+
+def _replication(pair: tuple[Table, Mapping[str, ModeResult]], test_head: dict[str, Any], rounds: int,
+                 seed: int) -> dict[str, Any]:
+    table, modes = pair
+    view = View.of(table, modes)
+    _need(view, "replication")
+    head = headline_of(view, 1, rounds, seed)
+    d, (lo, hi) = test_head["difference_pts"], head["ci95_pts"]
+    same = d is not None and head["difference_pts"] is not None and np.sign(d) == np.sign(head["difference_pts"]) != 0
+    replicated = bool(same and (lo > 0 if d > 0 else hi < 0))
+    return {**head, "replicated": replicated,
+            "modes": {n: 100 * float(m.correct.mean()) for n, m in view.modes.items()}}
+
+
+def _need(view: View, split: str) -> None:
+    missing = [m for m in ("trained", "best_fixed") if m not in view.modes]
+    if missing:
+        raise ValueError(f"the {split} modes lack {missing}: the report compares the trained planner with the best "
+                         "fixed plan; score both (rsim study --stage score).")
+    if view.modes["best_fixed"].plans is None:
+        raise ValueError("mode 'best_fixed' has no plans; give the plan it played on every problem.")
+
+
+def build(test: Table, modes: Mapping[str, ModeResult], *, ledger_count: int,
+          replication: tuple[Table, Mapping[str, ModeResult]] | None, meta: Mapping[str, Any],
+          rounds: int = ROUNDS, seed: int = 0) -> dict[str, Any]:
+    """The report as a JSON-able dict (module docstring for its keys).
+
+    Args:
+        test: The test split's read-back table.
+        modes: Every mode scored on it (``trained`` and ``best_fixed`` required).
+        ledger_count: How many configurations have been scored on this test tree (this one included).
+        replication: The replication split's table and modes, or None when it was not scored.
+        meta: JSON-able facts about the study (reasoner, data, tree dir, configuration hash, ...), copied as is.
+        rounds: Bootstrap and permutation replicates.
+        seed: Their RNG seed.
+    """
+    from .sentences import sentences
+
+    if ledger_count < 1:
+        raise ValueError(f"ledger_count={ledger_count}: this scoring is itself in the ledger, so the count is ≥ 1; "
+                         "pass ledger.record(...)'s return value.")
+    try:
+        meta = json.loads(json.dumps(dict(meta)))
+    except TypeError as e:
+        raise ValueError(f"meta must be JSON-able (strings, numbers, lists, dicts): {e}") from None
+    view = View.of(test, modes)
+    _need(view, "test")
+    head = headline_of(view, ledger_count, rounds, seed)
+    rva = _reward_vs_accuracy(view)
+    if not rva["constant"]:
+        head["reward"] = ci_pts(paired(view.modes["trained"].pooled("reward"), view.modes["best_fixed"].pooled("reward"),
+                                       rounds, seed))
+    ceilings = _ceilings(view, rounds, seed)
+    rep = None if replication is None else _replication(replication, head, rounds, seed)
+    head["replicated"] = None if rep is None else rep["replicated"]
+    report = {"schema": SCHEMA, "meta": {**meta, "split": test.split, "problems": len(view.ids),
+                                         "tasks": len(view.task_names())},
+              "headline": head, "ceilings": ceilings, "modes": _modes(view, rounds, seed),
+              "per_task": per_task(view, {t: tuple(p) for t, p in ceilings["test_best_plans"].items()}),
+              "concentration": concentration(view, rounds, seed), "within_task": within_task(view, rounds, seed),
+              "reward_vs_accuracy": rva,
+              "ledger": {"configurations_scored": ledger_count,
+                         "note": "every scoring of this test tree with a distinct configuration is one entry; the "
+                                 "headline p-value is corrected by Holm for this many"},
+              "replication": rep}
+    head["sentences"] = sentences(report)
+    return report
+
+
+def write(report: Mapping[str, Any], folder: str | Path) -> list[Path]:
+    """Write ``report.json``, ``report.md`` and the plots into ``folder`` (created); return the paths written."""
+    from .plots import plot_all
+    from .report_md import markdown
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / "report.json", folder / "report.md"]
+    paths[0].write_text(json.dumps(report, indent=1) + "\n")
+    paths[1].write_text(markdown(report) + "\n")
+    return paths + plot_all(report, folder)

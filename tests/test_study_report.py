@@ -1,0 +1,209 @@
+"""rsim study's report on three scripted studies whose answer is known (no model).
+
+Each case draws train / val / test tables from a latent-difficulty model (problem ``i`` is solved by plan ``j`` iff
+its difficulty ``u_i`` is below the plan's solve rate for the problem), so the best plan of a task (or of a kind of
+problem) solves every problem any worse plan solves. The modes are *learned* from the train and val tables, never
+written down: ``best_fixed`` / ``per_task`` choose on train + val, and the "trained" planner of each seed is a lookup
+fitted on its own half of the train table, keyed on what it can see -- the task (a per-task planner) or the task and
+a feature of the problem text (a planner that reads the problem).
+
+(a) one plan best on every task: no headroom, no captured figure, CI of the headline includes 0;
+(b) the best plan differs by task: trained ≈ per_task > best_fixed, a few tasks carry the gain;
+(c) the best plan differs within a task by a text feature: trained > per_task, "conditions on more than the task".
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from algos.study.report import build, write
+from algos.study.types import ModeResult, Outcome, Table
+
+PLANS = [(8,)] + [(s, 8) for s in range(8)]
+TASKS = ["alpha", "beta", "gamma", "delta"]
+SIZES = {"train": 40, "val": 20, "test": 60, "replication": 60}
+SEEDS = range(4)
+ROUNDS = 2000
+
+
+def _rate(case: str, task: int, text: str, plan: tuple[int, ...]) -> float:
+    """Solve rate of ``plan`` on a problem of task ``task`` whose question is ``text``."""
+    if case == "a":
+        return 0.6 if plan == (3, 8) else 0.1 + 0.03 * plan[0]
+    if case == "b":
+        return 0.7 if plan == PLANS[1 + task] else 0.15
+    best = PLANS[1 + task] if "[even]" in text else PLANS[5 + task]  # case c: the text decides
+    return 0.75 if plan == best else 0.1
+
+
+def _table(case: str, split: str, seed: int) -> tuple[Table, dict[str, str]]:
+    rng = np.random.default_rng([ord(case), len(split), seed])
+    tasks, outcomes, texts = {}, {}, {}
+    for k, task in enumerate(TASKS):
+        for i in range(SIZES[split]):
+            pid = f"{split}-{task}-{i}"
+            texts[pid] = f"{task} problem {i} {'[even]' if rng.random() < 0.5 else '[odd]'}"
+            u = rng.random()
+            tasks[pid] = task
+            outcomes[pid] = {pl: Outcome(bool(u < _rate(case, k, texts[pid], pl)), float(u < _rate(case, k, texts[pid], pl)) + 0.5,
+                                         100.0 + 10 * len(pl)) for pl in PLANS}
+    return Table(split, tasks, outcomes), texts
+
+
+def _best(table: Table, ids: list[str]) -> tuple[int, ...]:
+    acc = {pl: np.mean([table.outcomes[p][pl].correct for p in ids]) for pl in PLANS}
+    return max(PLANS, key=lambda pl: (acc[pl], -PLANS.index(pl)))
+
+
+def _fit(tables: list[Table], key) -> tuple[dict, tuple[int, ...]]:
+    """The best plan per key (over the tables' problems) and the pooled best (for keys never seen)."""
+    groups = defaultdict(list)
+    for t in tables:
+        for p in t.ids():
+            groups[key(t, p)].append((t, p))
+    merged = Table("fit", {}, {p: t.outcomes[p] for t in tables for p in t.ids()})
+    return ({k: _best(merged, [p for _, p in v]) for k, v in groups.items()},
+            _best(merged, merged.ids()))
+
+
+def _play(test: Table, name: str, plan_of: dict[int, dict[str, tuple[int, ...]]], chosen_on: str) -> ModeResult:
+    return ModeResult(name, {s: {p: test.outcomes[p][pl] for p, pl in by.items()} for s, by in plan_of.items()},
+                      plan_of, chosen_on)
+
+
+def _modes(case: str, split: str, reads_text: bool) -> tuple[Table, dict[str, ModeResult]]:
+    train, train_txt = _table(case, "train", 0)
+    val, _ = _table(case, "val", 0)
+    test, texts = _table(case, split, 0)
+    fixed = _fit([train, val], lambda t, p: "all")[1]
+    per_task, _ = _fit([train, val], lambda t, p: t.tasks[p])
+    ids = test.ids()
+    modes = {"best_fixed": _play(test, "best_fixed", {0: {p: fixed for p in ids}}, "train+val"),
+             "per_task": _play(test, "per_task", {0: {p: per_task[test.tasks[p]] for p in ids}}, "train+val")}
+    if reads_text:
+        key = lambda t, p, txt=train_txt: (t.tasks[p], "[even]" in txt.get(p, texts.get(p, "")))  # noqa: E731
+        test_key = lambda p: (test.tasks[p], "[even]" in texts[p])  # noqa: E731
+    else:
+        key = lambda t, p: t.tasks[p]  # noqa: E731
+        test_key = lambda p: test.tasks[p]  # noqa: E731
+    trained = {}
+    for s in SEEDS:
+        half = np.random.default_rng(100 + s).permutation(train.ids())[: len(train.ids()) // 2]
+        sub = Table("train", {p: train.tasks[p] for p in half}, {p: train.outcomes[p] for p in half})
+        lookup, default = _fit([sub], key)
+        trained[s] = {p: lookup.get(test_key(p), default) for p in ids}
+    modes["trained"] = _play(test, "trained", trained, "train")
+    rng = np.random.default_rng(7)
+    modes["random"] = _play(test, "random", {0: {p: PLANS[rng.integers(len(PLANS))] for p in ids}}, "nothing")
+    modes["none"] = ModeResult("none", {0: {p: Outcome(False, 0.0, 80.0) for p in ids}}, None, "nothing")
+    return test, modes
+
+
+def _report(case: str, reads_text: bool, ledger: int = 1, replicate: bool = False) -> dict:
+    test, modes = _modes(case, "test", reads_text)
+    rep = _modes(case, "replication", reads_text) if replicate else None
+    r = build(test, modes, ledger_count=ledger, replication=rep, meta={"case": case}, rounds=ROUNDS)
+    json.dumps(r)  # JSON-able as it stands
+    return r
+
+
+def test_a_one_plan_best_everywhere_has_no_headroom():
+    r = _report("a", reads_text=False)
+    h = r["headline"]
+    assert r["headline"]["best_fixed_plan"] == [3, 8]
+    assert h["ci95_pts"][0] <= 0 <= h["ci95_pts"][1] and h["verdict"] == "no measurable difference"
+    for key in ("per_task_on_test", "oracle"):
+        c = r["ceilings"][key]
+        assert c["headroom"]["difference_problems"] <= 0 and c["captured"] is None
+    assert "no captured figure" in h["sentences"]["ceiling"] and "captures" not in h["sentences"]["ceiling"]
+    assert r["concentration"]["tasks_carrying"] is None
+    assert r["within_task"]["conditions_on_more_than_task"] is False
+
+
+def test_b_best_plan_by_task_trained_matches_per_task():
+    r = _report("b", reads_text=False)
+    h, pol = r["headline"], r["ceilings"]["per_task_policy"]
+    assert h["verdict"] == "above" and h["ci95_pts"][0] > 0
+    assert pol["vs_best_fixed"]["ci95_pts"][0] > 0
+    lo, hi = pol["trained_vs"]["ci95_pts"]
+    assert lo <= 0 <= hi and abs(pol["trained_vs"]["difference_pts"]) < 5  # trained ≈ per_task
+    assert r["ceilings"]["per_task_on_test"]["captured"] is not None  # a real ceiling above best fixed
+    conc = r["concentration"]
+    assert len(conc["tasks_carrying"]) == 3  # best fixed is best on one task of four: the other three carry it
+    assert r["within_task"]["conditions_on_more_than_task"] is False
+    assert h["seeds"]["above"] == len(SEEDS) and "share one test set" in h["sentences"]["seeds"]
+
+
+def test_c_best_plan_within_task_trained_beats_per_task():
+    r = _report("c", reads_text=True)
+    pol, w = r["ceilings"]["per_task_policy"], r["within_task"]
+    assert pol["trained_vs"]["ci95_pts"][0] > 0  # the planner that reads the text beats the per-task policy
+    assert w["conditions_on_more_than_task"] is True and w["value_vs_per_task"]["ci95_pts"][0] > 0
+    assert all(s["tasks_one_plan"] < s["tasks"] for s in w["by_seed"]) and w["departures_per_seed"] > 0
+    assert "conditions on more than the task" in r["headline"]["sentences"]["within_task"]
+
+
+def test_c_per_task_planner_does_not_claim_conditioning():
+    r = _report("c", reads_text=False)
+    assert r["within_task"]["conditions_on_more_than_task"] is False
+    assert "no evidence" in r["headline"]["sentences"]["within_task"]
+
+
+@pytest.mark.parametrize("case,replicated", [("b", True), ("a", False)], ids=["gain-replicates", "no-gain"])
+def test_replication_is_stated_plainly(case, replicated):
+    r = _report(case, reads_text=False, replicate=True)
+    assert r["headline"]["replicated"] is replicated and r["replication"]["replicated"] is replicated
+    text = r["headline"]["sentences"]["replication"]
+    assert text.startswith("Replicated:" if replicated else "Did not replicate:")
+
+
+def test_holm_corrects_for_every_configuration_in_the_ledger():
+    one, five = _report("b", reads_text=False), _report("b", reads_text=False, ledger=5)
+    assert five["headline"]["p_holm"] == pytest.approx(min(1.0, 5 * one["headline"]["p_value"]))
+    assert five["ledger"]["configurations_scored"] == 5 and "5 configurations" in five["headline"]["sentences"]["ledger"]
+    assert one["headline"]["difference_pts"] == five["headline"]["difference_pts"]
+
+
+def test_reward_reported_apart_only_when_it_can_differ():
+    r = _report("b", reads_text=False)
+    assert r["reward_vs_accuracy"]["constant"] and r["reward_vs_accuracy"]["offset"] == pytest.approx(0.5)
+    assert "reward" not in r["headline"]
+    test, modes = _modes("b", "test", False)
+    bent = {p: {pl: Outcome(o.correct, o.reward - 0.1 * len(pl), o.tokens) for pl, o in by.items()}
+            for p, by in test.outcomes.items()}
+    test2 = Table("test", test.tasks, bent)
+    modes2 = {n: ModeResult(n, {s: {p: bent[p][m.plans[s][p]] for p in by} for s, by in m.outcomes.items()}, m.plans,
+                            m.chosen_on) if m.plans else m for n, m in modes.items()}
+    r2 = build(test2, modes2, ledger_count=1, replication=None, meta={}, rounds=ROUNDS)
+    assert not r2["reward_vs_accuracy"]["constant"] and "reward" in r2["headline"]
+
+
+def test_report_is_deterministic_and_writes_its_folder(tmp_path):
+    r = _report("b", reads_text=False)
+    assert json.dumps(r) == json.dumps(_report("b", reads_text=False))
+    paths = write(r, tmp_path / "report")
+    assert {p.name for p in paths} == {"report.json", "report.md", "modes.png", "tasks.png", "seeds.png"}
+    assert json.loads((tmp_path / "report" / "report.json").read_text()) == r
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert r["headline"]["sentences"]["headline"] in md and "## Per task" in md
+    assert all(p.stat().st_size > 0 for p in paths)
+
+
+def test_bad_inputs_name_the_problem():
+    test, modes = _modes("b", "test", False)
+    with pytest.raises(ValueError, match="best_fixed"):
+        build(test, {k: v for k, v in modes.items() if k != "best_fixed"}, ledger_count=1, replication=None, meta={})
+    short = dict(modes)
+    first = test.ids()[0]
+    short["random"] = ModeResult("random", {0: {p: o for p, o in modes["random"].outcomes[0].items() if p != first}},
+                                 {0: {p: pl for p, pl in modes["random"].plans[0].items() if p != first}})
+    with pytest.raises(ValueError, match=f"'random', seed 0.*{first}"):
+        build(test, short, ledger_count=1, replication=None, meta={})
+    with pytest.raises(ValueError, match="ledger_count"):
+        build(test, modes, ledger_count=0, replication=None, meta={})
+    with pytest.raises(ValueError, match="JSON-able"):
+        build(test, modes, ledger_count=1, replication=None, meta={"x": object()})

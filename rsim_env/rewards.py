@@ -16,10 +16,15 @@ no edit here::
     e = env(config=EnvConfig(components=(brevity,)))  # info["components"]["brevity"]; 0.5 of it in R
 
 On the command line (where objects cannot go) a component is named by where it lives:
-``rsim train --set env.components='["my_rewards:brevity"]'``.
+``rsim train --set env.components='["my_rewards:brevity"]'``. A component built with ``replaces=True``
+takes the place of the paper's row of the same name (``Component("format", my_rule, ("reasoner",),
+replaces=True)``) at its own weight.
 
 Both sums, the no-planner zeroing and the logged components are computed from the rubric
-(:func:`rubric`: the paper's rows at their configured weights, then the extra components).
+(:func:`rubric`: the paper's rows at their configured weights, then the extra components), and nothing
+changes a value after the rubric has run: an agent's reward is exactly its rubric's weighted sum. The
+paper's ``format`` row (:func:`format_rule`) holds every format rule: a kind's own (code: a program that
+parses), the echo rule (a copied ``\\boxed{answer}`` is no answer), then the boxed rule (:func:`r_format`).
 """
 
 from __future__ import annotations
@@ -48,6 +53,22 @@ def r_format(final_step: str) -> float:
     """
     spans = boxed_spans(final_step[-20_000:])
     return 1.0 if spans and spans[-1][2].strip() else 0.0
+
+
+def format_rule(facts: Facts) -> float:
+    """The paper's ``format`` component: every format rule, in order.
+
+    1. A kind with its own rule decides (``facts.kind_format``, the kind's ``Grade.format``: code scores 1.0
+       when a program was extracted and parses).
+    2. Otherwise a final step that mostly copies injected text (``facts.final_echo``) earns 0: a copied
+       ``\\boxed{answer}`` is no answer format.
+    3. Otherwise :func:`r_format` of the final step (a closed, non-empty ``\\boxed{...}``).
+    """
+    if facts.kind_format is not None:
+        return float(facts.kind_format)
+    if facts.final_echo:
+        return 0.0
+    return r_format(facts.final_step)
 
 
 def r_follow(planned: Sequence[int], detected: Sequence[set[int]], void: Sequence[bool] | None = None) -> float:
@@ -129,6 +150,11 @@ class Facts:
     """Detected strategies per step (empty without a planner)."""
     void: Sequence[bool] | None = None
     """Per step: vacuous or a self-repeat (:mod:`rsim_env.novelty`), so it follows nothing; None = none are."""
+    kind_format: float | None = None
+    """R_format by the problem kind's own rule (its ``Grade.format``; code: a program was extracted and
+    parses); None = the kind leaves format to the boxed rule (math)."""
+    final_echo: bool = False
+    """The final step mostly copies injected text (:func:`rsim_env.echo.is_echo`)."""
 
 
 AGENTS = ("planner", "reasoner")
@@ -155,6 +181,9 @@ class Component:
     """Undefined without a planner: logged as 0 in no-planner mode."""
     weight: float = 1.0
     """Its weight in each listed agent's sum; 0 = logged only."""
+    replaces: bool = False
+    """True: in :func:`rubric` it takes the place of the paper's component of the same name (that row's
+    position; its own agents, function and weight). False: a name the rubric has already is refused."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -168,11 +197,13 @@ class Component:
         w = self.weight
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w):
             raise ValueError(f"Component {self.name!r}: weight={w!r} must be a finite number (0 = logged only).")
+        if not isinstance(self.replaces, bool):
+            raise TypeError(f"Component {self.name!r}: replaces={self.replaces!r} must be True or False.")
 
 
 COMPONENTS: tuple[Component, ...] = (
     Component("acc", lambda f: r_acc(f.correct), ("planner", "reasoner")),
-    Component("format", lambda f: r_format(f.final_step), ("reasoner",)),
+    Component("format", format_rule, ("reasoner",)),
     Component("follow", lambda f: r_follow(f.planned, f.detected, f.void), ("reasoner",), needs_plans=True),
     Component("terminal", lambda f: r_terminal(f.planned), ("planner",), needs_plans=True),
     Component("penalty", lambda f: r_penalty(f.planned), ("planner",), needs_plans=True),
@@ -200,7 +231,8 @@ class Rubric:
         names = [c.name for c in self.components]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
-            raise ValueError(f"Rubric: components {dup} appear twice; give each component its own name.")
+            raise ValueError(f"Rubric: components {dup} appear twice; give each component its own name (or, to "
+                             "replace one of the paper's, build yours with Component(..., replaces=True)).")
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -247,10 +279,31 @@ def rubric(weights: RewardWeights | None = None, extra: Sequence[Component | str
     """The paper's components at ``weights`` (default: the paper's, all 1), then ``extra`` at their own weights.
 
     ``extra`` holds :class:`Component` objects or ``"package.module:name"`` specs (:func:`load_component`).
+    One built with ``replaces=True`` takes the place of the paper's row of its name, at its own weight.
+
+    Raises:
+        ValueError: A replacing component names no paper component, two replace the same one, or the
+            replaced row's weight in ``weights`` is not 1 (two weights for one term: set it on the component).
     """
     w = weights or RewardWeights()
     mine = tuple(c for x in extra for c in (load_component(x) if isinstance(x, str) else (x,)))
-    return Rubric(tuple(replace(c, weight=getattr(w, c.name)) for c in COMPONENTS) + mine)
+    paper = {c.name: replace(c, weight=getattr(w, c.name)) for c in COMPONENTS}
+    swaps: dict[str, Component] = {}
+    for c in mine:
+        if not isinstance(c, Component) or not c.replaces:
+            continue  # Rubric refuses a non-Component, naming it
+        if c.name not in paper:
+            raise ValueError(f"Component {c.name!r} has replaces=True but the paper has no component of that name "
+                             f"({sorted(paper)}); drop replaces=True to add it as a new component.")
+        if c.name in swaps:
+            raise ValueError(f"two components replace the paper's {c.name!r}; keep one.")
+        if getattr(w, c.name) != 1.0:
+            raise ValueError(f"RewardWeights.{c.name}={getattr(w, c.name)!r} weights the paper's {c.name!r}, which "
+                             f"component {c.name!r} (replaces=True) replaces at its own weight {c.weight!r}; set the "
+                             f"weight on the component and leave weights.{c.name} at 1.0.")
+        swaps[c.name] = c
+    rows = tuple(swaps.get(name, row) for name, row in paper.items())
+    return Rubric(rows + tuple(c for c in mine if not (isinstance(c, Component) and c.replaces)))
 
 
 def components(facts: Facts, planner: bool = True, rubric: Rubric | None = None) -> dict[str, float]:

@@ -12,9 +12,11 @@ text and the step as shown. Everything else -- detection, echo, novelty, the gra
 * novelty: :func:`rsim_env.novelty.assess` (vacuous and self-repeating steps follow nothing);
 * grade: the kind grades its :meth:`~rsim_env.kinds.Kind.graded_steps` against the problem, under
   :data:`DEFAULT_CHECK` unless told otherwise (fallback off, ``require_evaluated`` on);
-* components: the rubric's (:class:`rsim_env.rewards.Rubric`, default the paper's); a kind with its own format rule (code: a program that
-  parses) sets ``format``, and a final step that copies injected text (a copied ``\\boxed{answer}``)
-  earns no format.
+* components: the rubric's (:class:`rsim_env.rewards.Rubric`, default the paper's), computed from
+  :class:`rsim_env.rewards.Facts` and never changed afterwards. The facts carry what the format rules need
+  (the kind's own rule, ``Grade.format``, and whether the final step is an echo); the paper's ``format``
+  component applies them (:func:`rsim_env.rewards.format_rule`), so a rubric that reweights or replaces
+  ``format`` is obeyed.
 """
 
 from __future__ import annotations
@@ -96,11 +98,8 @@ def score(record: EpisodeRecord, problem: Problem | None = None, check: answers.
                                        check or DEFAULT_CHECK)
     fresh = novelty.assess(record.question, steps, planned, detected, shown, injected, kind.name)
     facts = rewards.Facts(bool(grade.correct), graded[-1] if graded else "", planned if record.planner else [],
-                          detected if record.planner else [], fresh.void if record.planner else None)
+                          detected if record.planner else [], fresh.void if record.planner else None,
+                          kind_format=grade.format, final_echo=bool(echoes and echoes[-1]))
     values = rubric.values(facts, planner=record.planner)  # plan-based ones are 0 without plans
-    if grade.format is not None:  # kinds with their own format rule (code: a program that parses)
-        values["format"] = grade.format
-    elif echoes and echoes[-1]:  # a copied "\\boxed{answer}" is no answer format
-        values["format"] = 0.0
     return Components(values, grade, tuple(tuple(sorted(d)) for d in detected), tuple(echoes), fresh.vacuous,
                       fresh.self_repeat)

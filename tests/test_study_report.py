@@ -168,18 +168,28 @@ def test_holm_corrects_for_every_configuration_in_the_ledger():
     assert one["headline"]["difference_pts"] == five["headline"]["difference_pts"]
 
 
+def _bend(test: Table, modes: dict, penalty) -> tuple[Table, dict]:
+    bent = {p: {pl: Outcome(o.correct, o.reward - penalty(pl), o.tokens) for pl, o in by.items()}
+            for p, by in test.outcomes.items()}
+    return Table("test", test.tasks, bent), {
+        n: ModeResult(n, {s: {p: bent[p][m.plans[s][p]] for p in by} for s, by in m.outcomes.items()}, m.plans,
+                      m.chosen_on) if m.plans else m for n, m in modes.items()}
+
+
 def test_reward_reported_apart_only_when_it_can_differ():
     r = _report("b", reads_text=False)
     assert r["reward_vs_accuracy"]["constant"] and r["reward_vs_accuracy"]["offset"] == pytest.approx(0.5)
-    assert "reward" not in r["headline"]
+    assert "reward" not in r["headline"] and "one test, not two" in r["headline"]["sentences"]["reward"]
     test, modes = _modes("b", "test", False)
-    bent = {p: {pl: Outcome(o.correct, o.reward - 0.1 * len(pl), o.tokens) for pl, o in by.items()}
-            for p, by in test.outcomes.items()}
-    test2 = Table("test", test.tasks, bent)
-    modes2 = {n: ModeResult(n, {s: {p: bent[p][m.plans[s][p]] for p in by} for s, by in m.outcomes.items()}, m.plans,
-                            m.chosen_on) if m.plans else m for n, m in modes.items()}
-    r2 = build(test2, modes2, ledger_count=1, replication=None, meta={}, rounds=ROUNDS)
-    assert not r2["reward_vs_accuracy"]["constant"] and "reward" in r2["headline"]
+    # only the one-round plan differs: random plays it, trained and best_fixed never do -> the headline is one test
+    r1 = build(*_bend(test, modes, lambda pl: 0.3 * (len(pl) == 1)), ledger_count=1, replication=None, meta={},
+               rounds=ROUNDS)
+    v = r1["reward_vs_accuracy"]
+    assert not v["constant"] and v["headline_constant"] and v["differ"] == ["random"] and "reward" not in r1["headline"]
+    # the penalty depends on the first strategy: the plans trained and best_fixed play differ in reward - accuracy
+    r2 = build(*_bend(test, modes, lambda pl: 0.1 * pl[0]), ledger_count=1, replication=None, meta={}, rounds=ROUNDS)
+    assert not r2["reward_vs_accuracy"]["headline_constant"] and "reward" in r2["headline"]
+    assert "reported apart" in r2["headline"]["sentences"]["reward"]
 
 
 def test_report_is_deterministic_and_writes_its_folder(tmp_path):

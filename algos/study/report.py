@@ -27,8 +27,10 @@ JSON keys (``docs/study.md`` documents the same schema):
 * ``concentration`` -- ``tasks_carrying`` the gain, ``rest_problems``, ``by_task``, ``without_top_1`` / ``_3``;
 * ``within_task`` -- ``by_seed`` (distinct plans per task, departures), ``value_vs_per_task`` (CI),
   ``value_vs_modal_plan``, ``conditions_on_more_than_task``;
-* ``reward_vs_accuracy`` -- ``constant`` (reward − correct is one number ``offset`` on every (problem, plan)
-  played: reward = accuracy + offset, one test not two), ``range``;
+* ``reward_vs_accuracy`` -- ``constant`` (reward − correct is one number ``offset`` on every (problem, plan) a
+  mode played: reward = accuracy + offset, one test not two), ``headline_constant`` / ``headline_offset`` (the same
+  over the plans ``trained`` and ``best_fixed`` play: when True the headline has no separate reward figure),
+  ``differ`` (modes whose reward is reported apart), ``range``;
 * ``ledger`` -- ``configurations_scored`` on this test tree (the count the p-value is corrected for);
 * ``replication`` -- None, or the headline on the replication split (``difference_pts``, ``ci95_pts``, ...),
   ``replicated`` and each mode's accuracy there;
@@ -129,16 +131,27 @@ def _modes(view: View, rounds: int, seed: int) -> dict[str, Any]:
     return out
 
 
+def _offsets(m: Any) -> tuple[float, float]:
+    off = (m.reward - m.correct).ravel()
+    return float(off.min()), float(off.max())
+
+
 def _reward_vs_accuracy(view: View) -> dict[str, Any]:
-    offsets = [(view.reward - view.correct).ravel()]
-    offsets += [(m.reward - m.correct).ravel() for m in view.modes.values() if m.plans is not None]
-    off = np.concatenate(offsets)
-    lo, hi = float(off.min()), float(off.max())
-    constant = hi - lo <= 1e-9
-    return {"constant": constant, "offset": lo if constant else None, "range": [lo, hi],
-            "sentence": f"reward = accuracy + {lo:g} on every (problem, plan) played: one test, not two; the report "
-                        "gives accuracy only." if constant else
-                        f"reward − accuracy ranges over [{lo:g}, {hi:g}]: reward and accuracy are reported apart."}
+    by_mode = {n: _offsets(m) for n, m in view.modes.items() if m.plans is not None}
+    lo, hi = min(v[0] for v in by_mode.values()), max(v[1] for v in by_mode.values())
+    h_lo = min(by_mode[n][0] for n in ("trained", "best_fixed"))
+    h_hi = max(by_mode[n][1] for n in ("trained", "best_fixed"))
+    constant, headline = hi - lo <= 1e-9, h_hi - h_lo <= 1e-9
+    differ = sorted(n for n, (a, b) in by_mode.items() if b - a > 1e-9 or abs(a - h_lo) > 1e-9)
+    if constant:
+        text = f"reward = accuracy + {lo:g} on every (problem, plan) played: one test, not two; accuracy only."
+    elif headline:
+        text = (f"reward = accuracy + {h_lo:g} on every (problem, plan) trained and best_fixed play: the headline is one "
+                f"test, not two; reward − accuracy differs for {differ}: their reward is reported apart.")
+    else:
+        text = f"reward − accuracy ranges over [{lo:g}, {hi:g}]: reward and accuracy are reported apart."
+    return {"constant": constant, "headline_constant": headline, "offset": lo if constant else None,
+            "headline_offset": h_lo if headline else None, "range": [lo, hi], "differ": differ, "sentence": text}
 
 
 def _replication(pair: tuple[Table, Mapping[str, ModeResult]], test_head: dict[str, Any], rounds: int,
@@ -190,7 +203,7 @@ def build(test: Table, modes: Mapping[str, ModeResult], *, ledger_count: int,
     _need(view, "test")
     head = headline_of(view, ledger_count, rounds, seed)
     rva = _reward_vs_accuracy(view)
-    if not rva["constant"]:
+    if not rva["headline_constant"]:
         head["reward"] = ci_pts(paired(view.modes["trained"].pooled("reward"), view.modes["best_fixed"].pooled("reward"),
                                        rounds, seed))
     ceilings = _ceilings(view, rounds, seed)

@@ -172,7 +172,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo naming convention
         self._clear()  # a reset that raises (bad options) leaves the env un-reset, never half-built
         if seed is not None:
             self._rng = np.random.default_rng(seed)
-        self.episode = Episode(self._choose_problem(options), self.cfg, self.grader)
+        # plans are validated against the table this env's Discrete space was built with, not the live one
+        self.episode = Episode(self._choose_problem(options), self.cfg, self.grader, self.num_strategies)
         self.agents = list(self.possible_agents)
         self.rewards = {a: 0.0 for a in self.agents}
         self._cumulative_rewards = {a: 0.0 for a in self.agents}

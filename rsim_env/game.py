@@ -22,7 +22,7 @@ from . import answers, kinds, protocols, render, scoring
 from .sources.problems import Problem
 from .record import EpisodeRecord
 from .rewards import Component, Rubric, RewardWeights, rubric
-from .strategies import TERMINATION, num_strategies
+from .strategies import TERMINATION, num_strategies as _strategy_count
 from .validation import check_finite
 
 
@@ -88,13 +88,28 @@ def is_int_action(action: Any) -> bool:
 
 
 class Episode:
-    """State and rules of one episode (see module docstring)."""
+    """State and rules of one episode (see module docstring).
 
-    def __init__(self, problem: Problem, cfg: EnvConfig, grader: Callable[..., Any] | None = None) -> None:
+    Args:
+        problem: The problem to play.
+        cfg: Limits, reward settings and answer checking.
+        grader: Grades the final answer instead of the kind (``scoring.score``'s ``grader``).
+        num_strategies: The planner's action count (an env passes the one its ``Discrete`` space was built
+            with); default: the strategy table's rows now. Plans are validated against it.
+    """
+
+    def __init__(self, problem: Problem, cfg: EnvConfig, grader: Callable[..., Any] | None = None,
+                 num_strategies: int | None = None) -> None:
         self.problem = kinds.validate(problem)  # a Problem is plain data: its kind is checked here
         self.cfg = cfg
         self.grader = grader
         """Grades the final answer instead of the kind (``scoring.score``'s ``grader``: a ``GradeCache``)."""
+        self.num_strategies = _strategy_count() if num_strategies is None else num_strategies
+        """The planner's action count this episode validates plans against (fixed when it starts)."""
+        if isinstance(self.num_strategies, bool) or not isinstance(self.num_strategies, int) or \
+                self.num_strategies <= TERMINATION:
+            raise ValueError(f"Episode num_strategies={num_strategies!r} must be an int > {TERMINATION} (the table's "
+                             "rows when the env was built: rsim_env.num_strategies()).")
         self.question = problem.question[: cfg.max_question_chars]
         self.question_truncated = len(problem.question) > cfg.max_question_chars
         self.kind = kinds.get(problem.kind)
@@ -131,10 +146,10 @@ class Episode:
 
     # -- moves --------------------------------------------------------------------------------
     def plan_mask(self, n: int | None = None) -> np.ndarray:
-        """``int8`` mask over ``n`` strategies (default: the table's rows now) the planner may pick now: all
+        """``int8`` mask over ``n`` strategies (default: :attr:`num_strategies`) the planner may pick now: all
         zeros when it is not its turn; only termination in the last round when ``cfg.terminate_last_round``;
         else all ones."""
-        mask = np.zeros(num_strategies() if n is None else n, dtype=np.int8)
+        mask = np.zeros(self.num_strategies if n is None else n, dtype=np.int8)
         if self.done or self.due != "planner":
             return mask
         if self.cfg.terminate_last_round and self.round >= self.cfg.max_steps - 1:
@@ -147,15 +162,24 @@ class Episode:
         """Planner picks a strategy index. Validates before touching any state."""
         if self.done or self.due != "planner":
             raise RuntimeError(f"It is not the planner's turn (due: {'nobody' if self.done else self.due}).")
-        n = num_strategies()
+        n = self.num_strategies
         if not is_int_action(action):
             raise TypeError(
                 f"planner action must be an int strategy index in 0..{n - 1}, "
                 f"got {type(action).__name__} {action!r:.60}."
             )
         if not 0 <= int(action) < n:
+            later = n <= int(action) < _strategy_count()
             raise ValueError(
-                f"planner action {int(action)} is out of range; expected a strategy index in 0..{n - 1}."
+                f"planner action {int(action)} is out of range for this env's planner space Discrete({n}); expected a "
+                f"strategy index in 0..{n - 1}."
+                + (f" Strategy {int(action)} was registered after this env was built (the table has "
+                   f"{_strategy_count()} rows now): build a new env to use it." if later else "")
+            )
+        if int(action) >= _strategy_count():
+            raise ValueError(
+                f"planner action {int(action)}: strategy {int(action)} was removed from the table after this env was "
+                f"built with Discrete({n}) (the table has {_strategy_count()} rows now); build a new env."
             )
         if not self.plan_mask(n)[int(action)]:
             raise ValueError(

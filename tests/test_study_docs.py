@@ -1,0 +1,73 @@
+"""The adaptive study's answer in README.md and docs/results.md is the committed report's, figure for figure.
+
+Each page's ``study:adaptive`` block must be exactly what :func:`algos.study.docs_block.answer_markdown` writes from
+the committed report JSON (``rsim study --preset adaptive --stage report --docs`` regenerates both); a page without
+the block is skipped. The sync itself is checked on scratch pages with a scripted report.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from algos.study.docs_block import PAGES, REPORT, answer_markdown, block, markers, sync
+
+ROOT = Path(__file__).resolve().parents[1]
+REGENERATE = "rsim study --preset adaptive --stage report --docs"
+
+
+def _figures(text: str) -> list[str]:
+    return re.findall(r"[-+−]?\d+(?:\.\d+)?", text)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_committed_block_is_the_reports(page):
+    path = ROOT / page
+    text = path.read_text() if path.is_file() else ""
+    got = block(text)
+    if got is None:
+        pytest.skip(f"{page} carries no study:adaptive block")
+    report_json = ROOT / REPORT
+    assert report_json.is_file(), f"{page} has the study:adaptive block but {REPORT} is missing: run `{REGENERATE}`."
+    report = json.loads(report_json.read_text())
+    link = Path(Path("../" * (len(Path(page).parts) - 1) + REPORT).with_name("report.md")).as_posix()
+    want = answer_markdown(report, link)
+    for a, b in zip(_figures(got), _figures(want)):
+        assert a == b, f"{page}: the block says {a} where the report gives {b}; run `{REGENERATE}`."
+    assert got == want, f"{page}: the study:adaptive block differs from the report's; run `{REGENERATE}`."
+
+
+def _scripted_report() -> dict:
+    from tests.test_study_report import _report
+
+    return _report("b", reads_text=False, ledger=2)
+
+
+def test_sync_writes_each_block_once_and_links_from_the_page(tmp_path):
+    report = _scripted_report()
+    begin, end = markers("adaptive")
+    (tmp_path / "docs").mkdir()
+    pages = [tmp_path / "README.md", tmp_path / "docs" / "results.md"]
+    for p in pages:
+        p.write_text(f"# title\n\nbefore\n\n{begin}\nstale +9.9 points\n{end}\n\nafter\n")
+    report_md = tmp_path / "docs" / "study_results" / "adaptive" / "report" / "report.md"
+    assert sync(pages, report, report_md) == pages
+    assert sync(pages, report, report_md) == []  # idempotent: nothing changes the second time
+    readme, results = (p.read_text() for p in pages)
+    assert "stale" not in readme and readme.startswith("# title\n\nbefore\n\n") and readme.endswith(f"{end}\n\nafter\n")
+    assert block(readme) == answer_markdown(report, "docs/study_results/adaptive/report/report.md")
+    assert block(results) == answer_markdown(report, "study_results/adaptive/report/report.md")
+    h = report["headline"]
+    lo, hi = h["ci95_pts"]
+    assert f"{h['difference_pts']:+.1f} points (95 % CI {lo:+.1f}, {hi:+.1f})" in block(readme).splitlines()[0]
+    assert "2 configurations" in block(readme) and "share one test set" in block(readme)
+
+
+def test_sync_names_a_page_without_the_block(tmp_path):
+    page = tmp_path / "README.md"
+    page.write_text("# no block here\n")
+    with pytest.raises(ValueError, match="README.md: no study:adaptive block"):
+        sync([page], _scripted_report(), tmp_path / "report.md")

@@ -1,5 +1,6 @@
 """``rsim`` command line: ``rsim train [--preset NAME] [--FLAG VALUE ...] [--set key=value ...] [--resume DIR]``,
-``rsim eval ...`` (:mod:`algos.evaluation`) and ``rsim export RUN_DIR --out DIR`` (:mod:`algos.export`).
+``rsim eval ...`` (:mod:`algos.evaluation`), ``rsim study ...`` (:mod:`algos.study.cli`) and
+``rsim export RUN_DIR --out DIR`` (:mod:`algos.export`).
 
 Multi-GPU / multi-process: ``accelerate launch [--num_processes N] -m algos.cli train ...`` runs the
 same code. ``main(cfg)`` is the programmatic entry (tests call it with a :class:`RunConfig`).
@@ -177,6 +178,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("eval", add_help=False, help="evaluate planner modes (see `rsim eval --help`; algos/evaluation/)")
     sub.add_parser("view", add_help=False, help="write a static HTML page of rollouts (see `rsim view --help`)")
     sub.add_parser("export", add_help=False, help="merged standalone models from a run (see `rsim export --help`)")
+    sub.add_parser("study", add_help=False, help="does a trained planner help this reasoner? fill, train, score, "
+                   "report (see `rsim study --help`; algos/study/)")
     epilog = (f"agent specs (--planner / --reasoner, the same in rsim eval):\n  {agent_specs()}\n"
               f"data specs (--data, the same in rsim eval):\n  {spec_help()}\n"
               f"learners (--learner): {', '.join(LEARNERS)}, or your own as package.module:factory")
@@ -249,6 +252,10 @@ def _run(cfg: RunConfig | Sequence[str]) -> dict[str, Any]:
         from .evaluation import main as evaluate  # `rsim eval ...`: all of it lives in algos/evaluation/
 
         return evaluate(list(cfg)[1:])
+    if not isinstance(cfg, RunConfig) and list(cfg)[:1] == ["study"]:
+        from .study.cli import main as study  # `rsim study ...`: all of it lives in algos/study/
+
+        return study(list(cfg)[1:])
     if not isinstance(cfg, RunConfig) and list(cfg)[:1] == ["view"]:
         from .viewer import main as view  # `rsim view DIR --out FILE.html`: all of it lives in algos/viewer/
 

@@ -1,0 +1,165 @@
+"""``rsim study``: does a trained strategy planner help this reasoner, on these tasks, beyond a plan picked by hand?
+
+Stages, each resumable (what is done is not done again) and each selectable with ``--stage``:
+
+1. ``fill``: decode the frozen reasoner's whole game once per split into plan trees (cost printed first; a progress
+   bar while decoding);
+2. ``train``: train ``learner.seeds`` head-only planners on the train tree (backbone features cached);
+3. ``score``: play every mode on the test tree -- trained per seed, best fixed and per-task plans chosen on train +
+   val, a per-task bandit given the planner's episodes, random, none, self-consistency at equal tokens -- each scoring
+   recorded in the test tree's ledger (an identical configuration adds no entry);
+4. ``report``: ``<out>/report/`` (report.md, report.json, plots): the problem-level difference of the trained planner
+   vs the best fixed plan with its 95 % CI, corrected for the configurations scored on the test tree; ceilings,
+   per-task table, concentration, within-task conditioning. With ``--replicate`` the replication tree (a second test
+   draw) is scored too, once, and the headline says whether the result replicated.
+
+``all`` runs them in order. ::
+
+    rsim study --preset adaptive                                  # the committed trees and heads: no decoding
+    rsim study --reasoner openai:MODEL@http://HOST:8000/v1 --data rg:gcd+lcm --out runs/my_study
+    rsim study --preset tiny --stage fill --print-config
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from .config import PRESETS, StudyConfig, as_dict, resolve
+
+__all__ = ["parse", "run", "main", "ORDER"]
+
+ORDER = ("fill", "train", "score", "report")
+"""The stages ``--stage all`` runs, in order."""
+OWNERS = {"train": "algos/study/train.py (train(cfg))", "score": "algos/study/score.py (score(cfg, split))",
+          "report": "algos/study/report.py (build(...), write(...))"}
+
+
+def parse(argv: Sequence[str]) -> tuple[StudyConfig, bool]:
+    """``rsim study`` flags (generated from :class:`StudyConfig`) -> ``(config, print_only)``; a bad flag or value
+    raises ``ValueError``."""
+    import argparse
+
+    from agents.registry import spec_help as agent_specs
+    from rsim_env.sources.data import spec_help
+
+    from ..dataclass_cli import ArgumentParser, add_fields, given
+
+    description, _, rest = __doc__.partition("\n\n")
+    epilog = (f"{rest}\nagent specs (--reasoner / --planner, as in rsim train):\n  {agent_specs()}\n"
+              f"data specs (--data; each problem's task is its source, or a file's --task-column):\n  {spec_help()}")
+    p = ArgumentParser(prog="rsim study", description=description, epilog=epilog,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", choices=sorted(PRESETS), help="start from a preset (adaptive: the committed adaptive "
+                   "study, no decoding or training; tiny: tiny models, seconds); flags and --set override it")
+    p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    p.add_argument("--debug", action="store_true", help="show the traceback of an error (or set RSIM_DEBUG=1)")
+    add_fields(p, StudyConfig)
+    a = p.parse_args(list(argv))
+    return resolve(a.preset, given(StudyConfig, a)), a.print_config
+
+
+def _stage(name: str) -> Any:
+    """The module of stage ``name``, imported now (a stage not built yet says so)."""
+    try:
+        return importlib.import_module(f"algos.study.{name}")
+    except ModuleNotFoundError as e:
+        if e.name != f"algos.study.{name}":
+            raise
+        raise RuntimeError(f"the {name} stage is not available in this install ({OWNERS[name]} is "
+                           "missing); run the stages before it with --stage, or update rsim.") from None
+
+
+def _ledger_count(cfg: StudyConfig, split: str) -> int:
+    """Configurations scored on ``split``'s tree; records this one if the score stage did not."""
+    from . import ledger
+
+    h, settings = ledger.scoring_hash(cfg, split)
+    if any(row["hash"] == h for row in ledger.entries(cfg, split)):
+        return ledger.count(cfg, split)
+    return ledger.record(cfg, h, split=split, scored="rsim study score", settings=settings)
+
+
+def _check_replication_once(cfg: StudyConfig) -> None:
+    """The replication tree is scored once: refuse another configuration on it."""
+    from . import ledger
+
+    h, _ = ledger.scoring_hash(cfg, "replication")
+    rows = ledger.entries(cfg, "replication")
+    if rows and all(row["hash"] != h for row in rows):
+        raise ValueError(f"the replication tree was already scored under another configuration "
+                         f"({ledger.ledger_path(cfg, 'replication')}, {len(rows)} entr{'y' if len(rows) == 1 else 'ies'})"
+                         ": it is scored once, at the end of a study; report that scoring, or draw a new replication "
+                         "split (--replication-seed) and fill it.")
+
+
+def _score(cfg: StudyConfig, split: str) -> tuple[Any, Any]:
+    return _stage("score").score(cfg, split=split)
+
+
+def _report(cfg: StudyConfig, scored: dict[str, Any]) -> dict[str, Any]:
+    from . import ledger
+    from .fill import tree_path
+
+    report = _stage("report")
+    test, modes = scored.get("test") or _score(cfg, "test")
+    n = _ledger_count(cfg, "test")
+    rep = None
+    if cfg.replicate:
+        rep = scored.get("replication") or _score(cfg, "replication")
+        _ledger_count(cfg, "replication")
+    h, _ = ledger.scoring_hash(cfg, "test")
+    meta = {"reasoner": cfg.reasoner, "data": cfg.data, "planner": cfg.planner, "rounds": cfg.rounds,
+            "terminate_last_round": cfg.terminate_last_round, "test_tree": str(tree_path(cfg, "test")),
+            "ledger": str(ledger.ledger_path(cfg, "test")), "config_hash": h, "heads_from": cfg.heads_from,
+            "config": as_dict(cfg)}
+    built = report.build(test, modes, ledger_count=n, replication=rep, meta=meta)
+    paths = report.write(built, Path(cfg.out) / "report")
+    return {"paths": [str(p) for p in paths], "headline": built.get("headline", {}), "ledger_count": n}
+
+
+def run(cfg: StudyConfig) -> dict[str, Any]:
+    """Run ``cfg.stage`` (or every stage, in order); returns each stage's result by name."""
+    from ..threads import use_threads
+    from .fill import tree_path
+
+    stages = ORDER if cfg.stage == "all" else (cfg.stage,)
+    out: dict[str, Any] = {"config": as_dict(cfg)}
+    scored: dict[str, Any] = {}
+    for stage in stages:
+        print(f"[rsim study] stage {stage}", file=sys.stderr, flush=True)
+        if stage == "fill":
+            out["fill"] = _stage("fill").run(cfg)
+        elif stage == "train":
+            use_threads(cfg.threads)
+            out["train"] = _stage("train").train(cfg)
+        elif stage == "score":
+            use_threads(cfg.threads)
+            scored["test"] = _score(cfg, "test")
+            out["score"] = {"test": {"problems": len(scored["test"][0].outcomes), "modes": sorted(scored["test"][1])}}
+            if cfg.replicate:
+                if not tree_path(cfg, "replication").exists():
+                    raise ValueError(f"--replicate: no replication tree at {tree_path(cfg, 'replication')}; fill it "
+                                     "first (rsim study --stage fill --fill-splits replication).")
+                _check_replication_once(cfg)
+                scored["replication"] = _score(cfg, "replication")
+                out["score"]["replication"] = {"problems": len(scored["replication"][0].outcomes)}
+        else:
+            if cfg.replicate and "replication" not in scored:
+                _check_replication_once(cfg)
+            out["report"] = _report(cfg, scored)
+            for p in out["report"]["paths"]:
+                print(f"[rsim study] wrote {p}", file=sys.stderr)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """``main(["--preset", "tiny", ...])`` or console (``sys.argv``) -> each stage's result."""
+    cfg, print_only = parse(sys.argv[1:] if argv is None else argv)
+    if print_only:
+        print(json.dumps(as_dict(cfg), indent=1))
+        return {"config": as_dict(cfg)}
+    return run(cfg)

@@ -51,10 +51,10 @@ class GRPOConfig:
     gradient there. 0 = off (the entropy is then only logged)."""
     per_term_advantages: bool = False
     """Normalise each reward component within its group before summing (:func:`per_term_advantages`):
-    ``A = sum_k w_k (r_k - mean_g r_k) / (std_g r_k + eps)`` over the role's components (the env's
-    ``info["components"]`` and ``env.weights``), so a term with a large spread (R_terminal: +-1) does not
-    drown one with a small spread (R_acc). False (GRPO, the paper) normalises the summed reward.
-    A learner's own ``advantages`` hook, when it has one, is used instead."""
+    ``A = sum_k w_k (r_k - mean_g r_k) / (std_g r_k + eps)`` over the components the env's rubric sums into
+    the role's reward (``EnvConfig.rubric``: the paper's and ``env.components``, at their weights), so a
+    term with a large spread (R_terminal: +-1) does not drown one with a small spread (R_acc). False (GRPO,
+    the paper) normalises the summed reward. A learner's own ``advantages`` hook, when it has one, is used instead."""
     tis_cap: float = 0.0
     """Truncated importance sampling for rollouts sampled by a lower-precision copy (e.g.
     ``reasoner.sample_dtype=bfloat16``): each token's advantage is weighted by

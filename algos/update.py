@@ -1,8 +1,8 @@
 """One optimizer step for one agent, the part of :class:`algos.trainer.Trainer` that does the math.
 
 For the role a learner updates now: the learner's ``advantages`` of the group rewards, or (when it
-returns None, as :class:`algos.learner_base.SharedObjective` does) GRPO's, per reward term with
-``train.grpo.per_term_advantages``; zero-advantage groups left unscored; the KL reference's log-probs;
+returns None, as :class:`algos.learner_base.SharedObjective` does) GRPO's, per reward term of the env's
+rubric with ``train.grpo.per_term_advantages``; zero-advantage groups left unscored; the KL reference's log-probs;
 then ``num_iterations`` passes of: score the records in chunks (``score_chunk``), the learner's ``loss``
 (:func:`algos.grpo.grpo_loss` for a SharedObjective), backward weighted across chunks and
 processes, one all-reduce of the gradients, clipping, and a step unless the loss or gradient norm is
@@ -22,7 +22,7 @@ from typing import Any, Protocol, Sequence
 import torch
 from accelerate import Accelerator
 
-from rsim_env.rewards import COMPONENTS, RewardWeights
+from rsim_env.rewards import RewardWeights, Rubric, rubric
 
 from .distributed import process_weight, sync_grads
 from .learner_base import Learner
@@ -35,17 +35,28 @@ from .train_config import TrainConfig
 __all__ = ["PolicyUpdate", "UpdateContext", "reward_terms", "truncated_is_weights"]
 
 
-def reward_terms(role: str, results: Sequence[dict], weights: RewardWeights,
+def reward_terms(role: str, results: Sequence[dict], terms_of: Rubric | RewardWeights,
                  rewards: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``[N, K]`` unweighted components of ``role``'s reward per result (``info["components"]``) and their ``[K]``
-    weights, for :func:`algos.grpo.per_term_advantages`; ``rewards`` (``[N]``), if given, must be their weighted sum."""
-    names = [c.name for c in COMPONENTS if role in c.agents]
+    weights, for :func:`algos.grpo.per_term_advantages`; ``rewards`` (``[N]``), if given, must be their weighted sum.
+
+    ``terms_of`` is the env's rubric (``EnvConfig.rubric``: the components ``role``'s reward sums, whatever
+    they are); a :class:`RewardWeights` stands for the paper's rubric at those weights.
+    """
+    rub = rubric(terms_of) if isinstance(terms_of, RewardWeights) else terms_of
+    if not isinstance(rub, Rubric):
+        raise TypeError(f"reward_terms takes the env's Rubric (EnvConfig.rubric), got {type(terms_of).__name__}.")
+    comps = rub.terms(role)
+    names = [c.name for c in comps]
+    if not names:
+        raise ValueError(f"train.grpo.per_term_advantages: the env's rubric gives the {role} no reward component "
+                         f"(its components: {list(rub.names)}); set train.grpo.per_term_advantages=false.")
     try:
         terms = torch.tensor([[float(r["info"]["components"][n]) for n in names] for r in results], dtype=torch.float64)
     except KeyError as e:
         raise ValueError(f"train.grpo.per_term_advantages needs every {role} reward component {names} in "
                          f"info['components']; {e} is missing. Set train.grpo.per_term_advantages=false.") from None
-    w = torch.tensor([float(getattr(weights, n)) for n in names], dtype=torch.float64)
+    w = torch.tensor([float(c.weight) for c in comps], dtype=torch.float64)
     if rewards is not None and not torch.allclose(terms @ w, rewards.to(torch.float64), atol=1e-4):
         raise ValueError(f"train.grpo.per_term_advantages: the {role} rewards are not the weighted sum of their "
                          f"components {names} (a reward from elsewhere?); set train.grpo.per_term_advantages=false.")
@@ -135,7 +146,7 @@ class PolicyUpdate(UpdateContext):
             return custom, zero_std_groups(R, self.G)
         if not g.per_term_advantages:
             return group_advantages(R, self.G, scale=g.scale_rewards, eps=g.adv_eps), zero_std_groups(R, self.G)
-        terms, w = reward_terms(role, results, self.env_cfg.weights, R)
+        terms, w = reward_terms(role, results, self.env_cfg.rubric, R)  # the env's terms, whatever they are
         adv = per_term_advantages(terms, self.G, w, scale=g.scale_rewards, eps=g.adv_eps)
         flat = torch.stack([zero_std_groups(terms[:, k], self.G) | (w[k] == 0) for k in range(len(w))]).all(0)
         return adv, flat

@@ -119,7 +119,7 @@ def test_a_one_plan_best_everywhere_has_no_headroom():
     for key in ("per_task_on_test", "oracle"):
         c = r["ceilings"][key]
         assert c["headroom"]["difference_problems"] <= 0 and c["captured"] is None
-    assert "no captured figure" in h["sentences"]["ceiling"] and "captures" not in h["sentences"]["ceiling"]
+    assert "no captured figure" in h["sentences"]["ceiling"] and "% of it" not in h["sentences"]["ceiling"]
     assert r["concentration"]["tasks_carrying"] is None
     assert r["within_task"]["conditions_on_more_than_task"] is False
 

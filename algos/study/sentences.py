@@ -51,12 +51,14 @@ def _seeds(h: Mapping[str, Any], problems: int) -> str:
             f"The seeds share one test set of {problems} problems: this measures training noise, not new problems.")
 
 
-def _ceiling(c: Mapping[str, Any]) -> str:
+def _ceiling(c: Mapping[str, Any], h: Mapping[str, Any]) -> str:
     parts = []
+    unsure = "" if h["verdict"] != "no measurable difference" else " (a gain whose interval includes 0)"
     for key, label in (("per_task_on_test", "per-task best plan chosen on test"), ("oracle", "per-problem oracle")):
         v = c[key]
         room = v["headroom"]
-        cap = (f"; the trained planner captures {v['captured']:.0f} % of it" if v["captured"] is not None
+        cap = (f"; the trained planner's {pts(h['difference_pts'])} points{unsure} are {v['captured']:.0f} % of it"
+               if v["captured"] is not None
                else "; no captured figure (the headroom's interval is not above 0)")
         parts.append(f"the {label} (a ceiling, not a policy) reaches {v['accuracy_pct']:.1f} %, "
                      f"{room['difference_problems']:+.1f} problems over the best fixed plan, {ci(room)}{cap}")
@@ -111,7 +113,7 @@ def sentences(r: Mapping[str, Any]) -> dict[str, str]:
     """Every statement of the report (module docstring), from the report dict's figures."""
     m = r["ledger"]["configurations_scored"]
     return {"headline": _headline(r), "seeds": _seeds(r["headline"], r["meta"]["problems"]),
-            "ceiling": _ceiling(r["ceilings"]), "concentration": _concentration(r["concentration"]),
+            "ceiling": _ceiling(r["ceilings"], r["headline"]), "concentration": _concentration(r["concentration"]),
             "within_task": _within(r["within_task"]), "replication": _replication(r),
             "ledger": f"This test tree has been scored under {m} configuration{'s' if m != 1 else ''} (the ledger).",
             "reward": r["reward_vs_accuracy"]["sentence"]}

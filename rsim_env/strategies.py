@@ -15,7 +15,8 @@ is read from the rows when it is used, so a new strategy is one row::
 
 Rows are only ever appended (:func:`register`): the index of a built-in row never changes, because
 checkpoints and logs store action ids. Build environments and agents after registering (their
-spaces and heads are sized when they are built).
+spaces and heads are sized when they are built): an env validates plans against the rows it was built
+with, so it refuses a row registered later, and a new env accepts it.
 
 Detection rules (documented contract):
 

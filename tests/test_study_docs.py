@@ -71,3 +71,20 @@ def test_sync_names_a_page_without_the_block(tmp_path):
     page.write_text("# no block here\n")
     with pytest.raises(ValueError, match="README.md: no study:adaptive block"):
         sync([page], _scripted_report(), tmp_path / "report.md")
+
+
+def test_study_page_costs_are_the_committed_trees():
+    """docs/study.md's fill-cost table: each row recomputed from the committed trees' info JSON."""
+    page = (ROOT / "docs" / "study.md").read_text()
+    totals = [0, 0, 0.0, 0.0]
+    for split in ("train", "val", "test"):
+        inc = json.loads((ROOT / "docs/efficacy_results/tree" / f"adaptive_{split}.tree.json").read_text())["increments"]
+        row = [inc[-1]["problems"], inc[-1]["steps"], sum(i["cpu_s"] for i in inc), sum(i["wall_s"] for i in inc)]
+        totals = [a + b for a, b in zip(totals, row)]
+        want = f"| {row[0]:,} | {row[1]:,} | {row[2] / 60:.1f} | {row[3] / 60:.1f} | {row[1] / row[2]:.2f} |"
+        assert f"| {split} (" in page and want in page, f"docs/study.md: the {split} row should end {want}"
+    want = f"| all three | {totals[0]:,} | {totals[1]:,} | {totals[2] / 60:.1f} | {totals[3] / 60:.1f} | " \
+           f"{totals[1] / totals[2]:.2f} |"
+    assert want in page, f"docs/study.md: the total row should be {want}"
+    for rounds, steps in ((2, 17), (3, 145), (4, 1169)):
+        assert (2 * 8 ** rounds - 9) // 7 == steps and f"{steps:,}" in page

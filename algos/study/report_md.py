@@ -61,7 +61,10 @@ def markdown(r: Mapping[str, Any]) -> str:
              "## Modes (same test problems)", "", *_modes(r), "", s["reward"], "", "## Per task", "", *_per_task(r),
              "", "## Concentration", "", s["concentration"], "", "## Within a task", "", s["within_task"],
              *_replication(r), "", "## Setup", "", "| key | value |", "| --- | --- |"]
-    lines += [f"| {k} | `{v}` |" for k, v in r["meta"].items()]
+    lines += [f"| {k} | `{v}` |" for k, v in r["meta"].items() if not isinstance(v, (dict, list))]
+    nested = [k for k, v in r["meta"].items() if isinstance(v, (dict, list))]
+    if nested:
+        lines += ["", f"In `report.json` under `meta`: {', '.join(f'`{k}`' for k in nested)}."]
     lines += ["", "Plots: `modes.png` (accuracy per mode, ceilings dashed), `tasks.png` (gain per task), `seeds.png` "
               "(per-seed accuracy on the one test set). Keys of `report.json`: docs/study.md."]
     return "\n".join(lines)

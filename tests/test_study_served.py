@@ -1,0 +1,89 @@
+"""``rsim study`` end to end against a real OpenAI-compatible server: llama.cpp's, on the embedded model (slow).
+
+The route researchers with GPUs take (``--reasoner openai:MODEL@URL`` to vLLM), checked here on CPU with llama.cpp's
+own server on loopback: two reasoning-gym tasks, a few problems a split, the whole command -- fill the train / val /
+test trees through the server, train two head-only planner seeds (tiny planner), score every mode on the test tree,
+write the report -- then the same command again, which must decode nothing and add no ledger entry.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+TASKS = "rg:chain_sum+products"
+SIZES = {"train": 2, "val": 1, "test": 2}
+STEPS_A_PROBLEM = 17  # two rounds whose last only terminates: [8] and [s, 8] for the 8 other strategies
+
+
+def _server_config(tmp: Path):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (pip install 'rsim[llamacpp]')")
+    for mod in ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"):
+        pytest.importorskip(mod, reason="llama_cpp.server's dependencies are not installed (pip install 'rsim[server]')")
+    from agents.embedded import fetched_gguf_path
+    from agents.llamacpp.server import LlamaServerConfig
+
+    if not fetched_gguf_path().is_file():
+        pytest.skip("embedded GGUF not fetched (python -m agents.embedded)")
+    return LlamaServerConfig(n_threads=1, log_path=str(tmp / "llama_server.log"))
+
+
+def _argv(spec: str, out: Path) -> list[str]:
+    return ["--reasoner", spec, "--data", TASKS, "--out", str(out),
+            "--train-per-task", str(SIZES["train"]), "--val-per-task", str(SIZES["val"]),
+            "--test-per-task", str(SIZES["test"]), "--rounds", "2", "--terminate-last-round",
+            "--max-step-tokens", "48", "--max-answer-tokens", "144", "--max-copies", "8",
+            "--planner", "tiny", "--seeds", "2", "--steps", "3", "--set", "learner.groups_per_step=2",
+            "--set", "learner.group_size=4", "--set", "learner.eval_every=1", "--threads", "1"]
+
+
+def test_rsim_study_through_llama_cpp_server(tmp_path, monkeypatch):
+    from agents.llamacpp.server import LlamaServer
+    from algos.study.cli import main as study
+    from algos.study.cli import parse
+    from algos.study.fill import info_path, tree_path
+
+    out = tmp_path / "study"
+    monkeypatch.setenv("RSIM_REPLAY_DIR", str(tmp_path / "replay"))  # a fresh replay store: every step is decoded
+    with LlamaServer(_server_config(tmp_path)) as server:
+        spec = f"openai:default@{server.url}"
+        cfg, _ = parse(_argv(spec, out))
+        before = server.served("/v1/completions")
+        first = study(_argv(spec, out))
+        decoded = server.served("/v1/completions") - before
+
+        # fill: three trees through the server, each problem's whole game (17 steps), every step a request answered
+        steps = 0
+        for split, per_task in SIZES.items():
+            tree = tree_path(cfg, split)
+            assert tree.is_file(), f"no {split} tree at {tree}"
+            info = json.loads(info_path(cfg, split).read_text())
+            assert info["problems"] == 2 * per_task and info["steps"] == STEPS_A_PROBLEM * info["problems"]
+            assert all(i["replay"]["catchup_mismatch"] == 0 for i in info["increments"])
+            steps += info["steps"]
+        assert decoded >= steps, f"{steps} tree steps but the server answered {decoded} completions"
+
+        # train: one head per seed; score + report: every mode on the test tree, one ledger entry
+        assert sorted(p.name for p in (out / "heads").iterdir()) == ["seed_0", "seed_1"]
+        report = json.loads((out / "report" / "report.json").read_text())
+        assert {p.name for p in (out / "report").iterdir()} >= {"report.json", "report.md", "modes.png", "tasks.png",
+                                                                 "seeds.png"}
+        assert report["meta"]["reasoner"] == spec and report["meta"]["problems"] == 2 * SIZES["test"]
+        assert report["meta"]["tasks"] == 2
+        assert {"trained", "best_fixed", "per_task", "random"} <= set(report["modes"])
+        h = report["headline"]
+        lo, hi = h["ci95_pts"]
+        assert lo <= h["difference_pts"] <= hi and h["seeds"]["seeds"] == 2
+        assert report["ledger"]["configurations_scored"] == 1 and first["report"]["ledger_count"] == 1
+        assert h["sentences"]["headline"] in (out / "report" / "report.md").read_text()
+
+        # the same command again: every stage resumes, nothing is decoded, the ledger does not grow
+        before = server.served("/v1/completions")
+        again = study(_argv(spec, out))
+        assert server.served("/v1/completions") == before
+        assert again["report"]["ledger_count"] == 1
+        assert json.loads((out / "report" / "report.json").read_text())["headline"] == h

@@ -99,7 +99,8 @@ def _modes(case: str, split: str, reads_text: bool) -> tuple[Table, dict[str, Mo
     modes["trained"] = _play(test, "trained", trained, "train")
     rng = np.random.default_rng(7)
     modes["random"] = _play(test, "random", {0: {p: PLANS[rng.integers(len(PLANS))] for p in ids}}, "nothing")
-    modes["none"] = ModeResult("none", {0: {p: Outcome(False, 0.0, 80.0) for p in ids}}, None, "nothing")
+    # the reasoner alone: no plan, no planner reward (NaN, as the score stage reads it from episodes)
+    modes["none"] = ModeResult("none", {0: {p: Outcome(False, float("nan"), 80.0) for p in ids}}, None, "")
     return test, modes
 
 
@@ -107,7 +108,7 @@ def _report(case: str, reads_text: bool, ledger: int = 1, replicate: bool = Fals
     test, modes = _modes(case, "test", reads_text)
     rep = _modes(case, "replication", reads_text) if replicate else None
     r = build(test, modes, ledger_count=ledger, replication=rep, meta={"case": case}, rounds=ROUNDS)
-    json.dumps(r)  # JSON-able as it stands
+    json.dumps(r, allow_nan=False)  # strict JSON as it stands
     return r
 
 

@@ -35,7 +35,7 @@ def _server_config(tmp: Path):
 def _argv(spec: str, out: Path) -> list[str]:
     return ["--reasoner", spec, "--data", TASKS, "--out", str(out),
             "--train-per-task", str(SIZES["train"]), "--val-per-task", str(SIZES["val"]),
-            "--test-per-task", str(SIZES["test"]), "--rounds", "2", "--terminate-last-round",
+            "--test-per-task", str(SIZES["test"]), "--rounds", "2",
             "--max-step-tokens", "48", "--max-answer-tokens", "144", "--max-copies", "8",
             "--planner", "tiny", "--seeds", "2", "--steps", "3", "--set", "learner.groups_per_step=2",
             "--set", "learner.group_size=4", "--set", "learner.eval_every=1", "--threads", "1"]

@@ -21,7 +21,8 @@ JSON keys (``docs/study.md`` documents the same schema):
   ``per_task_policy`` -- the per-task plans chosen on train + val: a policy, not a ceiling, with its difference
   from the best fixed plan and the trained planner's difference from it;
 * ``modes`` -- per mode: ``chosen_on`` (the information it had), ``seeds``, ``accuracy_pct`` and ``ci95_pts``,
-  ``accuracy_by_seed_pct``, ``reward``, ``tokens_per_problem``, ``vs_best_fixed``, ``info``;
+  ``accuracy_by_seed_pct``, ``reward`` (None for a mode that earns no planner reward, e.g. ``none``),
+  ``tokens_per_problem``, ``vs_best_fixed``, ``info``;
 * ``per_task`` -- per task: ``problems``, each mode's ``plan`` / ``distinct_plans`` / ``accuracy_pct``,
   ``test_best`` (ceiling), ``gain_problems`` (:func:`algos.study.breakdown.per_task`);
 * ``concentration`` -- ``tasks_carrying`` the gain, ``rest_problems``, ``by_task``, ``without_top_1`` / ``_3``;
@@ -125,7 +126,8 @@ def _modes(view: View, rounds: int, seed: int) -> dict[str, Any]:
         out[name] = {"chosen_on": m.chosen_on, "seeds": m.seeds, "accuracy_pct": 100 * acc["mean"],
                      "ci95_pts": [100 * x for x in acc["ci95"]],
                      "accuracy_by_seed_pct": [100 * float(x) for x in m.correct.mean(axis=1)],
-                     "reward": float(m.reward.mean()), "tokens_per_problem": float(m.tokens.mean()),
+                     "reward": float(m.reward.mean()) if np.isfinite(m.reward).all() else None,
+                     "tokens_per_problem": float(m.tokens.mean()),
                      "plays_plans": m.plans is not None,
                      "vs_best_fixed": ci_pts(paired(m.pooled(), bf, rounds, seed)), "info": dict(m.info)}
     return out
@@ -231,6 +233,6 @@ def write(report: Mapping[str, Any], folder: str | Path) -> list[Path]:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / "report.json", folder / "report.md"]
-    paths[0].write_text(json.dumps(report, indent=1) + "\n")
+    paths[0].write_text(json.dumps(report, indent=1, allow_nan=False) + "\n")
     paths[1].write_text(markdown(report) + "\n")
     return paths + plot_all(report, folder)

@@ -1,5 +1,8 @@
 """Imports point down: rsim_env <- agents <- algos <- benchmarks <- studies, and no package imports in a circle.
 
+The installed packages are checked here; studies/ is held to the same circle check in
+studies/tests/test_study_layers.py, so that a study's imports never turn the library's suite red.
+
 A static check over the source. Every ``import`` / ``from ... import`` in a module counts, including
 those inside functions and under ``TYPE_CHECKING`` (lazy imports are still dependencies: an import
 circle held together by imports at use is still a circle). Relative imports are resolved against the
@@ -18,7 +21,7 @@ FORBIDDEN = {
     "algos": ("benchmarks", "studies"),
     "benchmarks": ("studies",),  # the shipped instruments never need a study, which the wheel leaves out
 }
-CYCLE_PACKAGES = ("rsim_env", "agents", "algos", "benchmarks", "studies")
+CYCLE_PACKAGES = ("rsim_env", "agents", "algos", "benchmarks")
 # Circles tolerated for now (frozensets of module names); empty: any circle in a package fails the test. The last one,
 # openai_reasoner <-> served_train, went when build_trainable moved beside parse_spec in openai_reasoner.
 KNOWN_CYCLES: set[frozenset[str]] = set()
@@ -182,9 +185,9 @@ def test_the_check_sees_lazy_and_relative_imports(tmp_path):
     """The checker itself: upward imports inside a function, written relatively, are found."""
     probe = tmp_path / "agents" / "sub" / "probe.py"
     probe.parent.mkdir(parents=True)
-    probe.write_text("def f():\n    from ...algos import trainer\n    from .. import loading\n    import studies.paper\n")
+    probe.write_text("def f():\n    from ...algos import trainer\n    from .. import loading\n    import benchmarks.plans.atlas\n")
     names = imported_modules(probe, root=tmp_path)
-    assert {"algos", "algos.trainer", "agents.loading", "studies.paper"} <= names
+    assert {"algos", "algos.trainer", "agents.loading", "benchmarks.plans.atlas"} <= names
 
 
 def test_the_cycle_check_sees_lazy_relative_and_package_imports(tmp_path):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -227,15 +226,6 @@ def test_no_answer_is_no_answer():
     p = problem("word_sorting")
     for steps in ([], ["I think the words are sorted."], ["\\boxed{}"]):
         assert (RG.grade(p, steps).reason, RG.grade(p, steps).correct) == ("no_answer", False)
-
-
-def test_the_audit_agrees_with_every_scorer():
-    from studies import rg_audit
-
-    out = rg_audit.main(rg_audit.Config(generators=("word_sorting", "syllogism", "spiral_matrix"), n=2, out=""))
-    assert out["agree"] == 1.0 and out["math_false_credit"] > 0
-    assert all(r["rg_correct"] for r in out["rows"] if r["perturbation"] == "gold")
-    assert Path(rg_audit.__file__).name == "rg_audit.py"
 
 
 @pytest.mark.parametrize("response,want", [

@@ -147,17 +147,6 @@ def test_rsim_train_on_code_refuses_before_any_model_loads(no_bwrap, tmp_path):
     assert not os.path.exists(tmp_path / "run" / "checkpoints")
 
 
-def test_continual_benchmark_refuses_before_training(no_bwrap, tmp_path):
-    from studies import continual
-
-    def no_training(*a, **k):
-        raise AssertionError("run A was trained before the sandbox check")
-
-    no_bwrap.setattr(continual, "rsim_main", no_training)
-    with pytest.raises(SandboxUnavailable, match="RSIM_SANDBOX=rlimits"):
-        continual.main(continual.Config(out=str(tmp_path / "c")))
-
-
 def test_rsim_train_with_opt_in_records_and_logs_it(no_bwrap, tmp_path, capsys):
     from algos import cli
 

@@ -61,7 +61,7 @@ def test_committed_study_json_has_no_nan():
     logs) and were removed; a strict parser must read the file."""
     from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "docs" / "lean_results" / "engine_study_2026-12-01.json"
+    path = Path(__file__).resolve().parents[2] / "docs" / "lean_results" / "engine_study_2026-12-01.json"
 
     def refuse(name):
         raise ValueError(f"{path.name} holds {name}")

@@ -11,7 +11,7 @@ import pytest
 
 from studies.atlas_restate import Config, docs_table, main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytest.importorskip("reasoning_gym")
 
 

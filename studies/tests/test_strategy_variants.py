@@ -17,7 +17,7 @@ from benchmarks.plans.atlas import main as atlas_main
 from rsim_env.protocols import exemplar
 from studies.strategy_variants import SCREEN, Config, main, sign_test, step_facts, table
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

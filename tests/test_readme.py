@@ -10,9 +10,11 @@
   command parses with the parser of its subcommand, from a directory where the runs it names exist.
 * The ``make demo`` ending shown is what :func:`algos.summary.summary_text` prints for the demo preset.
 
-Prose is not pinned: the generated tables are checked against their generators where they live
-(tests/test_efficacy.py, tests/test_soak.py, tests/test_layout_docs.py), the docs index by
-tests/test_docs_index.py.
+* The README is a front door (at most 200 lines) and it and docs/results.md give one current answer per
+  study: the adaptive study's is the block ``rsim study --docs`` generates, and no line tells an answer's history.
+
+Prose is not pinned: the figures quoted from result files are checked where the studies' tests live, the docs
+index by tests/test_docs_index.py, the paths and modules the docs name by tests/test_docs_paths.py.
 """
 
 import importlib.util
@@ -82,12 +84,33 @@ def test_readme_has_python_blocks():
     assert len(_blocks("python", README)) >= 2 and len(list(_params())) >= 8
 
 
+STUDY_BLOCK = ("<!-- study:adaptive begin (generated: rsim study --preset adaptive --stage report --docs) -->\n",
+               "<!-- study:adaptive end -->")
+"""The markers of the adaptive study's generated answer (``rsim study ... --docs`` fills what is between them)."""
+
+HISTORY = re.compile(r"\b(not yet|latest:|now yes|earlier:)", re.I)
+"""How a page tells the history of an answer instead of the answer (history lives in git and the CHANGELOG)."""
+
+
 def test_readme_is_a_front_door():
-    """At most 300 lines, and the two commands within the first 30."""
+    """At most 200 lines, and the two commands within the first 30."""
     lines = README.splitlines()
-    assert len(lines) <= 300, f"README.md has {len(lines)} lines; move detail to docs/ (docs/index.md links it)"
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines; move detail to docs/ (docs/index.md links it)"
     head = "\n".join(lines[:30])
     assert "make demo" in head and "make test" in head
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/results.md"])
+def test_one_current_answer_per_study(page):
+    """The adaptive study's answer is one generated block (with a link to how to run it), and no sentence tells
+    the history of an answer."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    begin, end = STUDY_BLOCK
+    assert text.count(begin) == 1 and text.count(end) == 1 and text.index(begin) < text.index(end), \
+        f"{page}: keep exactly one adaptive-study block, {begin.strip()} ... {end}"
+    assert "study.md" in text, f"{page}: link docs/study.md beside the adaptive study's answer"
+    hits = [line for line in text.splitlines() if HISTORY.search(line)]
+    assert not hits, f"{page} tells the history of an answer (keep it in git and the CHANGELOG): {hits}"
 
 
 @pytest.mark.parametrize("code", list(_params()))
@@ -137,6 +160,9 @@ def test_every_readme_command_exists_or_parses(runs_dir, monkeypatch, capsys):
             assert importlib.util.find_spec(argv[2]) is not None, f"no module: {command}"
         elif argv[0] == "rsim":
             _parse_rsim(argv)
+        elif argv[:2] == ["accelerate", "launch"]:
+            assert "-m" in argv and argv[argv.index("-m") + 1] == "algos.cli", f"launches what? {command}"
+            _parse_rsim(["rsim", *argv[argv.index("-m") + 2:]])
         else:
             assert argv[0] == "tensorboard", f"a README command this test does not know how to check: {command}"
     assert {"make", "rsim"} <= kinds

@@ -155,3 +155,15 @@ def test_the_committed_adaptive_trees_need_no_decoding():
     assert c["splits"]["test"]["to_decode"] == 0 and c["to_decode"] == 0
     assert header["config"]["reasoner"] == cfg.reasoner and header["meta"]["env"]["max_steps"] == cfg.rounds
     assert c["rate"] == pytest.approx(fill.measured_rate(header))
+
+
+def test_fill_overhead_benchmark_decodes_the_same_steps_by_both_routes(tmp_path):
+    from benchmarks.runtime import fill_overhead
+
+    r = fill_overhead.main(fill_overhead.Config(reasoner="tiny", max_step_tokens=4, max_answer_tokens=6, per_task=1,
+                                                out=str(tmp_path / "o.json")))
+    raw, filled = r["rows"]
+    assert r["problems"] == 2 and filled["steps"] == raw["steps"] == 2 * 17
+    assert filled["tokens"] == raw["tokens"] > 0  # a greedy reasoner writes the same steps by both routes
+    assert filled["replay"]["misses"] == 2 * 17 and filled["replay"]["catchup_mismatch"] == 0
+    assert json.loads((tmp_path / "o.json").read_text())["overhead"] == pytest.approx(r["overhead"])

@@ -218,3 +218,26 @@ def test_replicate_without_a_replication_tree_says_how_to_fill_it(tmp_path, monk
     _fakes(monkeypatch, [])
     with pytest.raises(ValueError, match="--fill-splits replication"):
         cli.main(["study", "--out", str(out), "--stage", "score", "--replicate", "--threads", "1"])
+
+
+def test_docs_rewrites_the_study_block_from_the_report(tmp_path, monkeypatch):
+    from algos.study import docs_block
+
+    out = tmp_path / "study"
+    _tree(out / "trees" / "study_test.tree.json.gz", {"p1": "a"})
+    calls: list = []
+    _fakes(monkeypatch, calls)
+    keys = ("headline", "seeds", "ceiling", "concentration", "within_task", "replication", "ledger")
+    monkeypatch.setattr(sys.modules["algos.study.report"], "build", lambda test, modes, **kw: {
+        "headline": {"sentences": {k: f"{k} {kw['ledger_count']}" for k in keys}}})
+    monkeypatch.chdir(tmp_path)
+    begin, end = docs_block.markers("study")
+    for page in docs_block.PAGES:
+        Path(page).parent.mkdir(parents=True, exist_ok=True)
+        Path(page).write_text(f"# page\n{begin}\nold answer\n{end}\nrest\n")
+    r = cli.main(["study", "--out", str(out), "--stage", "report", "--docs", "--threads", "1"])
+    assert sorted(r["docs"]) == sorted(docs_block.PAGES)
+    text = Path(docs_block.PAGES[0]).read_text()
+    assert "old answer" not in text and "**headline 1**" in text and text.endswith(f"{end}\nrest\n")
+    with pytest.raises(ValueError, match="--docs"):
+        study_cli.parse(["--stage", "fill", "--docs"])

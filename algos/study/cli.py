@@ -41,6 +41,11 @@ OWNERS = {"train": "algos/study/train.py (train(cfg))", "score": "algos/study/sc
 def parse(argv: Sequence[str]) -> tuple[StudyConfig, bool]:
     """``rsim study`` flags (generated from :class:`StudyConfig`) -> ``(config, print_only)``; a bad flag or value
     raises ``ValueError``."""
+    cfg, a = _parse(argv)
+    return cfg, a.print_config
+
+
+def _parse(argv: Sequence[str]) -> tuple[StudyConfig, Any]:
     import argparse
 
     from agents.registry import spec_help as agent_specs
@@ -56,10 +61,15 @@ def parse(argv: Sequence[str]) -> tuple[StudyConfig, bool]:
     p.add_argument("--preset", choices=sorted(PRESETS), help="start from a preset (adaptive: the committed adaptive "
                    "study, no decoding or training; tiny: tiny models, seconds); flags and --set override it")
     p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    p.add_argument("--docs", action="store_true", help="after the report, rewrite the study's generated block "
+                   "(<!-- study:NAME begin ... -->) in README.md and docs/results.md from it (run in the repository)")
     p.add_argument("--debug", action="store_true", help="show the traceback of an error (or set RSIM_DEBUG=1)")
     add_fields(p, StudyConfig)
     a = p.parse_args(list(argv))
-    return resolve(a.preset, given(StudyConfig, a)), a.print_config
+    cfg = resolve(a.preset, given(StudyConfig, a))
+    if a.docs and cfg.stage not in ("report", "all"):
+        p.error(f"--docs rewrites the docs from the report: use it with --stage report or all, not {cfg.stage}.")
+    return cfg, a
 
 
 def _stage(name: str) -> Any:
@@ -118,7 +128,8 @@ def _report(cfg: StudyConfig, scored: dict[str, Any]) -> dict[str, Any]:
             "config": as_dict(cfg)}
     built = report.build(test, modes, ledger_count=n, replication=rep, meta=meta)
     paths = report.write(built, Path(cfg.out) / "report")
-    return {"paths": [str(p) for p in paths], "headline": built.get("headline", {}), "ledger_count": n}
+    return {"paths": [str(p) for p in paths], "headline": built.get("headline", {}), "ledger_count": n,
+            "report": built}
 
 
 def run(cfg: StudyConfig) -> dict[str, Any]:
@@ -156,10 +167,27 @@ def run(cfg: StudyConfig) -> dict[str, Any]:
     return out
 
 
+def _docs(cfg: StudyConfig, report: dict[str, Any]) -> list[Path]:
+    """Rewrite ``cfg.name``'s generated block in the pages of :data:`algos.study.docs_block.PAGES` (from the current
+    directory: the repository) from ``report``."""
+    from . import docs_block
+
+    pages = [Path(p) for p in docs_block.PAGES]
+    missing = [str(p) for p in pages if not p.is_file()]
+    if missing:
+        raise ValueError(f"--docs: no {', '.join(missing)} here; run rsim study --docs from the repository root.")
+    return docs_block.sync(pages, report, Path(cfg.out) / "report" / "report.md", name=cfg.name)
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """``main(["--preset", "tiny", ...])`` or console (``sys.argv``) -> each stage's result."""
-    cfg, print_only = parse(sys.argv[1:] if argv is None else argv)
-    if print_only:
+    cfg, a = _parse(sys.argv[1:] if argv is None else argv)
+    if a.print_config:
         print(json.dumps(as_dict(cfg), indent=1))
         return {"config": as_dict(cfg)}
-    return run(cfg)
+    out = run(cfg)
+    if a.docs:
+        out["docs"] = [str(p) for p in _docs(cfg, out["report"]["report"])]
+        for p in out["docs"]:
+            print(f"[rsim study] rewrote the study block in {p}", file=sys.stderr)
+    return out

@@ -139,6 +139,16 @@ class StudyConfig:
     """Another study's folder whose heads are scored on this study's test tree (plug-in transfer; "" = this one's)."""
     replicate: bool = False
     """Also score the replication tree (once, at the end; it must be filled)."""
+    features_dir: str = ""
+    """Where the planner backbone's features of the trees' contexts are kept ("" = ``<out>/features``)."""
+    none_episodes: str = ""
+    """``rsim eval --modes none`` episodes (JSONL, .gz read too) on the test problems: mode ``none`` ("" =
+    ``<out>/episodes/none_test.jsonl.gz``; another split reads ``none_<split>.jsonl.gz`` there; without them
+    ``none`` is left out)."""
+    sc_episodes: str = ""
+    """Sampled no-planner episodes (``rsim eval --modes none --k K --temperature T``) on the test problems:
+    self-consistency at equal reasoner tokens ("" = ``<out>/episodes/sc_test.jsonl.gz``; another split reads
+    ``sc_<split>.jsonl.gz`` there; without them ``sc`` is left out)."""
     threads: int = 0
     """Torch CPU threads (0 = chosen for the machine)."""
 
@@ -191,14 +201,16 @@ PRESETS: dict[str, dict[str, Any]] = {
     # studies/adaptive_tree.py (fill), tree_learner.py (the powered run: 6 seeds x 200 steps x 32 problems x G 8, lr
     # 1e-3, standardised features) and tree_baselines.py (plans chosen on train + val, scored on test), as committed
     "adaptive": {
-        "out": "runs/study_adaptive", "data": "adaptive", "reasoner": "llamacpp:default#threads=1", "name": "adaptive",
+        "out": "docs/study_results/adaptive", "data": "adaptive", "reasoner": "llamacpp:default#threads=1", "name": "adaptive",
         "rounds": 2, "terminate_last_round": True, "max_step_tokens": 48, "max_answer_tokens": 144,
         "train_per_task": 40, "val_per_task": 20, "test_per_task": 10, "increment": 1, "max_copies": 48,
         "tree_dir": "docs/efficacy_results/tree", "planner": "default",
         "heads_dir": "docs/training_results/planners/tree_adaptive_40_std", "head_name": "last_round_s{seed}",
         "learner.seeds": 6, "learner.steps": 200, "learner.groups_per_step": 32, "learner.group_size": 8,
         "learner.lr": 1e-3, "learner.entropy_coef": 0.0, "learner.standardize": True, "learner.variant": "last_round",
-        "learner.eval_every": 20,
+        "learner.eval_every": 20, "features_dir": "docs/training_results/tree_features",
+        "none_episodes": "docs/training_results/eval_checks/none_test282_replay.episodes.jsonl.gz",
+        "sc_episodes": "docs/training_results/tree_sc_test.episodes.jsonl.gz",
     },
     # tests and smoke runs: tiny random-init models, two reasoning-gym tasks, a few problems a split
     "tiny": {

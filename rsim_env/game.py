@@ -49,7 +49,8 @@ class EnvConfig:
     """Your own reward components, scored after the paper's: logged in ``info["components"]`` and summed, at
     each one's own weight, into the rewards of the agents it lists. Each is a :class:`rsim_env.rewards.Component`
     object or, where objects cannot go (``--set env.components='["my_rewards:brevity"]'``, saved configs), a
-    ``"package.module:name"`` spec naming one (or a sequence of them)."""
+    ``"package.module:name"`` spec naming one (or a sequence of them). One built with ``replaces=True`` takes the
+    place of the paper's component of its name (e.g. your own ``format``), at its own weight."""
     protocol: str = render.DEFAULT_PROTOCOL
     """Turn protocol of the reasoner's prompts (``rsim_env.protocols.PROTOCOLS``: chat+lead, chat, lead, inline)."""
     check: answers.CheckConfig = scoring.DEFAULT_CHECK

@@ -241,3 +241,11 @@ def test_docs_rewrites_the_study_block_from_the_report(tmp_path, monkeypatch):
     assert "old answer" not in text and "**headline 1**" in text and text.endswith(f"{end}\nrest\n")
     with pytest.raises(ValueError, match="--docs"):
         study_cli.parse(["--stage", "fill", "--docs"])
+
+
+def test_the_committed_test_tree_ledger_counts_its_earlier_scorings():
+    """The adaptive test tree was scored before rsim study existed (12-a-task heads, standardised and raw; the
+    Stackelberg arm): those looks are in its ledger, so the report's count starts from them."""
+    cfg = resolve("adaptive")
+    rows = ledger.entries(ROOT / ledger.ledger_path(cfg))
+    assert len({r["hash"] for r in rows}) >= 3 and all(r.get("scored") and r.get("time") for r in rows)

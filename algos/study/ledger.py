@@ -74,7 +74,8 @@ def score_settings(cfg: StudyConfig) -> dict[str, Any]:
     from .config import heads_dir
 
     d = asdict(cfg)
-    heads = Path(cfg.heads_from) / "heads" if cfg.heads_from else heads_dir(cfg)
+    src = Path(cfg.heads_from)
+    heads = (src / "heads" if (src / "heads").is_dir() else src) if cfg.heads_from else heads_dir(cfg)
     return {**{k: d[k] for k in SCORE_KEYS}, "heads": _heads_digest(heads) if heads.is_dir() else ""}
 
 

@@ -320,6 +320,18 @@ class ServedDecoder:
         self._choose()
         return self._turns
 
+    @property
+    def fingerprint(self) -> str:
+        """What :mod:`agents.replay.reasoner` keys this decoder's steps by: the served model's name and the request
+        form (tokenizer, endpoint, token ids). The client cannot see the server's weights, so a served model is its
+        name: serve other weights under another name. Raises ``TypeError`` once a LoRA adapter is synced (a trained
+        reasoner is not frozen)."""
+        cfg = self.client.cfg
+        if self.client.served_model != cfg.model:
+            raise TypeError(f"cannot fingerprint a served reasoner decoding through adapter "
+                            f"{self.client.served_model!r} for replay; replay the base model.")
+        return f"openai:{cfg.model}|tokenizer={cfg.tokenizer}|endpoint={cfg.endpoint}|token_ids={cfg.token_ids}"
+
     def reset(self, num_copies: int, seed: int | None = None) -> None:
         pass
 

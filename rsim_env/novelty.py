@@ -1,9 +1,9 @@
 """Novelty of a reasoner step: does it say anything new, or announce and repeat? The rules behind R_follow's credit.
 
-An audit of study episodes found about 30 % of reasoner steps only *announce* the step ("The
-most important step now is to compute the final answer to the given arithmetic problem.") and 11 %
-repeat the reasoner's own earlier step. Keyword detection counts both as following their strategy.
-Here is what :func:`rsim_env.rewards.r_follow` uses to refuse them (documented contract, tested in
+A step can only *announce* its move ("The most important step now is to compute the final answer to the given
+arithmetic problem.") or repeat the reasoner's own earlier step, and keyword detection counts both as following
+their strategy (how often the embedded reasoner does either: ``docs/rewards.md``). Here is what
+:func:`rsim_env.rewards.r_follow` uses to refuse them (documented contract, tested in
 ``tests/test_reward_holes.py`` and ``tests/test_echo.py``):
 
 * The step is read as **generated content**: the generated text with echoes of injected text removed

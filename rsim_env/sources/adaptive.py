@@ -17,10 +17,8 @@ else), ``train`` 2,000,000, ``replication`` 3,000,000 -- far apart because a rea
 puts a text in the same split for both), so a text belongs to one task too: **the first task in the list order**
 (:data:`TASKS`, or ``tasks``) whose draw for the split holds it keeps it; a later task skips it and takes its next
 question. So no text is in two splits, nor in two tasks, and a problem graded on test was never seen on validation
-under another task's name. (The study of ``docs/efficacy.md`` ran before this rule: 69 of the 309 ``test`` problems it played
-share their text with a problem of another task, in any split of the old source; its committed outcomes record the
-problems it played. Under the rule ``curriculum:mul_1d`` keeps 1 ``val`` question and no ``test`` one, and
-``curriculum:add2_1d`` 7 and 3: at the atlas's settings ``products`` and ``chain_sum``, earlier in the list, ask them.)
+under another task's name. Under the rule ``curriculum:mul_1d`` keeps 1 ``val`` question and no ``test`` one, and
+``curriculum:add2_1d`` 7 and 3: at the atlas's settings ``products`` and ``chain_sum``, earlier in the list, ask them.
 **A replication draw.** ``replication`` is a second test set, scored once at the end of a study: the test hash
 bucket of its own generator seed, less every text the ``test`` seed draws for any task (so it is disjoint by
 text from every other split, the test split included).

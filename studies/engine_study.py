@@ -19,7 +19,7 @@ Finished runs and evaluations are cached in ``<output_dir>/engine_study_cache.js
     python -m studies.engine_study --out docs/lean_results/engine_study.json     # ~1 h on 2 CPU cores
     python -m studies.engine_study --preset tiny --arms a=toy,b=toy --eval-base toy --eval-limit 16 --out /tmp/e.json
 
-Not a unit test; ``tests/test_engine_study.py`` runs the toy scale.
+Not a unit test; ``studies/tests/test_engine_study.py`` runs the toy scale.
 """
 
 from __future__ import annotations

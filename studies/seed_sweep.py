@@ -1,6 +1,6 @@
 """Where do the training-outcome tests' runs end, over seeds and float kernels? (the data behind their margins)
 
-The tests marked ``training_outcome`` (tests/test_contextual.py, tests/test_benchmarks.py) assert where a short
+The tests marked ``training_outcome`` (studies/tests/test_contextual_sanity.py, test_learning_sanity.py) assert where a short
 training run ends. That end state moves with the seed and with the kernels torch picks for the CPU
 (``ATEN_CPU_CAPABILITY``: AVX-512, AVX2, scalar ``default``; thread count), so each test asserts a property
 that every run here met with a margin. This script plays the tests' configurations on several seeds, one

@@ -1,6 +1,6 @@
 # Two entry points for a fresh machine (Python >= 3.10 and nothing else):
 #   make demo   install, then run the main job on the embedded default model + data
-#   make test   install, then run the whole test suite (slow tests included); as root on Debian/Ubuntu
+#   make test   install, then run the library's whole test suite (slow tests included); as root on Debian/Ubuntu
 #               it also installs two system packages with apt-get: bubblewrap (the code sandbox) and
 #               chromium (the rollout viewer's browser test). It says so before it does.
 # Each target installs into .venv itself. torch is installed first as the CPU build so that no
@@ -14,7 +14,7 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 PYTEST_ARGS ?=
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF
 
-.PHONY: install demo test test-fast test-float test-load bench clean sandbox-tools browser-tools
+.PHONY: install demo test test-fast test-float test-load test-studies bench clean sandbox-tools browser-tools
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -49,9 +49,12 @@ demo: install
 # PYTHONHASHSEED=0: reasoning-gym entries are made under that seed (rsim_env/sources/rg_tasks.py); a suite started
 # so makes them in-process instead of asking a worker process for each dataset (3x faster on the data tests).
 # tests/test_rg_hash_seed.py starts its own processes under other seeds, so the worker route stays tested.
+# The library's suite is tests/ (pytest's testpaths), run once: everything but LOAD_TESTS, then LOAD_TESTS with
+# every core kept busy (test-load). The studies' tests are their own target, test-studies.
 test: install sandbox-tools browser-tools
 	$(VENV)/bin/ruff check .
-	PYTHONHASHSEED=0 $(PY) -m pytest $(PYTEST_ARGS)
+	PYTHONHASHSEED=0 $(PY) -m pytest $(PYTEST_ARGS) $(addprefix --deselect=,$(LOAD_TESTS))
+	$(UNDER_LOAD)
 
 test-fast: install
 	PYTHONHASHSEED=0 $(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
@@ -59,21 +62,28 @@ test-fast: install
 # The tests that assert where a training run ends, again under other float kernels: torch's scalar
 # kernels (ATEN_CPU_CAPABILITY=default: no AVX2/AVX-512 vector paths, so other rounding) and two
 # threads (other reduction splits). Such an outcome moves with the kernels a CPU selects; these
-# tests assert properties with a margin over seeds, and CI runs them here to keep it so.
+# tests assert properties with a margin over seeds, and CI runs them here to keep it so (the library's and
+# the studies': both folders, so that the run never finds no test to select).
 test-float: install
-	PYTHONHASHSEED=0 ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=2 $(PY) -m pytest -m training_outcome -p no:cacheprovider $(PYTEST_ARGS)
+	PYTHONHASHSEED=0 ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=2 $(PY) -m pytest -m training_outcome -p no:cacheprovider $(PYTEST_ARGS) tests studies/tests
 
-# The tests that start processes, threads, servers or timers, again with every core kept busy by
-# tools.cpu_load (CI runs this after `make test`): a test that passes only on a quiet machine fails here
-# instead of on a user's laptop. Slow tests included; add a file here when its tests start processes.
+# The tests that start processes, threads, servers or timers, run with every core kept busy by tools.cpu_load
+# (`make test` runs them only so): a test that passes only on a quiet machine fails here instead of on a user's
+# laptop. Slow tests included; add a file here when its tests start processes.
 LOAD_TESTS := tests/test_replay.py tests/test_replay_prefill.py tests/test_replay_store_faults.py tests/test_answers_pool.py \
 	tests/test_answers_hostile.py tests/test_eval_resume.py tests/test_code_sandbox.py tests/test_code_execute.py \
 	tests/test_sandbox_fail_closed.py tests/test_soak.py tests/test_threads.py tests/test_train_faults.py \
 	tests/test_checkpoint_faults.py tests/test_serve.py tests/test_openai_reasoner.py tests/test_rg_hash_seed.py \
-	tests/test_rg_kind.py tests/test_llama_server.py tests/test_decode_threads.py tests/test_cpu_load.py \
+	tests/test_rg_kind.py tests/test_llama_server.py tests/test_cpu_load.py \
 	tests/test_trainer.py::test_two_processes_under_accelerate_launch
+UNDER_LOAD = PYTHONHASHSEED=0 $(PY) -m tools.cpu_load -- $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) $(LOAD_TESTS)
 test-load: install sandbox-tools
-	PYTHONHASHSEED=0 $(PY) -m tools.cpu_load -- $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) $(LOAD_TESTS)
+	$(UNDER_LOAD)
+
+# The studies' own tests (studies/tests/: each study's command line and smoke run, its figures recomputed from
+# its committed results). tests/ imports nothing from studies/ (tests/test_no_studies.py); CI runs both.
+test-studies: install sandbox-tools
+	PYTHONHASHSEED=0 $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) studies/tests
 
 bench: install
 	mkdir -p results

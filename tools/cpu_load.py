@@ -1,7 +1,7 @@
 """Run a command while busy processes keep every core loaded: ``python -m tools.cpu_load [--procs N] -- CMD...``.
 
-CI runs the tests that start processes, threads, servers or timers a second time under it (``make test-load``),
-so a test that only passes on a quiet machine fails in CI rather than on a user's laptop. The busy processes
+``make test`` runs the tests that start processes, threads, servers or timers under it (``make test-load``),
+so a test that only passes on a quiet machine fails there rather than on a user's laptop. The busy processes
 spin in pure Python, stop when the command ends (or when this process dies: each checks its parent), and
 never outlive ``--max-s``. The exit code is the command's.
 """

@@ -160,13 +160,16 @@ def test_a_strategy_registered_later_is_accepted_by_a_family_and_the_plan_tree()
         assert info["strategies"] == [9, TERMINATION] and info["correct"] and 9 in info["detected"][0]
 
 
+def strategy_count_copies(*packages: str) -> list[str]:
+    """Files under ``packages`` that name ``NUM_STRATEGIES`` (this checker's own file aside)."""
+    return [str(p.relative_to(ROOT)) for pkg in packages for p in (ROOT / pkg).rglob("*.py")
+            if p.name != Path(__file__).name and re.search(r"\bNUM_STRATEGIES\b", p.read_text(encoding="utf-8"))]
+
+
 def test_no_copy_of_the_strategy_count_is_imported_anywhere():
-    """The count is read with num_strategies() when needed; a module-level copy would miss registered rows."""
-    offenders = [str(p.relative_to(ROOT)) for pkg in ("rsim_env", "agents", "algos", "benchmarks", "studies", "tests",
-                                                        "tools")
-                 for p in (ROOT / pkg).rglob("*.py")
-                 if p.name != Path(__file__).name and re.search(r"\bNUM_STRATEGIES\b", p.read_text(encoding="utf-8"))]
-    assert offenders == []
+    """The count is read with num_strategies() when needed; a module-level copy would miss registered rows (the
+    studies are held to it in studies/tests/test_study_hygiene.py)."""
+    assert strategy_count_copies("rsim_env", "agents", "algos", "benchmarks", "tests", "tools") == []
 
 
 def test_a_hub_loader_a_code_loader_and_a_source_added_from_outside_are_data_specs(monkeypatch):

@@ -3,7 +3,8 @@
 The route researchers with GPUs take (``--reasoner openai:MODEL@URL`` to vLLM), checked here on CPU with llama.cpp's
 own server on loopback: two reasoning-gym tasks, a few problems a split, the whole command -- fill the train / val /
 test trees through the server, train two head-only planner seeds (tiny planner), score every mode on the test tree,
-write the report -- then the same command again, which must decode nothing and add no ledger entry.
+write the report -- then the same command again, which must decode nothing and add no ledger entry. Short steps
+(24 tokens, 64 for the answer) keep it to minutes: llama.cpp's server answers one request at a time.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def _argv(spec: str, out: Path) -> list[str]:
     return ["--reasoner", spec, "--data", TASKS, "--out", str(out),
             "--train-per-task", str(SIZES["train"]), "--val-per-task", str(SIZES["val"]),
             "--test-per-task", str(SIZES["test"]), "--rounds", "2",
-            "--max-step-tokens", "48", "--max-answer-tokens", "144", "--max-copies", "8",
+            "--max-step-tokens", "24", "--max-answer-tokens", "64", "--max-copies", "4",
             "--planner", "tiny", "--seeds", "2", "--steps", "3", "--set", "learner.groups_per_step=2",
             "--set", "learner.group_size=4", "--set", "learner.eval_every=1", "--threads", "1"]
 

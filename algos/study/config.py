@@ -208,7 +208,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "heads_dir": "docs/training_results/planners/tree_adaptive_40_std", "head_name": "last_round_s{seed}",
         "learner.seeds": 6, "learner.steps": 200, "learner.groups_per_step": 32, "learner.group_size": 8,
         "learner.lr": 1e-3, "learner.entropy_coef": 0.0, "learner.standardize": True, "learner.variant": "last_round",
-        "learner.eval_every": 20, "features_dir": "docs/training_results/tree_features",
+        "learner.eval_every": 20,
         "none_episodes": "docs/training_results/eval_checks/none_test282_replay.episodes.jsonl.gz",
         "sc_episodes": "docs/training_results/tree_sc_test.episodes.jsonl.gz",
     },

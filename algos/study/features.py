@@ -1,0 +1,211 @@
+"""The frozen planner backbone's feature of every decision context on a plan tree, computed once and kept on disk.
+
+A head-only planner (``planner.head_only``) decides from a linear head on the frozen backbone's last-token feature of
+its context (the question, then each earlier round's strategy and step). On a filled tree the contexts are fixed, so
+their features are computed once (:func:`compute`) and kept in the study folder as safetensors (:class:`FeatureStore`:
+one ``[contexts, hidden]`` tensor, the context keys in its metadata). Training installs them in the planner's own
+feature cache (:func:`install`) and scoring plays heads on them directly (:class:`algos.study.heads.HeadPlanner`): a
+rerun does no forward pass.
+
+A context is keyed by its content (:func:`context_key`: the question and the ``(strategy, step)`` pairs as the env
+shows them), never by a problem id: the same context on another tree reads the same feature.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+__all__ = ["FORMAT", "context_key", "obs_key", "tree_contexts", "FeatureStore", "compute", "install", "store_path",
+           "feature_planner", "stacked"]
+
+FORMAT = "1"
+"""Version of the feature file's layout (its metadata's ``format``)."""
+
+Path_ = Sequence[tuple[int, str]]
+
+
+def context_key(question: str, path: Path_) -> str:
+    """A decision context's key: a hash of the question and the ``(strategy, step text)`` pairs before it."""
+    blob = json.dumps([question, [[int(s), str(t)] for s, t in path]], ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def obs_key(obs: dict[str, Any]) -> str:
+    """:func:`context_key` of a planner observation (its question, strategies and steps so far)."""
+    return context_key(obs["question"], list(zip(obs["strategies"], obs["steps"])))
+
+
+def tree_contexts(tree: Any, problems: Sequence[Any]) -> list[tuple[str, list[tuple[int, str]], int]]:
+    """Every path through the tree a planner encodes, as ``(question, [(strategy, step)...], decisions)``: per problem
+    and plan prefix of non-terminal strategies the longest path (cut to the tree's ``max_question_chars`` and
+    ``max_step_chars``, as the env shows them), and how many of its decisions the planner encodes (a forced one --
+    the last round's under ``env.terminate_last_round`` -- is never encoded). Paths that encode the same contexts are
+    listed once, in the order of :func:`agents.replay.plan_tree.warm_planner` (so the batched features match)."""
+    from agents.replay.plan_tree import planner_contexts
+
+    env = tree.meta["env"]
+    rounds = int(env["max_steps"])
+    decisions = rounds - 1 if env.get("terminate_last_round") else rounds
+    out, seen = [], set()
+    for question, path in planner_contexts(tree, problems):
+        used = path[:decisions - 1] if decisions >= 1 else []
+        key = context_key(question, used)
+        if key not in seen:
+            seen.add(key)
+            out.append((question, list(used), decisions))
+    return out
+
+
+class FeatureStore:
+    """Context key -> feature (``[hidden]`` float32), loaded from and saved to one safetensors file."""
+
+    def __init__(self, spec: str, features: dict[str, Any] | None = None) -> None:
+        self.spec = spec
+        """The planner backbone the features are of (a model spec)."""
+        self.features: dict[str, Any] = dict(features or {})
+
+    def __len__(self) -> int:
+        return len(self.features)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.features
+
+    def __getitem__(self, key: str) -> Any:
+        return self.features[key]
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, spec: str) -> "FeatureStore":
+        """The store at ``path`` (an empty one if there is no file); refuses a file of another backbone."""
+        from safetensors import safe_open
+
+        path = Path(path)
+        if not path.is_file():
+            return cls(spec)
+        with safe_open(str(path), "pt") as f:
+            meta = f.metadata() or {}
+            if meta.get("format") != FORMAT:
+                raise ValueError(f"{path}: feature file format {meta.get('format')!r}, this code reads {FORMAT}; "
+                                 "delete it (the features are recomputed).")
+            if meta.get("spec") != spec:
+                raise ValueError(f"{path} holds features of the planner {meta.get('spec')!r}, not {spec!r}; keep each "
+                                 "planner's features in its own file (algos.study.features.store_path).")
+            keys, tensor = json.loads(meta["keys"]), f.get_tensor("features")
+        return cls(spec, dict(zip(keys, tensor)))
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the store to a temporary sibling, then rename it into place."""
+        import torch
+        from safetensors.torch import save_file
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        keys = sorted(self.features)
+        tensor = torch.stack([self.features[k].float().cpu() for k in keys]).contiguous()
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+        os.close(fd)
+        try:
+            save_file({"features": tensor}, tmp, metadata={"format": FORMAT, "spec": self.spec,
+                                                          "keys": json.dumps(keys)})
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        return path
+
+    def missing(self, contexts: Sequence[tuple[str, list[tuple[int, str]], int]]) -> int:
+        """How many decision contexts of ``contexts`` (:func:`tree_contexts`) have no feature here."""
+        return sum(context_key(q, path[:d]) not in self for q, path, n in contexts for d in range(n))
+
+
+def store_path(folder: str | os.PathLike, spec: str) -> Path:
+    """Where the features of planner backbone ``spec`` are kept in a features folder: ``<spec, file-safe>.safetensors``."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in spec).strip("._") or "planner"
+    return Path(folder) / f"{safe}.safetensors"
+
+
+def _rows(planner: Any, contexts: Sequence[tuple[str, list[tuple[int, str]], int]]
+          ) -> list[tuple[list[int], list[int], list[str]]]:
+    """Per path: its token ids, the position of each encoded decision and each decision's context key."""
+    from rsim_env.render import planner_header, planner_segment
+
+    rows = []
+    for question, path, decisions in contexts:
+        ids = planner.encode(planner_header(question))
+        positions, keys = [len(ids) - 1], [context_key(question, [])]
+        for i, (s, text) in enumerate(path[:decisions - 1]):
+            ids = ids + planner.encode(planner_segment(i, s, text))
+            positions.append(len(ids) - 1)
+            keys.append(context_key(question, path[:i + 1]))
+        rows.append((ids, positions, keys))
+    return rows
+
+
+def compute(store: FeatureStore, planner: Any, contexts: Sequence[tuple[str, list[tuple[int, str]], int]],
+            batch: int = 16, progress: bool = False) -> int:
+    """Compute the features ``store`` lacks with ``planner``'s frozen backbone (batched right-padded forwards, as
+    :func:`agents.replay.plan_tree.warm_planner`); returns how many were computed."""
+    import torch
+
+    if not getattr(getattr(planner, "config", None), "head_only", False):
+        raise ValueError("features are kept for a head-only planner (planner.head_only=true): a LoRA or fully trained "
+                         "planner's features move as it trains.")
+    todo = [r for r in _rows(planner, contexts) if any(k not in store for k in r[2])]
+    chunks = range(0, len(todo), batch)
+    if progress and todo:
+        from tqdm.auto import tqdm
+
+        chunks = tqdm(chunks, desc="planner features", unit="batch")
+    added = 0
+    with torch.no_grad():
+        for i in chunks:
+            chunk = todo[i:i + batch]
+            got = planner._context_features([r[0] for r in chunk], [r[1] for r in chunk])
+            for key, feature in zip(itertools.chain.from_iterable(r[2] for r in chunk), got):
+                if key not in store:
+                    store.features[key] = feature.detach().float().cpu().clone()
+                    added += 1
+    return added
+
+
+def install(store: FeatureStore, planner: Any, contexts: Sequence[tuple[str, list[tuple[int, str]], int]]) -> int:
+    """Put the stored features of ``contexts`` into ``planner``'s own feature cache (keyed by the token ids it
+    encodes), so it never runs its backbone on them; returns how many were installed."""
+    import numpy as np
+
+    n = 0
+    for ids, positions, keys in _rows(planner, contexts):
+        for p, key in zip(positions, keys):
+            if key in store:
+                token_key = hashlib.blake2b(np.asarray(ids[:p + 1], np.int64).tobytes(), digest_size=16).digest()
+                planner._features[token_key] = store[key].to(planner.device)
+                n += 1
+    return n
+
+
+def feature_planner(spec: str, seed: int = 0) -> Any:
+    """A fresh head-only planner on the backbone of ``spec`` (any planner spec ``rsim train`` takes), built as ``rsim
+    train`` builds it: what :func:`compute` reads features with."""
+    from agents.planners.llm import PlannerConfig
+    from agents.registry import AgentContext, build_agent
+
+    return build_agent(spec, AgentContext(role="planner", config=PlannerConfig(head_only=True, seed=seed),
+                                          seed=seed)).agent
+
+
+def stacked(store: FeatureStore, contexts: Sequence[tuple[str, list[tuple[int, str]], int]]) -> Any:
+    """The features of every decision context of ``contexts`` as one ``[contexts, hidden]`` tensor, in their order
+    (e.g. the train contexts a head's standardisation is fitted to)."""
+    import torch
+
+    keys = [context_key(q, path[:d]) for q, path, n in contexts for d in range(n)]
+    lost = [k for k in keys if k not in store]
+    if lost:
+        raise ValueError(f"{len(lost)} contexts have no stored feature; compute them first (features.compute).")
+    return torch.stack([store[k] for k in keys])

@@ -1,0 +1,95 @@
+"""A filled plan tree read back as a :class:`algos.study.types.Table`: every plan's outcome on every problem.
+
+A frozen greedy reasoner makes an episode a function of (problem, plan), so a split's table is one rollout of every
+terminating plan of the game on every problem whose tree is complete, the reasoner reading its steps from the tree
+(:class:`agents.replay.plan_tree.TreeReasoner`; nothing is decoded). The reward is the env's planner reward, the
+tokens the reasoner tokens the tree's steps cost when they were decoded (tokens written: a tree does not keep what
+the reasoner read).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from .types import Outcome, Plan, Table
+
+__all__ = ["game_env", "complete", "read_table", "plan_key", "table_rows"]
+
+CHUNK = 64
+"""Problems per rollout (x the game's plans: the episodes of one batched rollout)."""
+
+
+def game_env(tree: Any) -> Any:
+    """The :class:`rsim_env.game.EnvConfig` the tree was filled with (its header's ``env``): the only env whose
+    observations its step keys answer."""
+    from rsim_env.answers import CheckConfig
+    from rsim_env.game import EnvConfig
+    from rsim_env.rewards import RewardWeights
+
+    env = dict(tree.meta["env"])
+    env["weights"] = RewardWeights(**env.get("weights", {}))
+    env["check"] = CheckConfig(**env.get("check", {}))
+    env["components"] = tuple(env.get("components", ()))
+    return EnvConfig(**env)
+
+
+def plans_of(env: Any) -> list[Plan]:
+    """The game's whole-episode plans (every terminating plan of at most ``env.max_steps`` rounds)."""
+    from agents.replay.plan_tree import game_plans, terminal_plans
+
+    return terminal_plans(env.max_steps) if env.terminate_last_round else game_plans(env.max_steps)
+
+
+def complete(tree: Any, problems: Sequence[Any]) -> list[Any]:
+    """The problems whose every plan of the tree's game is in the tree (in the given order)."""
+    plans = plans_of(game_env(tree))
+    return [p for p in problems if all(tree.has(p.id, plan) for plan in plans)]
+
+
+def read_table(tree: Any, problems: Sequence[Any], split: str, task_of: Callable[[Any], str],
+               grader: Any = None) -> Table:
+    """The split's :class:`Table` on the complete problems of ``problems`` (every plan played from ``tree``).
+
+    Args:
+        tree: the split's filled :class:`agents.replay.plan_tree.PlanTree`.
+        problems: the split's problems (incomplete ones are left out).
+        split: the split's name (``train`` / ``val`` / ``test`` / ``replication``).
+        task_of: a problem's task label.
+        grader: a :class:`rsim_env.grading.GradeCache` shared across tables (default: a new one).
+    """
+    from agents.replay.plan_tree import PlanPlayer, TreeReasoner
+    from algos.rollout import rollout
+    from rsim_env import EnvGroup
+    from rsim_env.grading import GradeCache
+
+    env = game_env(tree)
+    plans = plans_of(env)
+    chosen = complete(tree, problems)
+    if not chosen:
+        raise ValueError(f"the {split} tree {tree.source} holds no complete problem of the {len(problems)} given: fill "
+                         f"it first (rsim study --stage fill).")
+    grader = grader or GradeCache()
+    reasoner = TreeReasoner(tree)
+    outcomes: dict[str, dict[Plan, Outcome]] = {}
+    for i in range(0, len(chosen), CHUNK):
+        chunk = chosen[i:i + CHUNK]
+        out = rollout(EnvGroup(chunk, len(plans), config=env, grader=grader), reasoner,
+                      PlanPlayer([pl for _ in chunk for pl in plans]), seed=0)
+        for t, rec in zip(out.trajectories, reasoner.records()):
+            info = t["info"]
+            outcomes.setdefault(info["problem_id"], {})[tuple(int(s) for s in info["strategies"])] = Outcome(
+                correct=bool(info["correct"]), reward=float(t["rewards"]["planner"]),
+                tokens=float(reasoner.num_generated(rec)))
+    return Table(split=split, tasks={p.id: task_of(p) for p in chosen}, outcomes=outcomes)
+
+
+def plan_key(plan: Sequence[int]) -> str:
+    """``(3, 8)`` -> ``"3,8"`` (a plan as a JSON key)."""
+    return ",".join(str(int(s)) for s in plan)
+
+
+def table_rows(table: Table) -> list[dict[str, Any]]:
+    """The table as rows (``problem_id, task, plan, correct, reward, tokens``): the form
+    :mod:`algos.optimisation_gap` reads."""
+    return [{"problem_id": p, "task": table.tasks[p], "plan": list(plan), "correct": o.correct, "reward": o.reward,
+             "tokens": o.tokens} for p in table.ids() for plan, o in sorted(table.outcomes[p].items())]

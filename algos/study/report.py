@@ -26,8 +26,8 @@ JSON keys (``docs/study.md`` documents the same schema):
 * ``per_task`` -- per task: ``problems``, each mode's ``plan`` / ``distinct_plans`` / ``accuracy_pct``,
   ``test_best`` (ceiling), ``gain_problems`` (:func:`algos.study.breakdown.per_task`);
 * ``concentration`` -- ``tasks_carrying`` the gain, ``rest_problems``, ``by_task``, ``without_top_1`` / ``_3``;
-* ``within_task`` -- ``by_seed`` (distinct plans per task, departures), ``value_vs_per_task`` (CI),
-  ``value_vs_modal_plan``, ``conditions_on_more_than_task``;
+* ``within_task`` -- ``by_seed`` (distinct plans per task, departures), ``value_vs_modal_plan`` (CI: the
+  criterion of ``conditions_on_more_than_task``), ``value_vs_per_task``, ``conditions_on_more_than_task``;
 * ``reward_vs_accuracy`` -- ``constant`` (reward − correct is one number ``offset`` on every (problem, plan) a
   mode played: reward = accuracy + offset, one test not two), ``headline_constant`` / ``headline_offset`` (the same
   over the plans ``trained`` and ``best_fixed`` play: when True the headline has no separate reward figure),

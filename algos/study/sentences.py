@@ -89,11 +89,10 @@ def _within(w: Mapping[str, Any] | None) -> str:
         return "The trained mode recorded no plans: within-task conditioning not measured."
     one = ", ".join(f"{s['tasks_one_plan']}/{s['tasks']}" for s in w["by_seed"])
     text = (f"Tasks played with one plan on every problem, per seed: {one}; "
-            f"{w['departures_per_seed']:.1f} problems a seed depart from the seed's modal plan for their task")
-    v = w["value_vs_per_task"]
-    if v is None:
-        return text + f"; their value against the seed's own modal plan is {ci(w['value_vs_modal_plan'])}."
-    text += f", worth {ci(v)} against the per-task policy"
+            f"{w['departures_per_seed']:.1f} problems a seed depart from the seed's modal plan for their task, worth "
+            f"{ci(w['value_vs_modal_plan'])} against that modal plan")
+    if w["value_vs_per_task"] is not None:
+        text += f" and {ci(w['value_vs_per_task'])} against the per-task policy"
     return text + (": the planner conditions on more than the task." if w["conditions_on_more_than_task"]
                    else ": no evidence that it conditions on more than the task.")
 

@@ -69,7 +69,7 @@ def test_rsim_study_through_llama_cpp_server(tmp_path, monkeypatch):
         assert decoded >= steps, f"{steps} tree steps but the server answered {decoded} completions"
 
         # train: one head per seed; score + report: every mode on the test tree, one ledger entry
-        assert sorted(p.name for p in (out / "heads").iterdir()) == ["seed_0", "seed_1"]
+        assert sorted(p.name for p in (out / "heads").iterdir() if p.is_dir()) == ["seed_0", "seed_1"]
         report = json.loads((out / "report" / "report.json").read_text())
         assert {p.name for p in (out / "report").iterdir()} >= {"report.json", "report.md", "modes.png", "tasks.png",
                                                                  "seeds.png"}

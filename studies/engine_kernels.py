@@ -5,7 +5,7 @@ Two findings about the llama.cpp engine's speed rest on this script:
 * **Wait policy.** llama.cpp's CPU backend ends every graph node with an OpenMP barrier (a LoRA adapter adds
   four nodes per adapted weight), and in an ``rsim`` process it shares torch's libgomp. Under
   ``OMP_WAIT_POLICY=PASSIVE`` (rSIM's default before) each barrier is a sleep and a wake-up; a short spin
-  (``GOMP_SPINCOUNT=1000``, the default now, :mod:`algos.threads`) keeps the barriers cheap. libgomp reads the
+  (``GOMP_SPINCOUNT=1000``, rSIM's default, :mod:`algos.threads`) keeps the barriers cheap. libgomp reads the
   policy once, when it loads, so every policy runs in its own child process.
 * **Weight type.** The embedded GGUF is Q4_1. llama.cpp has no batched (GEMM) CPU kernel for Q4_1, so its
   prompt processing runs at decode speed; Q4_0 and Q8_0 have them. The other types are made here from the

@@ -6,15 +6,15 @@ and :mod:`rsim_env.kinds.rgym` (which grades them) both import it without an imp
 **Entries are made under one hash seed.** Some generators iterate over sets of strings
 (``isomorphic_strings``, ``knight_swap``, ``list_functions``, ``polynomial_multiplication``,
 ``ransom_note``, ``word_ladder`` in reasoning-gym 0.1.25): the same seed gives other questions in every
-Python process, whose string hashes are salted at random. So a problem set was not reproducible across runs
-(a resumed atlas met other questions under the same ids) and the ``rg`` scorer's worker, which re-creates the
-entry, refused the problem. :func:`entries` makes every dataset as a process started with
+Python process, whose string hashes are salted at random, so without care a problem set would differ between
+runs (a resumed run would meet other questions under the same ids) and the ``rg`` scorer's worker, which re-creates
+the entry, would refuse the problem. :func:`entries` makes every dataset as a process started with
 ``PYTHONHASHSEED=0`` makes it -- in this process when it was started so, else in the ``rg`` scorer's worker
 processes, which are started so (:data:`HASH_SEED`) and kept warm, so a dataset costs one request.
 
 **And each entry is made under seeded global random states.** A few generators draw from the unseeded global
-``random`` module (``list_functions``) or ``numpy.random`` (``pool_matrix``) besides their own seeded ``Random``: the
-same hash seed still gave other questions in every process. :func:`make_entry` seeds both global states from
+``random`` module (``list_functions``) or ``numpy.random`` (``pool_matrix``) besides their own seeded ``Random``: under
+one hash seed alone they would still give other questions in every process. :func:`make_entry` seeds both global states from
 (dataset, seed, index) before the generator makes an entry and puts them back after; every route that makes or
 re-creates an entry (this module, the ``rg`` scorer's worker) goes through it.
 """

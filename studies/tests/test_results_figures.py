@@ -58,7 +58,7 @@ def test_plan_table_details_on_the_results_page():
                f"gains {100 * cur['headroom']['oracle_minus_best_fixed']:.1f} points on the training split and "
                f"{100 * held['headroom']['oracle_minus_best_fixed']:.1f} on the held-out split",
                f"loses {-100 * mix['headroom']['per_task_minus_best_fixed']:.1f} points (CI {100 * lo:.1f}, {100 * hi:.1f})",
-               f"({100 * a['per_task_test']:.1f} % against {100 * a['best_fixed']['test_accuracy']:.1f} %)"]
+               f"({100 * a['per_task_test']:.1f} % against {100 * a['best_fixed']['test_accuracy']:.1f} %;"]
     assert mix["best_fixed"]["plan"] == [3, 8]
     _assert_in("docs/results.md", figures)
 

@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 from .config import StudyConfig, run_overrides, tree_dir
 from .splits import first_per_task, problems
 
-__all__ = ["tree_path", "info_path", "plans", "steps_per_problem", "missing_steps", "measured_rate", "cost",
+__all__ = ["tree_path", "info_path", "load_tree", "plans", "steps_per_problem", "missing_steps", "measured_rate", "cost",
            "print_cost", "reasoner_spec", "build_reasoner", "fill_split", "run"]
 
 INFO_KEYS = ("reasoner", "max_step_tokens", "max_answer_tokens")
@@ -75,7 +75,8 @@ def missing_steps(tree: Any, items: Sequence[Any], game_plans: Sequence[Sequence
     return sum((p.id, pre) not in tree.nodes for p in items for pre in prefixes)
 
 
-def _load_tree(path: Path) -> Any:
+def load_tree(path: Path) -> Any:
+    """The plan tree at ``path`` (None when there is none yet)."""
     from agents.replay.plan_tree import PlanTree
 
     return PlanTree.load(path) if path.exists() else None
@@ -113,7 +114,7 @@ def cost(cfg: StudyConfig, splits: Sequence[str]) -> dict[str, Any]:
         items = problems(cfg, split)
         info = _read_info(cfg, split)
         _check_info(cfg, split, info)
-        tree = _load_tree(tree_path(cfg, split))
+        tree = load_tree(tree_path(cfg, split))
         rows[split] = {"problems": len(items), "steps_per_problem": steps_per_problem(game_plans),
                        "steps_in_tree": 0 if tree is None else len(tree.steps),
                        "to_decode": missing_steps(tree, items, game_plans)}
@@ -201,7 +202,7 @@ def fill_split(cfg: StudyConfig, split: str, reasoner: Any, env: Any, *, limit: 
         ks = sorted({min(k, cfg.per_task(split)) for k in range(cfg.increment, cfg.per_task(split) + cfg.increment,
                                                               cfg.increment)})
         steps = [first_per_task(everything, k) for k in ks]
-    tree = _load_tree(path)
+    tree = load_tree(path)
     left = missing_steps(tree, everything if limit is None else steps[0], game_plans)
     bar = _bar(left, split) if left and limit is None else None
     try:

@@ -112,7 +112,7 @@ def main(cfg: Config) -> dict[str, Any]:
             before = raw_decode(inner, env, items, plans, cfg.max_copies)
             w, c = time.perf_counter(), time.process_time()
             fill.fill_split(study, "test", replay, env)
-            tree = fill._load_tree(fill.tree_path(study, "test"))
+            tree = fill.load_tree(fill.tree_path(study, "test"))
             filled = {"steps": len(tree.steps), "tokens": sum(s.tokens for s in tree.steps.values()),
                       "wall_s": time.perf_counter() - w, "cpu_s": time.process_time() - c,
                       "replay": dict(replay.stats)}

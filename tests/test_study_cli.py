@@ -153,6 +153,9 @@ def test_scoring_hash_changes_with_the_heads(tmp_path):
     head.write_bytes(b"weights")
     after, _ = ledger.scoring_hash(cfg)
     assert before != after and settings["learner"]["seeds"] == 6 and "out" not in settings
+    (head.parent / "state.json").write_text("{}")  # a log or state beside the weights is not another configuration
+    (tmp_path / "s" / "heads" / "train.json").write_text("{}")
+    assert ledger.scoring_hash(cfg)[0] == after
 
 
 # ----------------------------------------------------------------------------------------------- stages

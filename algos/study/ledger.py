@@ -57,10 +57,10 @@ written, how the fill batches, or the threads."""
 
 
 def _heads_digest(heads: Path) -> str:
-    """SHA-256 of every weights / config file under ``heads`` ("" when there are none): retrained heads are another
-    look at the test tree even under the same settings."""
+    """SHA-256 of every weights file (``model.*``) under ``heads`` ("" when there are none): retrained heads are another
+    look at the test tree even under the same settings; a log or state file written beside them is not."""
     h = hashlib.sha256()
-    files = sorted(p for p in heads.rglob("*") if p.is_file() and (p.name.startswith("model.") or p.suffix == ".json"))
+    files = sorted(p for p in heads.rglob("model.*") if p.is_file())
     for p in files:
         h.update(str(p.relative_to(heads)).encode())
         h.update(p.read_bytes())

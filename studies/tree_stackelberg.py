@@ -1,14 +1,14 @@
 """The adaptive study's Stackelberg arm: the tree-trained planner heads, warm-started, trained with the reasoner.
 
-The planner-only arm (:mod:`studies.tree_learner`) trains a planner head against the frozen greedy reasoner's plan
-tree. Here each seed's committed head is the warm start of a Stackelberg run (``rsim train``, learner
+The planner-only arm (``rsim study --preset adaptive``: :mod:`algos.study.train`) trains a planner head against the
+frozen greedy reasoner's plan tree. Here each seed's committed head is the warm start of a Stackelberg run (``rsim train``, learner
 ``stackelberg``): the head keeps learning while the reasoner learns a LoRA adapter (torch learns, llama.cpp
 decodes), on the same training problems and in the same game (2 rounds, the last one terminates). A trained
 reasoner has no tree, so the arm is scored live: ``rsim eval`` of the run (its head and its adapter, greedy) on
 exactly the test tree's problems, and, as the control on the same route, the warm-start head with the base
-reasoner, live (``control``). Beside them, read back from the test tree: the planner-only head of the same seed,
-the exhaustively chosen best fixed plan and the per-task plans (chosen on training + validation, as the
-planner-only study's ``baselines`` recorded them).
+reasoner, live (``control``). Beside them, read back from the test tree by the study's score stage
+(:func:`algos.study.score.score`): the planner-only head of the same seed, the best fixed plan and the per-task plans
+(chosen on training + validation).
 
 Every comparison is paired on the same problems, per seed (exact sign test over seeds; 3 seeds can never reach
 p < 0.05, so the seed count is the claim's unit, not its proof) and pooled (seeds-then-problems bootstrap of the
@@ -44,9 +44,8 @@ TESTS = (("stackelberg", "best_fixed_exhaustive"), ("stackelberg", "planner_only
 class Config:
     """Study settings."""
 
-    result: str = "docs/training_results/tree_learner_adaptive_40_std.json"
-    """The planner-only study (:mod:`studies.tree_learner` with ``tree_baselines --select val``): its trees, its
-    training split and per-task count, each seed's plans on the test tree and the baselines' plans."""
+    study: str = "adaptive"
+    """The planner-only study (an ``rsim study`` preset): its trees, split sizes, heads and the test tree's modes."""
     planners: str = "docs/training_results/planners/tree_adaptive_40_std"
     """Its committed heads (``<variant>_s<seed>``): the warm starts."""
     variant: str = "last_round"
@@ -144,15 +143,13 @@ def _cells(rows: Sequence[Mapping[str, Any]], ids: Sequence[str], what: str) -> 
             "reward": [float(r["rewards"]["planner"]) for r in got]}
 
 
-def _read(table: Mapping[str, Mapping[tuple[int, ...], tuple[float, float]]], ids: Sequence[str],
-          plan_of: Mapping[str, Sequence[int]]) -> dict[str, Any]:
-    """A plan policy read back from the tree (:func:`studies.tree_baselines._play`): per-problem (plan, correct,
+def _read(table: Any, ids: Sequence[str], plan_of: Mapping[str, Sequence[int]]) -> dict[str, Any]:
+    """A plan policy read back from the test tree's :class:`algos.study.types.Table`: per-problem (plan, correct,
     reward) on ``ids``."""
-    from studies.tree_baselines import _play
-
     plans = {p: tuple(int(x) for x in plan_of[p]) for p in ids}
-    played = _play(table, ids, plans)
-    return {"plan": [list(plans[p]) for p in ids], "correct": played["correct"], "reward": played["reward"]}
+    cells = [table.outcomes[p][plans[p]] for p in ids]
+    return {"plan": [list(plans[p]) for p in ids], "correct": [bool(o.correct) for o in cells],
+            "reward": [float(o.reward) for o in cells]}
 
 
 def compare(per_seed: Mapping[str, Mapping[int, Mapping[str, Any]]], rounds: int = 4000) -> dict[str, Any]:
@@ -251,34 +248,28 @@ def _plot(curves: Mapping[str, Mapping[str, Sequence[Sequence[float]]]], path: P
 
 def main(cfg: Config) -> dict[str, Any]:
     """Train (or reuse) each seed, evaluate it and its control live, read the rest from the test tree, compare."""
-    from algos.optimisation_gap import outcome_table
+    from algos.study.config import PRESETS, resolve
+    from algos.study.score import score
     from rsim_env.sources.adaptive import TASKS
-    from studies.tree_baselines import tree_rows
-    from studies.tree_game import tree_eval_limit
 
-    if not Path(cfg.result).is_file():
-        raise ValueError(f"--result {cfg.result!r}: give the planner-only study's JSON (studies.tree_learner).")
-    result = json.loads(Path(cfg.result).read_text())
-    c = result["config"]
-    base = result.get("baselines_test" if c.get("test_split") != "test" else "baselines", {}).get(cfg.variant)
-    if not base or base.get("heldout") != "test":
-        raise ValueError(f"{cfg.result}: no test-tree baselines for {cfg.variant!r}; run studies.tree_baselines "
-                         "--heldout test --select val --out on it first.")
-    runs = {r["seed"]: r for r in result["runs"] if r["variant"] == cfg.variant}
-    lost = [s for s in cfg.seeds if s not in runs]
+    if cfg.study not in PRESETS:
+        raise ValueError(f"--study {cfg.study!r}: give the planner-only study's rsim study preset ({sorted(PRESETS)}).")
+    study = resolve(cfg.study)
+    table, modes = score(study)  # the test tree's read-backs (an identical scoring is read back, not redone)
+    tasks, ids = table.tasks, table.ids()
+    heads = modes["trained"].plans
+    lost = [s for s in cfg.seeds if s not in heads]
     if lost:
-        raise ValueError(f"{cfg.result}: no {cfg.variant!r} run for seeds {lost}; warm starts need the same seeds.")
-    table, tasks = outcome_table(tree_rows(c["tree_dir"], "test", c["per_task"], c.get("tasks", 0)))
-    ids = sorted(table)
-    train_limit = int(c["per_task"]) * len(TASKS)
-    _, limit = tree_eval_limit(c["tree_dir"], "test")  # loads exactly the test tree's problems
-    fixed_plan, task_plans = base["plans"]["best_fixed_exhaustive"], base["plans"]["per_task"]
+        raise ValueError(f"study {cfg.study!r}: no trained head for seeds {lost}; warm starts need the same seeds.")
+    train_limit = study.train_per_task * len(TASKS)
+    limit = study.test_per_task * len(TASKS)  # loads exactly the test tree's problems
+    fixed_plan, task_plans = modes["best_fixed"].info["plan"], modes["per_task"].info["plans"]
 
     per_seed: dict[str, dict[int, dict[str, Any]]] = {m: {} for m in MODES}
     summaries: dict[str, Any] = {}
     live: dict[tuple[str, int], list[dict[str, Any]]] = {}  # (arm, seed) -> its episodes on the tree's problems
     for s in cfg.seeds:
-        summaries[str(s)] = _train(cfg, s, f"adaptive:{c['train_split']}", train_limit)
+        summaries[str(s)] = _train(cfg, s, "adaptive:train", train_limit)
         run = str(Path(cfg.runs_dir) / f"stackelberg_s{s}")
         st = _evaluate(Path(cfg.runs_dir) / f"eval_s{s}", run, run, "test", limit, cfg.batch, ids)
         per_seed["stackelberg"][s] = _cells(st, ids, f"seed {s} stackelberg")
@@ -288,7 +279,7 @@ def main(cfg: Config) -> dict[str, Any]:
             ct = _evaluate(Path(cfg.runs_dir) / f"control_s{s}", head, cfg.reasoner, "test", limit, cfg.batch, ids)
             per_seed["control_live"][s] = _cells(ct, ids, f"seed {s} control")
             live["control_live", s] = [r for r in ct if r["problem_id"] in table]
-        per_seed["planner_only"][s] = _read(table, ids, runs[s]["plans"]["test"])
+        per_seed["planner_only"][s] = _read(table, ids, heads[s])
         per_seed["best_fixed_exhaustive"][s] = _read(table, ids, {p: fixed_plan for p in ids})
         per_seed["per_task"][s] = _read(table, ids, {p: task_plans[tasks[p]] for p in ids})
         if cfg.keep:
@@ -301,7 +292,7 @@ def main(cfg: Config) -> dict[str, Any]:
     got = compare(per_seed, cfg.rounds)
     out: dict[str, Any] = {
         "config": asdict(cfg), "problems": len(ids), "tasks": len(set(tasks.values())),
-        "train_source": f"adaptive:{c['train_split']}", "train_limit": train_limit, "eval_limit": limit,
+        "train_source": "adaptive:train", "train_limit": train_limit, "eval_limit": limit,
         "plans": {"best_fixed_exhaustive": fixed_plan, "per_task": task_plans},
         "runs": {s: {k: v.get(k) for k in ("steps", "seconds", "seconds_per_step", "replay", "threads", "last")}
                  for s, v in summaries.items()},

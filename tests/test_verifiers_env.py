@@ -174,6 +174,7 @@ def test_fixed_planner_episodes_equal_rsim_eval(plan, tmp_path):
         chat = [(m.role, m.content) for m in traces["reasoner"].messages]
         assert [r for r, _ in chat] == ["system", "user", "assistant", "user", "assistant"]
         assert chat[2][1] == "Let me check the numbers: substitute them back."  # the step, not the second paragraph
+        assert traces["reasoner"].metrics["rewritten_steps"] == 0  # the stop already cut each reply to its step
     assert {t["reasoner"].metrics["format"] for t in played.values()} == {1.0}  # the scripted reply boxes its answer
 
 
@@ -192,6 +193,7 @@ def test_a_reply_with_whitespace_around_it_enters_the_chat_as_rsims_step(tmp_pat
     for traces in played.values():
         steps = [m.content for m in traces["reasoner"].messages if m.role == "assistant"]
         assert steps[0] == "Let me check the numbers: substitute them back."
+        assert traces["reasoner"].metrics["rewritten_steps"] == 2
 
 
 # ------------------------------------------------------------------------------------------ model planner
@@ -263,3 +265,30 @@ def test_parse_strategy(reply, legal, expected):
     from verifiers_rsim.planner_turns import parse_strategy
 
     assert parse_strategy(reply, list(legal)) == expected
+
+
+# ------------------------------------------------------------------------------------------ prime-rl configs
+
+
+def test_the_prime_rl_configs_name_this_env_with_the_right_role_trained():
+    """Each TOML's source ``env`` table resolves through verifiers' loader to this env's config, with the trained role
+    unpinned and the other fixed; docs/trainers.md shows the reasoner one as it is."""
+    import tomllib
+
+    from verifiers_rsim import RsimEnvConfig
+
+    root = Path(__file__).resolve().parent.parent
+    configs = root / "integrations" / "verifiers_rsim" / "configs"
+    envs = {}
+    for name in ("prime-rl-reasoner", "prime-rl-planner"):
+        raw = tomllib.loads((configs / f"{name}.toml").read_text())["orchestrator"]["train"]["source"][0]["env"]
+        envs[name] = vf.resolve_env_config(raw)
+        assert isinstance(envs[name], RsimEnvConfig) and envs[name].taskset.id == "verifiers-rsim"
+    reasoner, planner = envs["prime-rl-reasoner"], envs["prime-rl-planner"]
+    assert reasoner.plan.startswith("fixed:") and reasoner.reasoner.model is None
+    assert planner.plan == "model" and planner.planner.model is None and planner.reasoner.model
+    assert planner.reasoner.client.base_url.startswith("http://")
+    for env in envs.values():  # the reasoner samples as rsim eval's served chat reasoner
+        assert env.reasoner.sampling.model_extra["stop"] == ["\n\n"] and env.reasoner.sampling.max_tokens == 96
+    text = (configs / "prime-rl-reasoner.toml").read_text()
+    assert text[text.index("max_steps = 200"):].rstrip() in (root / "docs" / "trainers.md").read_text()

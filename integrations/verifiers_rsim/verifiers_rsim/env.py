@@ -15,7 +15,8 @@ reasoner (cut at the first blank line when the role's sampling stops there), and
 that step -- not a raw reply with whitespace around it -- into the conversation, so every request the reasoner
 sends is exactly the chat ``rsim eval`` sends; the env checks this before every turn. :meth:`RsimEnv.finalize`
 records the reasoner's reward on its trace and the planner's on the planner's (when a model plans), and every
-reward component (:func:`rsim_env.scoring.score`, via the episode) as a metric on each trace.
+reward component (:func:`rsim_env.scoring.score`, via the episode) as a metric on each trace, with
+``rewritten_steps``: how many replies the interceptor replaced by rSIM's step.
 
 What it does not do: problems whose termination answer is whole (code) need another token cap and no stop on
 that one turn, and a v1 agent's sampling is fixed per role, so such tasks are refused.
@@ -81,6 +82,7 @@ class _ReasonerTask(vf.Task):
         step = self._episode.write(text)
         if step == text:
             return None
+        self._episode.rewritten += 1
         return response.model_copy(update={"message": response.message.model_copy(update={"content": step})})
 
 
@@ -144,7 +146,7 @@ class RsimEnv(vf.Env[RsimEnvConfig]):
                         traces.append(reasoner.trace.id)
                     await self._write(episode, reasoner, messages)
         if not record:
-            record.update(episode.outcome())
+            record.update(episode.outcome(), rewritten=episode.rewritten)
         for trace_id in traces:
             self._outcomes[trace_id] = record
 
@@ -195,3 +197,4 @@ class RsimEnv(vf.Env[RsimEnvConfig]):
             trace.record_metrics(record["components"])
             trace.record_metric("correct", float(record["correct"]))
             trace.record_metric("steps", float(len(record["steps"])))
+            trace.record_metric("rewritten_steps", float(record["rewritten"]))

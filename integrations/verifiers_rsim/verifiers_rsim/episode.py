@@ -83,6 +83,8 @@ class RsimEpisode:
                                  turns=Turns(None, rc))
         self.reasoner.reset(1)
         self.steps_written = 0
+        self.rewritten = 0
+        """Replies whose conversation turn the env replaced by rSIM's step (whitespace around them, a second step)."""
 
     @property
     def episode(self) -> Any:

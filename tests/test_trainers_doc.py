@@ -19,7 +19,7 @@ def test_the_core_install_needs_neither_trl_nor_verifiers():
     assert "trl" in _names(project["optional-dependencies"]["trl"])
     assert not any("verifiers" in _names(reqs) for reqs in project["optional-dependencies"].values())
     package = tomllib.loads((ROOT / "integrations" / "verifiers_rsim" / "pyproject.toml").read_text())["project"]
-    assert _names(package["dependencies"]) == {"rsim", "verifiers"}  # verifiers with its own dependencies
+    assert _names(package["dependencies"]) == {"rsim", "verifiers", "uv"}  # verifiers with its own dependencies
     installs = [line for line in (ROOT / "Makefile").read_text().splitlines() if "verifiers" in line and "pip" in line]
     assert installs and not any("--no-deps" in line for line in installs)
     assert not list((ROOT / "integrations" / "verifiers_rsim").glob("requirements*.txt"))

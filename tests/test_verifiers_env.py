@@ -235,6 +235,31 @@ def test_a_planner_answer_naming_no_legal_strategy_is_a_recorded_failure(answers
     assert not env._outcomes  # finalize took every episode's outcome
 
 
+def test_a_turn_that_ends_without_a_reply_fails_the_episode_naming_why():
+    """An agent's run that ends instead of answering (a provider error, a limit) has no step: the episode fails
+    (verifiers records the error on it) rather than scoring a half-played game."""
+
+    class Ended(ScriptedInteraction):
+        async def turn(self, message):
+            self.trace.stop_condition = "provider_error"
+            self.trace.errors.append(SimpleNamespace(type="ProviderError", message="upstream said no"))
+            return vf.Segment(messages=[], terminated=True)
+
+    class EndingAgent(ScriptedAgent):
+        @contextlib.asynccontextmanager
+        async def interaction(self, task):
+            trace = FakeTrace(self.name)
+            self.traces.append(trace)
+            yield Ended(task, self.reply, self.config.sampling, trace)
+
+    env = load_env(plan="fixed:6,8")
+    task = next(iter(env.taskset))
+    agents = SimpleNamespace(reasoner=EndingAgent("reasoner", env.config.reasoner, None, []))
+    with pytest.raises(RuntimeError, match="wrote no step.*provider_error.*upstream said no"):
+        asyncio.run(env.run(task, agents))
+    assert not env._outcomes
+
+
 # ------------------------------------------------------------------------------------------ refusals
 
 

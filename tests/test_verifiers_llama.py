@@ -11,7 +11,7 @@ served chat reasoner. Both roles are exercised:
   each valid episode is compared with ``rsim eval --modes fixed:<the strategies it named>``.
 
 Every per-problem reward and component must be equal. The harness's chat program is a PEP 723 script that
-verifiers prepares with ``uv`` on first use (uv and the script's packages come from PyPI once, then from uv's cache).
+verifiers prepares with ``uv`` (the venv's own) on first use: its packages come from PyPI once, then from uv's cache.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -41,14 +42,15 @@ def verifiers_eval(url: str, plan: str, out: Path) -> dict[str, dict]:
         "env": {"taskset": {"id": "verifiers-rsim", "data": DATA, "limit": LIMIT, "data_seed": 1000}, "plan": plan,
                 "max_steps": MAX_STEPS, "terminate_last_round": True},
         "model": "default", "client": {"type": "eval", "base_url": url, "api_key_var": KEY},
-        "sampling": {"temperature": 0.0}, "max_concurrent": 2, "push": False, "rich": None, "output_dir": str(out)})
+        # One episode at a time: llama-cpp-python's server cuts a streaming reply short when another request arrives
+        # (its interrupt_requests setting, on by default), and verifiers' chat program streams every turn.
+        "sampling": {"temperature": 0.0}, "max_concurrent": 1, "push": False, "rich": None, "output_dir": str(out)})
     episodes = asyncio.run(run_eval(config))
     assert len(episodes) == LIMIT
     out = {}
     for e in episodes:
         assert e.ok, [err.message for err in e.errors]
-        out[e.task.data["problem_id"] if isinstance(e.task.data, dict) else e.task.data.problem_id] = {
-            t.agent.name: t for t in e.traces}
+        out[e.task.data.problem_id] = {t.agent.name: t for t in e.traces}
     return out
 
 
@@ -81,9 +83,12 @@ def check(trace, row, role: str) -> None:
 
 
 @pytest.mark.slow
-def test_verifiers_eval_equals_rsim_eval_through_llama_cpp_server(tmp_path):
+def test_verifiers_eval_equals_rsim_eval_through_llama_cpp_server(tmp_path, monkeypatch):
     from agents.llamacpp.server import LlamaServer
     from tests.test_llama_server import _real_config
+
+    # verifiers looks for uv on PATH to prepare its chat program: the venv's own (a dependency of verifiers-rsim)
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
 
     with LlamaServer(_real_config(tmp_path)) as server:
         fixed = verifiers_eval(server.url, "fixed:6,8", tmp_path / "vf-fixed")

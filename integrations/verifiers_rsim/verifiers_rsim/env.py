@@ -86,6 +86,12 @@ class _ReasonerTask(vf.Task):
         return response.model_copy(update={"message": response.message.model_copy(update={"content": step})})
 
 
+def _failure(trace: vf.Trace) -> str:
+    """Why an agent's run ended: its stop condition and the end of each error (where the cause is)."""
+    errors = "; ".join(f"{e.type}: ...{e.message[-300:]}" for e in trace.errors) or "none"
+    return f"stop condition {trace.stop_condition!r}, errors: {errors}"
+
+
 def _chat(trace: vf.Trace) -> list[dict[str, str]]:
     return [{"role": m.role, "content": vf.types.content_text(m.content)} for m in trace.messages]
 
@@ -155,8 +161,7 @@ class RsimEnv(vf.Env[RsimEnvConfig]):
         e, legal = episode.episode, episode.legal()
         segment = await planner.turn(planner_turn(e.question, e.steps, e.strategies, legal))
         if segment.terminated:
-            raise RuntimeError(f"the planner's run ended before it named a strategy (stop condition "
-                               f"{planner.trace.stop_condition!r}, errors {planner.trace.errors!r:.300})")
+            raise RuntimeError(f"the planner's run ended before it named a strategy ({_failure(planner.trace)})")
         strategy, why = parse_strategy(segment.last_reply, legal)
         if strategy is None:
             record.update(invalid_plan=why, invalid_reply=segment.last_reply[:200], round=len(e.steps))
@@ -169,8 +174,7 @@ class RsimEnv(vf.Env[RsimEnvConfig]):
         written = episode.steps_written
         segment = await reasoner.turn(messages[-1]["content"])
         if segment.terminated or episode.steps_written != written + 1:
-            raise RuntimeError(f"the reasoner's turn wrote no step (stop condition {reasoner.trace.stop_condition!r}, "
-                               f"errors {reasoner.trace.errors!r:.300})")
+            raise RuntimeError(f"the reasoner's turn wrote no step ({_failure(reasoner.trace)})")
         # The request was the agent's conversation so far: it must be the chat rsim eval's reasoner sends.
         history, expected = _chat(reasoner.trace), [*messages, {"role": "assistant", "content": episode.episode.steps[-1]}]
         if history != expected:

@@ -122,9 +122,15 @@ def train(cfg: StudyConfig) -> dict[str, Any]:
     from rsim_env.grading import GradeCache
 
     from .features import install, stacked, tree_contexts
+    from .heads import _checkpoint
     from .score import feature_store, table, tree_problems
     from .tables import game_env
 
+    done = [_checkpoint(head_dir(cfg, s)) for s in range(cfg.learner.seeds)]
+    if all(d is not None and _step_of(d) >= cfg.learner.steps for d in done):  # nothing to train: load nothing
+        _log(f"every seed is trained ({heads_dir(cfg)}); reused")
+        return {"runs": [{"seed": s, "checkpoint": str(d), "reused": True} for s, d in enumerate(done)],
+                "summary": str(heads_dir(cfg) / "train.json")}
     tree, items = tree_problems(cfg, "train")
     if game_env(tree).max_steps != cfg.rounds or game_env(tree).terminate_last_round != cfg.terminate_last_round:
         raise ValueError(f"the train tree {tree_path(cfg, 'train')} holds another game than rounds={cfg.rounds}, "

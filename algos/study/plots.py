@@ -43,7 +43,7 @@ def _tasks(r: Mapping[str, Any], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(max(5, 0.3 * len(by) + 2), 4))
     ax.bar(list(by), list(by.values()), color=["#55a868" if v > 0 else "#c44e52" for v in by.values()])
     ax.axhline(0, color="black", lw=0.8)
-    ax.set_ylabel("trained − best fixed (problems, mean over seeds)")
+    ax.set_ylabel("trained − best fixed\n(problems, mean over seeds)")
     ax.tick_params(axis="x", rotation=90, labelsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -55,8 +55,11 @@ def _seeds(r: Mapping[str, Any], path: Path) -> None:
     h = r["headline"]
     ys = h["seeds"]["trained_accuracy_by_seed_pct"]
     fig, ax = plt.subplots(figsize=(5, 4))
-    ax.plot(range(len(ys)), ys, "o", label="trained, per seed")
+    lo, hi = r["modes"]["trained"]["ci95_pts"]
+    ax.axhspan(lo, hi, color="#4c72b0", alpha=0.15, label="trained, seeds averaged: 95 % CI over problems")
+    ax.plot(range(len(ys)), ys, "o", color="#4c72b0", label="trained, per seed")
     ax.axhline(h["best_fixed_accuracy_pct"], color="grey", ls="--", label=f"best fixed {h['best_fixed_plan']}")
+    ax.set_title("the seeds share one test set: their spread is training noise", fontsize=9)
     ax.set_xlabel("seed (all on the same test problems)")
     ax.set_ylabel("accuracy %")
     ax.legend(fontsize=8)

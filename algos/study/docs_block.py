@@ -49,7 +49,7 @@ def answer_markdown(report: Mapping[str, Any], link: str) -> str:
     """The block's lines (ending in a newline) for ``report``; ``link`` is the full report's path from the page."""
     s = report["headline"]["sentences"]
     return "\n".join([
-        f"**{s['headline']}**", "",
+        f"**{s['headline']}**",
         f"* Seeds (secondary): {s['seeds']}",
         f"* {s['ceiling']}",
         f"* Concentration: {s['concentration']}",

@@ -155,6 +155,26 @@ def test_c_per_task_planner_does_not_claim_conditioning():
     assert "no evidence" in r["headline"]["sentences"]["within_task"]
 
 
+def test_c_conditioning_is_judged_against_the_seeds_own_lookup():
+    """When the per-task policy plays the plan a seed departs *to*, the departures land where the policy is already
+    right (worth ~0 against it); against the seed's own modal plan they are still worth their problems."""
+    from collections import Counter
+
+    test, modes = _modes("c", "test", True)
+    tr = modes["trained"]
+    flip = {}
+    for task in TASKS:
+        ids = [p for p in test.ids() if test.tasks[p] == task]
+        counts = Counter(tr.plans[0][p] for p in ids)
+        flip[task] = min(counts, key=lambda pl: (counts[pl], pl))  # the seed's minority plan for the task
+    ids = test.ids()
+    modes["per_task"] = _play(test, "per_task", {0: {p: flip[test.tasks[p]] for p in ids}}, "train+val")
+    r = build(test, modes, ledger_count=1, replication=None, meta={}, rounds=ROUNDS)
+    w = r["within_task"]
+    assert w["value_vs_modal_plan"]["ci95_pts"][0] > 0 and w["conditions_on_more_than_task"] is True
+    assert w["value_vs_per_task"]["difference_pts"] < w["value_vs_modal_plan"]["difference_pts"]
+
+
 @pytest.mark.parametrize("case,replicated", [("b", True), ("a", False)], ids=["gain-replicates", "no-gain"])
 def test_replication_is_stated_plainly(case, replicated):
     r = _report(case, reads_text=False, replicate=True)

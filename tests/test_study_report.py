@@ -181,6 +181,7 @@ def test_replication_is_stated_plainly(case, replicated):
     assert r["headline"]["replicated"] is replicated and r["replication"]["replicated"] is replicated
     text = r["headline"]["sentences"]["replication"]
     assert text.startswith("Replicated:" if replicated else "Did not replicate:")
+    assert r["headline"]["sentences"]["headline"].endswith("it replicated." if replicated else "it did not replicate.")
 
 
 def test_holm_corrects_for_every_configuration_in_the_ledger():

@@ -42,7 +42,15 @@ def _headline(r: Mapping[str, Any]) -> str:
             f"{ci(h)} on {meta['problems']} test problems of {meta['tasks']} tasks ({h['trained_accuracy_pct']:.1f} % vs "
             f"{h['best_fixed_accuracy_pct']:.1f} %; paired by problem, seeds averaged); p {_eq(h['p_value'])}; "
             f"Holm-corrected for {m} configuration{'s' if m != 1 else ''} scored on this test tree, "
-            f"p {_eq(h['p_holm'])}: {verdict}.")
+            f"p {_eq(h['p_holm'])}: {verdict}." + _replicated(r))
+
+
+def _replicated(r: Mapping[str, Any]) -> str:
+    rep = r["replication"]
+    if rep is None:
+        return ""
+    return (f" On the replication split ({rep['problems']} fresh problems) it is {ci(rep)}: "
+            f"{'it replicated' if rep['replicated'] else 'it did not replicate'}.")
 
 
 def _seeds(h: Mapping[str, Any], problems: int) -> str:

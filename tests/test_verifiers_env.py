@@ -178,6 +178,15 @@ def test_fixed_planner_episodes_equal_rsim_eval(plan, tmp_path):
     assert {t["reasoner"].metrics["format"] for t in played.values()} == {1.0}  # the scripted reply boxes its answer
 
 
+def test_a_random_planner_plays_inside_the_env_and_every_episode_is_scored():
+    played = play(load_env(plan="random", seed=3))
+    for traces in played.values():
+        reasoner = traces["reasoner"]
+        assert set(traces) == {"reasoner"} and reasoner.metrics["steps"] in (1.0, 2.0)  # termination may come first
+        assert reasoner.rewards == {"reasoner": reasoner.metrics["reasoner_reward"]}
+        assert reasoner.metrics["reasoner_reward"] == sum(reasoner.metrics[n] for n in ("acc", "format", "follow"))
+
+
 def test_a_reply_with_whitespace_around_it_enters_the_chat_as_rsims_step(tmp_path, monkeypatch):
     """rSIM strips a reply before it cuts it; the env's interceptor puts that step, not the raw reply, into the chat."""
 

@@ -7,8 +7,9 @@ verifiers' interception server, greedy. ``rsim eval`` plays the same problems th
 served chat reasoner. Both roles are exercised:
 
 * ``plan=fixed:6,8``: rSIM's fixed planner inside the env, the model writes every step (the reasoner role);
-* ``plan=model``: the model also names each strategy (the planner role; the last round allows only termination);
-  each valid episode is compared with ``rsim eval --modes fixed:<the strategies it named>``.
+* ``plan=model``: the model also names each strategy (the planner role); each valid episode is compared with
+  ``rsim eval --modes fixed:<the strategies it named>``. (With ``terminate_last_round`` the greedy 135M model
+  repeats its first answer where only termination is allowed, so every episode would end invalid: measured.)
 
 Every per-problem reward and component must be equal. The harness's chat program is a PEP 723 script that
 verifiers prepares with ``uv`` (the venv's own) on first use: its packages come from PyPI once, then from uv's cache.
@@ -40,7 +41,7 @@ def verifiers_eval(url: str, plan: str, out: Path) -> dict[str, dict]:
     os.environ.setdefault(KEY, "unused")  # llama.cpp's server takes any key; verifiers reads one from the environment
     config = EvalConfig.model_validate({
         "env": {"taskset": {"id": "verifiers-rsim", "data": DATA, "limit": LIMIT, "data_seed": 1000}, "plan": plan,
-                "max_steps": MAX_STEPS, "terminate_last_round": True},
+                "max_steps": MAX_STEPS},
         "model": "default", "client": {"type": "eval", "base_url": url, "api_key_var": KEY},
         # One episode at a time: llama-cpp-python's server cuts a streaming reply short when another request arrives
         # (its interrupt_requests setting, on by default), and verifiers' chat program streams every turn.
@@ -60,8 +61,7 @@ def rsim_eval(url: str, plans: list[str], out: Path) -> dict[tuple[str, str], di
 
     evaluate(["--reasoner", f"openai:default@{url}#endpoint=chat", "--data", DATA, "--limit", str(LIMIT),
               "--set", "data.seed=1000", "--modes", ",".join(plans), "--set", "env.protocol=chat",
-              "--set", f"env.max_steps={MAX_STEPS}", "--set", "env.terminate_last_round=true",
-              "--set", "reasoner.max_step_tokens=96", "--out", str(out),
+              "--set", f"env.max_steps={MAX_STEPS}", "--set", "reasoner.max_step_tokens=96", "--out", str(out),
               "--no-plots", "--no-progress"])
     rows = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
     return {(r["mode"], r["problem_id"]): r for r in rows}

@@ -1,7 +1,8 @@
 """The report's plain statements, each made from its JSON figures and worded so it cannot say more than they do.
 
 :func:`sentences` returns ``{"headline", "seeds", "ceiling", "concentration", "within_task", "replication",
-"ledger", "reward"}``; the markdown report and the README / docs block (:mod:`algos.study.docs_block`) print them as they are.
+"ledger", "reward"}``; the markdown report and the README / docs block (:mod:`algos.study.docs_block`) print them
+as they are.
 """
 
 from __future__ import annotations

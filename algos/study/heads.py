@@ -124,13 +124,14 @@ class HeadPlanner:
         return [None] * self.num_copies
 
 
-def greedy_plans(planner: Any, tree: Any, problems: Sequence[Any], env: Any, grader: Any = None
+def greedy_plans(planner: Any, tree: Any, problems: Sequence[Any], env: Any, groups: Any = None
                  ) -> dict[str, tuple[int, ...]]:
-    """``planner``'s greedy plan on every problem, played against ``tree`` (one batched rollout)."""
+    """``planner``'s greedy plan on every problem, played against ``tree`` (one batched rollout; ``groups``: an
+    :class:`algos.study.tables.Groups` of ``env`` to reuse)."""
     from agents.replay.plan_tree import TreeReasoner
     from algos.rollout import rollout
-    from rsim_env import EnvGroup
 
-    out = rollout(EnvGroup(list(problems), 1, config=env, **({"grader": grader} if grader else {})),
-                  TreeReasoner(tree), planner, seed=0)
+    from .tables import Groups
+
+    out = rollout((groups or Groups(env)).get(problems, 1), TreeReasoner(tree), planner, seed=0)
     return {t["info"]["problem_id"]: tuple(int(s) for s in t["info"]["strategies"]) for t in out.trajectories}

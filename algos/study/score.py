@@ -132,18 +132,21 @@ def _episodes(cfg: StudyConfig, kind: str, split: str) -> tuple[list[dict[str, A
 
 
 def _modes(cfg: StudyConfig, split: str, test: Table) -> dict[str, ModeResult]:
-    from . import modes as m
-    from .tables import game_env
+    from rsim_env.grading import GradeCache
 
-    train, val = table(cfg, "train"), table(cfg, "val")
+    from . import modes as m
+    from .tables import Groups, game_env
+
+    grader = GradeCache()  # one grade per (problem, final step) across the tables and every head's episodes
+    train, val = table(cfg, "train", grader), table(cfg, "val", grader)
     chosen = m.choose([train, val])
     tree, items = tree_problems(cfg, split)
     items = [p for p in items if p.id in test.outcomes]
-    env = game_env(tree)
+    groups = Groups(game_env(tree), grader)
     plans, specs = {}, set()
     for h in heads(cfg):
         store = feature_store(cfg, h.spec, tree, items)
-        plans[h.seed] = greedy_plans(HeadPlanner(*load_head(h), store), tree, items, env)
+        plans[h.seed] = greedy_plans(HeadPlanner(*load_head(h), store), tree, items, groups.env, groups)
         specs.add(h.spec)
     seeds = sorted(plans)
     episodes = cfg.learner.steps * cfg.learner.groups_per_step * cfg.learner.group_size

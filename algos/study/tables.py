@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 from .types import Outcome, Plan, Table
 
-__all__ = ["game_env", "complete", "read_table", "plan_key", "table_rows"]
+__all__ = ["game_env", "complete", "Groups", "read_table", "plan_key", "table_rows"]
 
 CHUNK = 64
 """Problems per rollout (x the game's plans: the episodes of one batched rollout)."""
@@ -46,6 +46,28 @@ def complete(tree: Any, problems: Sequence[Any]) -> list[Any]:
     return [p for p in problems if all(tree.has(p.id, plan) for plan in plans)]
 
 
+class Groups:
+    """Env groups of one env config by (problems, copies a problem), each built once and reset onto the next
+    problems: building a copy's env (its spaces) costs far more than playing it on a tree."""
+
+    def __init__(self, env: Any, grader: Any = None) -> None:
+        from rsim_env.grading import GradeCache
+
+        self.env, self.grader = env, grader if grader is not None else GradeCache()
+        self._by: dict[tuple[int, int], Any] = {}
+
+    def get(self, problems: Sequence[Any], group_size: int) -> Any:
+        """An :class:`rsim_env.EnvGroup` of ``problems`` x ``group_size`` copies (problem-major)."""
+        from rsim_env import EnvGroup
+
+        key = (len(problems), group_size)
+        if key not in self._by:
+            self._by[key] = EnvGroup(list(problems), group_size, config=self.env, grader=self.grader)
+        else:
+            self._by[key].reset(problems=list(problems))
+        return self._by[key]
+
+
 def read_table(tree: Any, problems: Sequence[Any], split: str, task_of: Callable[[Any], str],
                grader: Any = None) -> Table:
     """The split's :class:`Table` on the complete problems of ``problems`` (every plan played from ``tree``).
@@ -59,8 +81,6 @@ def read_table(tree: Any, problems: Sequence[Any], split: str, task_of: Callable
     """
     from agents.replay.plan_tree import PlanPlayer, TreeReasoner
     from algos.rollout import rollout
-    from rsim_env import EnvGroup
-    from rsim_env.grading import GradeCache
 
     env = game_env(tree)
     plans = plans_of(env)
@@ -68,13 +88,12 @@ def read_table(tree: Any, problems: Sequence[Any], split: str, task_of: Callable
     if not chosen:
         raise ValueError(f"the {split} tree {tree.source} holds no complete problem of the {len(problems)} given: fill "
                          f"it first (rsim study --stage fill).")
-    grader = grader or GradeCache()
+    groups = Groups(env, grader)
     reasoner = TreeReasoner(tree)
     outcomes: dict[str, dict[Plan, Outcome]] = {}
     for i in range(0, len(chosen), CHUNK):
         chunk = chosen[i:i + CHUNK]
-        out = rollout(EnvGroup(chunk, len(plans), config=env, grader=grader), reasoner,
-                      PlanPlayer([pl for _ in chunk for pl in plans]), seed=0)
+        out = rollout(groups.get(chunk, len(plans)), reasoner, PlanPlayer([pl for _ in chunk for pl in plans]), seed=0)
         for t, rec in zip(out.trajectories, reasoner.records()):
             info = t["info"]
             outcomes.setdefault(info["problem_id"], {})[tuple(int(s) for s in info["strategies"])] = Outcome(

@@ -52,10 +52,11 @@ def _step_of(ckpt: Path) -> int:
 
 
 def _greedy(planner: Any, store: Any, tree: Any, items: list[Any], env: Any, table: Table) -> dict[str, float]:
-    """The greedy planner's mean reward and accuracy on the train table (its head on the stored features)."""
+    """The greedy planner's mean reward and accuracy on the train table (its head on the stored features; ``env``:
+    the :class:`algos.study.tables.Groups` its episodes are played in)."""
     from .heads import HeadPlanner, greedy_plans
 
-    plans = greedy_plans(HeadPlanner(planner.head, planner.config.temperature, store), tree, items, env)
+    plans = greedy_plans(HeadPlanner(planner.head, planner.config.temperature, store), tree, items, env.env, env)
     cells = [table.outcomes[p][plans[p]] for p in table.ids()]
     return {"greedy_reward": sum(o.reward for o in cells) / len(cells),
             "greedy_accuracy": sum(o.correct for o in cells) / len(cells)}
@@ -103,7 +104,8 @@ def train_seed(cfg: StudyConfig, seed: int, base: Any, shared: dict[str, Any]) -
             row = {"step": trainer.step, "batch_reward": m["planner/reward"], "accuracy": m["accuracy"],
                    "entropy": m.get("planner/entropy")}
             if trainer.step % cfg.learner.eval_every == 0 or trainer.step == cfg.learner.steps:
-                row |= _greedy(planner, shared["store"], shared["tree"], shared["items"], run.env, shared["table"])
+                row |= _greedy(planner, shared["store"], shared["tree"], shared["items"], shared["groups"],
+                               shared["table"])
                 bar.set_postfix(greedy_reward=f"{row['greedy_reward']:.3f}")
             curve.append(row)
             if trainer.step % run.train.save_every == 0 or trainer.step == cfg.learner.steps:
@@ -124,7 +126,7 @@ def train(cfg: StudyConfig) -> dict[str, Any]:
     from .features import install, stacked, tree_contexts
     from .heads import _checkpoint
     from .score import feature_store, table, tree_problems
-    from .tables import game_env
+    from .tables import Groups, game_env
 
     done = [_checkpoint(head_dir(cfg, s)) for s in range(cfg.learner.seeds)]
     if all(d is not None and _step_of(d) >= cfg.learner.steps for d in done):  # nothing to train: load nothing
@@ -144,7 +146,7 @@ def train(cfg: StudyConfig) -> dict[str, Any]:
                                                  max_rounds=cfg.rounds)).agent
     install(store, base, contexts)
     shared = {"tree": tree, "items": items, "store": store, "grader": grader, "table": train_table,
-              "standardize": stacked(store, contexts)}
+              "standardize": stacked(store, contexts), "groups": Groups(game_env(tree), grader)}
     runs = [train_seed(cfg, s, base, shared) for s in range(cfg.learner.seeds)]
     summary_path = heads_dir(cfg) / "train.json"
     kept = json.loads(summary_path.read_text()) if summary_path.is_file() else {"runs": {}}

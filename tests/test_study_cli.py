@@ -252,3 +252,14 @@ def test_the_committed_test_tree_ledger_counts_its_earlier_scorings():
     cfg = resolve("adaptive")
     rows = ledger.entries(ROOT / ledger.ledger_path(cfg))
     assert len({r["hash"] for r in rows}) >= 3 and all(r.get("scored") and r.get("time") for r in rows)
+
+
+def test_stage_fill_fills_the_replication_tree_with_replicate(tmp_path, monkeypatch):
+    monkeypatch.setenv("RSIM_REPLAY_DIR", str(tmp_path / "replay"))
+    out = tmp_path / "study"
+    r = cli.main(["study", "--preset", "tiny", "--out", str(out), "--stage", "fill", "--fill-splits", "test",
+                  "--replicate"])
+    assert sorted(r["fill"]["cost"]["splits"]) == ["replication", "test"] and r["fill"]["decoded"] == 2 * 4 * 17
+    assert sorted(p.name for p in (out / "trees").glob("*.gz")) == ["study_replication.tree.json.gz",
+                                                                     "study_test.tree.json.gz"]
+    assert "train" not in r and "report" not in r  # one stage only

@@ -154,7 +154,7 @@ def run(cfg: StudyConfig) -> dict[str, Any]:
             if cfg.replicate:
                 if not tree_path(cfg, "replication").exists():
                     raise ValueError(f"--replicate: no replication tree at {tree_path(cfg, 'replication')}; fill it "
-                                     "first (rsim study --stage fill --fill-splits replication).")
+                                     "first (rsim study --stage fill --replicate, or --fill-splits replication).")
                 _check_replication_once(cfg)
                 scored["replication"] = _score(cfg, "replication")
                 out["score"]["replication"] = {"problems": len(scored["replication"][0].outcomes)}

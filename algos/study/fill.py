@@ -252,9 +252,11 @@ def _write_info(cfg: StudyConfig, split: str, info: dict[str, Any], tree: Any, p
 
 
 def run(cfg: StudyConfig, splits: Sequence[str] | None = None) -> dict[str, Any]:
-    """The fill stage: print the cost of ``splits`` (default ``cfg.fill_splits``), then fill each tree that lacks
-    steps (a warm-up rollout first when no rate is known). Returns the cost, the rate used and each split's info."""
-    splits = list(splits or cfg.fill_split_list())
+    """The fill stage: print the cost of ``splits`` (default ``cfg.fill_splits``, and ``replication`` with
+    ``cfg.replicate``), then fill each tree that lacks steps (a warm-up rollout first when no rate is known). Returns
+    the cost, the rate used and each split's info."""
+    splits = list(splits or cfg.fill_split_list() + (["replication"] if cfg.replicate else []))
+    splits = list(dict.fromkeys(splits))
     c = cost(cfg, splits)
     print_cost(c)
     out: dict[str, Any] = {"cost": c, "decoded": 0, "splits": {}}

@@ -263,3 +263,18 @@ def test_stage_fill_fills_the_replication_tree_with_replicate(tmp_path, monkeypa
     assert sorted(p.name for p in (out / "trees").glob("*.gz")) == ["study_replication.tree.json.gz",
                                                                      "study_test.tree.json.gz"]
     assert "train" not in r and "report" not in r  # one stage only
+
+
+def test_the_tiny_study_runs_end_to_end_and_a_rerun_does_nothing_again(tmp_path, monkeypatch):
+    """fill -> train -> score -> report on tiny models; the same command again decodes nothing, trains nothing and
+    adds no ledger entry (every stage resumes from what is there)."""
+    monkeypatch.setenv("RSIM_REPLAY_DIR", str(tmp_path / "replay"))
+    argv = ["study", "--preset", "tiny", "--out", str(tmp_path / "study"), "--threads", "1"]
+    first = cli.main(argv)
+    assert first["fill"]["decoded"] == (6 + 4 + 4) * 17 and first["report"]["ledger_count"] == 1
+    assert not any(r["reused"] for r in first["train"]["runs"])
+    report = json.loads((tmp_path / "study" / "report" / "report.json").read_text())
+    assert report["meta"]["problems"] == 4 and report["ledger"]["configurations_scored"] == 1
+    again = cli.main(argv)
+    assert again["fill"]["decoded"] == 0 and all(r["reused"] for r in again["train"]["runs"])
+    assert again["report"]["ledger_count"] == 1 and ledger.count(resolve("tiny", {"out": str(tmp_path / "study")})) == 1

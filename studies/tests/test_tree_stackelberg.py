@@ -116,7 +116,7 @@ def _result() -> dict:
     import json
     from pathlib import Path
 
-    return json.loads((Path(__file__).resolve().parents[1] / "docs/training_results/tree_stackelberg_40.json").read_text())
+    return json.loads((Path(__file__).resolve().parents[2] / "docs/training_results/tree_stackelberg_40.json").read_text())
 
 
 def test_committed_result_recomputes_from_its_per_problem_outcomes_and_episodes():
@@ -133,7 +133,7 @@ def test_committed_result_recomputes_from_its_per_problem_outcomes_and_episodes(
     per_seed = {m: {int(s): v for s, v in pp[m].items()} for m in ts.MODES}
     again = ts.compare(per_seed, res["config"]["rounds"])
     assert again["modes"] == res["modes"] and again["tests"] == res["tests"]
-    path = Path(__file__).resolve().parents[1] / "docs/training_results/tree_stackelberg_40.episodes.jsonl.gz"
+    path = Path(__file__).resolve().parents[2] / "docs/training_results/tree_stackelberg_40.episodes.jsonl.gz"
     with gzip.open(path, "rt", encoding="utf-8") as f:
         rows = [json.loads(line) for line in f]
     for arm in ("stackelberg", "control_live"):
@@ -147,7 +147,7 @@ def test_docs_copy_the_stackelberg_arm():
     import re
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     res = _result()
     text = (root / "docs" / "training.md").read_text()
     block = re.search(r"<!-- tree stackelberg: [^\n]*-->\n(.*?)\n<!-- /tree stackelberg -->", text, re.S)

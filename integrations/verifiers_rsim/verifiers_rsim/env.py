@@ -13,7 +13,7 @@ The reasoner role is one v1 interaction: each step is one ``turn()`` whose user 
 for the planned strategy. The reply becomes rSIM's step through the same code as ``rsim eval``'s served chat
 reasoner (cut at the first blank line when the role's sampling stops there), and a response interceptor puts
 that step -- not a raw reply with whitespace around it -- into the conversation, so every request the reasoner
-sends is exactly the chat ``rsim eval`` sends; the env checks this before every turn. :meth:`RsimEnv.finalize`
+sends is exactly the chat ``rsim eval`` sends; the env checks this after every turn. :meth:`RsimEnv.finalize`
 records the reasoner's reward on its trace and the planner's on the planner's (when a model plans), and every
 reward component (:func:`rsim_env.scoring.score`, via the episode) as a metric on each trace, with
 ``rewritten_steps``: how many replies the interceptor replaced by rSIM's step.

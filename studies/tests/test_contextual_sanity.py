@@ -54,13 +54,13 @@ def _tiny_run(tmp_path, **kw):
 
 
 # Where a training run ends moves with the seed and with the float kernels a CPU selects (vector width, threads):
-# these tests assert what every run of the committed seed sweep met with a margin, on two seeds each
-# (docs/contextual_results/seed_sweep.jsonl, written by studies/seed_sweep.py; CI reruns them under scalar kernels).
+# these tests assert what every run of the committed seed sweep met with a margin, on the seeds SEEDS unless said
+# (docs/contextual_results/seed_sweep.jsonl, written by studies/seed_sweep.py under AVX-512, AVX2 and scalar kernels).
 SEEDS = (0, 1)
 
 
-def _seed_runs(tmp_path, **kw):
-    return [_tiny_run(tmp_path / f"seed{seed}", seed=seed, **kw) for seed in SEEDS]
+def _seed_runs(tmp_path, seeds=SEEDS, **kw):
+    return [_tiny_run(tmp_path / f"seed{seed}", seed=seed, **kw) for seed in seeds]
 
 
 def _summary(runs):
@@ -99,10 +99,11 @@ def test_at_a_large_logit_step_the_lm_planner_does_not_learn_both_plans(tmp_path
 @pytest.mark.parametrize("entropy_coef", [0.2, 0.0], ids=["bonus", "no-bonus"])
 def test_at_a_large_logit_step_the_three_decision_plan_is_never_found(tmp_path, entropy_coef):
     """Default families at lr 1e-2: mul needs [1, 5, 8], three exact decisions (1/729 under a uniform planner);
-    in 60 updates no run of the sweep found it, with the entropy bonus or without (mul 0.0 in every run).
-    Whether the plans carry the family there depends on the seed, with or without the bonus, so that is not
-    asserted (docs/contextual.md). Margin: mul <= 0.25."""
-    runs = _seed_runs(tmp_path, families="default", lr=1e-2, entropy_coef=entropy_coef, groups_per_step=4,
+    in 60 updates no run of the sweep found it, with the entropy bonus or without (mul 0.0 in every run: seeds 0-4
+    under AVX-512, 0-2 under AVX2, 0-1 under scalar kernels). Whether the plans carry the family there depends on the
+    seed, with or without the bonus, so that is not asserted (docs/contextual.md). Asserted on seed 0 (each run goes
+    the full 60 updates, as nothing is learned; the sweep holds the other seeds): mul <= 0.25."""
+    runs = _seed_runs(tmp_path, seeds=(0,), families="default", lr=1e-2, entropy_coef=entropy_coef, groups_per_step=4,
                       score_flat_groups=entropy_coef > 0, steps=60, eval_every=60, eval_problems=64)
     assert all(r["families"]["mul"]["accuracy"] <= 0.25 for r in runs), _summary(runs)
 

@@ -17,9 +17,14 @@ made on *validation* problems drawn from the training split, never on the test p
                             ``bandit_episodes`` pulls, one run per seed), then greedy on the test problems;
 * ``self_consistency``      majority vote of k sampled no-planner answers (T = ``sc_temperature``, one
                             sampling seed per seed); k matches the planner modes' reasoner tokens per
-                            problem (``modes.self_consistency`` reports the budget and the tokens used);
+                            problem (:func:`self_consistency` reports the budget and the tokens used);
 * ``trained``               the trained planner driving the jointly trained reasoner (Stackelberg, per seed);
 * ``grpo``                  the GRPO-trained reasoner, no planner (per seed).
+
+``best_fixed_exhaustive``, ``per_task`` and ``bandit`` are :mod:`algos.study.modes`' choices (``choose``,
+``thompson``) on the validation plan table read as an :class:`algos.study.types.Table` whose planner reward is the
+outcome (1 right, 0 wrong), so they choose by validation accuracy; a task whose best plan ties the exhaustive best
+plays the exhaustive best. ``self_consistency`` votes with :func:`algos.study.modes.majority_vote`.
 
 Greedy ``none`` and the plan modes do not depend on the seed: they run once and are reused for every seed.
 Every mode gets accuracy with a 95 % seeds-then-problems bootstrap interval (a Wilson interval over the
@@ -226,7 +231,7 @@ def _outcomes(mode: str, problems: Sequence[Any], reasoner: Any, planner: Any, e
     majority vote of the k samples (self-consistency) and ``samples`` holds each sample's outcome."""
     from algos.evaluation.run import evaluate_mode, make_planner
 
-    from .efficacy_modes import majority_vote, reasoner_tokens
+    from algos.study.modes import majority_vote
 
     rows, _ = evaluate_mode(mode, problems, reasoner, make_planner(mode, ecfg, planner), ecfg)
     if episodes is not None:
@@ -242,12 +247,116 @@ def _outcomes(mode: str, problems: Sequence[Any], reasoner: Any, planner: Any, e
         plan = list(rs[0]["strategies"]) if rs[0].get("planner", True) else []  # an EpisodeRecord row
         det[pid] = {"plan": plan, "tokens": None if None in toks else sum(toks)}
         if ecfg.k > 1:
-            vote = majority_vote(rs)
-            det[pid] |= {"samples": [r["correct"] for r in rs], "answer": vote["answer"], "votes": vote["votes"]}
-            out[pid] = vote["correct"]
+            det[pid] |= {"samples": [r["correct"] for r in rs]}
+            out[pid] = majority_vote(rs)
         else:
             out[pid] = bool(rs[0]["correct"])
     return out, det
+
+
+def plan_name(plan: Sequence[int]) -> str:
+    """``(1, 3, 8)`` -> ``"1,3,8"`` (the one spelling of a plan)."""
+    return ",".join(str(s) for s in plan)
+
+
+def reasoner_tokens(row: dict[str, Any]) -> float | None:
+    """Tokens the reasoner read and wrote in one episode (``None`` if it does not count what it wrote; a read
+    count it does not report is 0: the toy agents read no prompt)."""
+    tok = row.get("tokens") or {}
+    written = tok.get("reasoner_written")
+    return None if written is None else float(written + (tok.get("reasoner_read") or 0))
+
+
+def validation_table(problems: Sequence[Any], reasoner: Any, plans: Sequence[tuple[int, ...]], max_steps: int,
+                     protocol: str, batch: int, store: str, log: Any = None
+                     ) -> tuple[dict[str, dict[str, bool]], list[dict[str, Any]], dict[str, Any]]:
+    """Play every plan on every problem with the greedy ``reasoner`` wrapped in the replay cache
+    (:func:`benchmarks.plans.table.play_table`, :class:`agents.replay.reasoner.ReplayReasoner`).
+
+    Returns ``({problem_id: {plan: correct}}, rows with the step texts, replay stats)``. The env runs with
+    ``max_steps`` rounds (the evaluation's), so a plan's steps here are the ones it gets on the test set.
+    """
+    from agents.replay.reasoner import ReplayReasoner, StepStore, default_store_path
+
+    from benchmarks.plans.table import Config as TableConfig, play_table
+
+    replay = reasoner if isinstance(reasoner, ReplayReasoner) else ReplayReasoner(reasoner, StepStore(store or default_store_path()))
+    tcfg = TableConfig(max_rounds=max_steps, batch=batch, protocol=protocol)
+    rows = play_table(tcfg, problems, plans, replay, log=log)
+    table: dict[str, dict[str, bool]] = {}
+    for r in rows:
+        table.setdefault(r["problem_id"], {})[plan_name(r["plan"])] = bool(r["correct"])
+    return table, rows, dict(replay.stats)
+
+
+def selection_table(tab: dict[str, Any]) -> Any:
+    """The validation plan table (:meth:`_Study.plan_table`) as an :class:`algos.study.types.Table` whose planner
+    reward is the outcome (1 right, 0 wrong): :mod:`algos.study.modes`' choices on it are choices by accuracy."""
+    from algos.study.types import Outcome, Table
+
+    if not tab["table"]:
+        raise ValueError("the validation plan table is empty; give validation problems (--validation-limit).")
+    return Table("val", dict(tab["tasks"]), {pid: {tuple(int(x) for x in plan.split(",")): Outcome(bool(c), float(bool(c)), float("nan"))
+                                                   for plan, c in by_plan.items()} for pid, by_plan in tab["table"].items()})
+
+
+def choose_plans(tab: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, float]]:
+    """``(best_fixed_exhaustive, per_task, every plan's validation accuracy)`` on the validation plan table, chosen
+    by :func:`algos.study.modes.choose` (ties: shortest, then smallest plan); a task whose best accuracy the
+    exhaustive best plan also reaches plays that plan."""
+    from algos.study.modes import choose
+
+    ids, plans = list(tab["table"]), tab["plans"]
+    chosen = choose([selection_table(tab)])
+    best = plan_name(chosen["best_single"])
+    per_task = {}
+    for t, plan in chosen["per_task_best"].items():
+        mine = [i for i in ids if tab["tasks"][i] == t]
+        tied = sum(tab["table"][i][best] for i in mine) == sum(tab["table"][i][plan_name(plan)] for i in mine)
+        per_task[t] = best if tied else plan_name(plan)
+    return best, per_task, {p: sum(tab["table"][i][p] for i in ids) / len(ids) for p in plans}
+
+
+def train_bandit(tab: dict[str, Any], episodes: int, seed: int) -> dict[str, Any]:
+    """The bandit planner: :func:`algos.study.modes.thompson` (per-task Thompson sampling, each pull the replayed
+    frozen greedy reasoner's outcome on a validation problem), plans spelled as in the study's outputs."""
+    from algos.study.modes import thompson
+
+    b = thompson(selection_table(tab), episodes, seed)
+    return {"choice": {t: plan_name(p) for t, p in b["choice"].items()}, "default": plan_name(b["default"]),
+            "pulls": b["pulls"], "episodes": episodes, "seed": seed}
+
+
+def self_consistency(st: Any, per_seed: dict, details: dict) -> dict[str, Any]:
+    """Majority vote of k sampled no-planner answers per seed, k matching the planner modes' reasoner tokens
+    (read + written) per problem over one greedy no-planner answer's (rounded, at least 1; 5 when the agents count
+    no tokens; ``--sc-k`` when given).
+
+    ``st`` is the :class:`_Study` (its cached ``evaluated``, ``sampler``, ``ecfg``); fills
+    ``per_seed["self_consistency"]`` and ``details["self_consistency"]``; returns k, the budget and the tokens.
+    """
+    def mean_tokens(mode: str) -> float | None:
+        toks = [d.get("tokens") for seed in details[mode].values() for d in seed.values()]
+        return sum(toks) / len(toks) if toks and None not in toks else None
+
+    planner_modes = ("best_fixed_exhaustive", "per_task", "bandit", "trained")
+    per_mode = {m: mean_tokens(m) for m in planner_modes}
+    known = [v for v in per_mode.values() if v is not None]
+    budget = sum(known) / len(known) if known else None
+    per_sample = mean_tokens("none")
+    k = st.cfg.sc_k or (max(1, round(budget / per_sample)) if budget and per_sample else 5)
+    for s in st.cfg.first_seeds(st.cfg.sc_seeds):
+        ecfg = dataclasses.replace(st.ecfg[s], k=k, temperature=st.cfg.sc_temperature)
+        key = f"self_consistency/k{k}/T{st.cfg.sc_temperature:g}/s{s}"  # sampled, also at k = 1
+        per_seed["self_consistency"][s] = st.evaluated(key, "none", st.test,
+                                                       functools.partial(st.sampler, ecfg, st.test), ecfg)
+        details["self_consistency"][s] = st.details.get(key, {})
+    used = [d["tokens"] for seed in details["self_consistency"].values() for d in seed.values()]
+    return {"k": k, "temperature": st.cfg.sc_temperature, "token_budget_per_problem": budget,
+            "planner_mode_tokens": per_mode, "tokens_per_sample_none": per_sample,
+            "tokens_per_problem": sum(used) / len(used) if used and None not in used else None,
+            "k_from": "--sc-k" if st.cfg.sc_k else "planner modes' mean reasoner tokens (read + written) per problem "
+                      "/ greedy none's"}
 
 
 def _eval_config(cfg: Config, run_cfg: Any, seed: int, source: str, limit: int) -> Any:
@@ -378,7 +487,6 @@ class _Study:
 
     def plan_table(self) -> dict[str, Any]:
         """The validation plan table (every plan of <= L rounds), through the replay cache; cached."""
-        from .efficacy_modes import plan_name, validation_table
         from benchmarks.plans.table import all_plans, task_of
 
         steps = self.run_cfg.env.max_steps
@@ -412,8 +520,6 @@ def _seeded_modes(st: _Study, runs: dict[str, Any], per_seed: dict, details: dic
     """Fill ``per_seed``/``details`` with every mode's test outcomes (none, random, fixed plans, bandit, trained)."""
     from algos.evaluation.config import fixed_name
 
-    from .efficacy_modes import train_bandit
-
     cfg, s0, test = st.cfg, st.s0, st.test
     random_seeds = cfg.first_seeds(cfg.random_seeds)
     tab = choices["table"]
@@ -433,7 +539,7 @@ def _seeded_modes(st: _Study, runs: dict[str, Any], per_seed: dict, details: dic
         if s in random_seeds:
             put("random", f"random/s{s}", st.evaluated(f"random/s{s}", "random", test, base_here, ecfg))
         per_seed["per_task"][s], details["per_task"][s] = st.policy(choices["per_task"], choices["best_fixed_exhaustive"])
-        bandit = train_bandit(tab["table"], tab["tasks"], tab["plans"], cfg.bandit_episodes, seed=s)
+        bandit = train_bandit(tab, cfg.bandit_episodes, seed=s)
         choices["bandit"][str(s)] = bandit
         per_seed["bandit"][s], details["bandit"][s] = st.policy(bandit["choice"], bandit["default"])
         learner = cfg.trained_learner
@@ -455,8 +561,6 @@ def main(cfg: Config) -> dict[str, Any]:
 
     Resumable: finished runs and evaluations are kept in ``<output_dir>/efficacy_cache.json``.
     """
-    from .efficacy_modes import choose_fixed, choose_per_task, outcome_rows, self_consistency
-
     if cfg.table_from:
         return efficacy_report.table_from(cfg.table_from, cfg.out, cfg.bootstrap_rounds)
     t0 = time.perf_counter()
@@ -467,15 +571,15 @@ def main(cfg: Config) -> dict[str, Any]:
     runs = _train_all(cfg, cache)
     val_acc = _validate_candidates(st)
     tab = st.plan_table()
-    ex, ex_acc = choose_fixed(tab["table"], tab["plans"])
+    ex, per_task, ex_acc = choose_plans(tab)
     choices = {"best_fixed": max(val_acc, key=val_acc.get), "best_fixed_exhaustive": ex, "table": tab,
-               "per_task": choose_per_task(tab["table"], tab["tasks"], tab["plans"]), "bandit": {}}
+               "per_task": per_task, "bandit": {}}
     modes = tuple(m for m in MODES if m != "grpo" or cfg.grpo)
     per_seed: dict[str, dict[int, dict[str, bool]]] = {m: {} for m in modes}
     details: dict[str, dict[int, Any]] = {m: {} for m in modes}
     _seeded_modes(st, runs, per_seed, details, choices)
     sc = self_consistency(st, per_seed, details)
-    rows = outcome_rows(per_seed, details, st.test, DETERMINISTIC)
+    rows = efficacy_report.outcome_rows(per_seed, details, st.test, DETERMINISTIC)
     summary = summaries(per_seed, st.test, modes, cfg.bootstrap_rounds)
     summary["best_fixed"]["sequence"] = choices["best_fixed"]
     summary["best_fixed_exhaustive"] |= {"plan": ex, "val_accuracy": ex_acc[ex], "plans_searched": len(tab["plans"])}
@@ -508,8 +612,9 @@ def main(cfg: Config) -> dict[str, Any]:
 def _write(cfg: Config, result: dict[str, Any], rows: list[dict[str, Any]], table_rows: list[dict[str, Any]]) -> None:
     """Outcome file, the table regenerated from it, the validation plan table (from which ``best_fixed_exhaustive``,
     ``per_task`` and the bandits' pulls can be recomputed), curves and JSON, beside ``cfg.out``."""
-    from .efficacy_modes import outcome_table
     from benchmarks.plans.seedstats import read_outcomes, write_outcomes
+
+    from .efficacy_report import outcome_table
 
     if not cfg.out:
         result["outcomes_table_md"] = outcome_table(rows, efficacy_report.OUTCOME_BASELINE, cfg.bootstrap_rounds)

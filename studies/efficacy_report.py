@@ -3,7 +3,7 @@
     python -m studies.efficacy --table-from docs/efficacy_results/v3_outcomes.jsonl.gz
 
 prints (and ``--out F.md`` writes) the per-mode accuracy and the seed-level tests from the committed
-per-problem outcomes alone (:func:`studies.efficacy_modes.outcome_table`); it is the same text as the
+per-problem outcomes alone (:func:`outcome_table`); it is the same text as the
 ``outcomes_table_md`` of the study that wrote the file.
 """
 
@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-__all__ = ["table", "plot_curves", "table_from", "plans_table"]
+__all__ = ["table", "plot_curves", "table_from", "plans_table", "outcome_rows", "outcome_table"]
 
 OUTCOME_BASELINE = "best_fixed_exhaustive"
 """The mode every other is tested against, with the seed as the unit, in the outcome table."""
@@ -47,7 +47,6 @@ def table(result: dict[str, Any]) -> str:
 
 def table_from(path: str, out: str = "", rounds: int = 4000) -> dict[str, Any]:
     """Regenerate the outcome table from a study's ``*_outcomes.jsonl.gz``; print it, write it to ``out``."""
-    from .efficacy_modes import outcome_table
     from benchmarks.plans.seedstats import read_outcomes
 
     if not Path(path).is_file():
@@ -61,6 +60,46 @@ def table_from(path: str, out: str = "", rounds: int = 4000) -> dict[str, Any]:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(md, encoding="utf-8")
     return {"outcomes": path, "table_md": md, "plans_md": plans}
+
+
+def outcome_rows(per_seed: Mapping[str, Mapping[int, Mapping[str, bool]]], details: Mapping[str, Mapping[int, Any]],
+                 problems: Sequence[Any], deterministic: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per (mode, seed, problem) -- sample 0 -- plus ``details[mode][seed][problem_id]["samples"]``
+    as samples 0..k-1 of mode ``<mode>_samples`` (self-consistency's individual answers).
+
+    ``details[mode][seed][problem_id]`` may give ``plan`` (the plan played); a deterministic mode is written
+    once, under its first seed (:func:`benchmarks.plans.seedstats.hierarchical_bootstrap` reads it as one arm).
+    """
+    from benchmarks.plans.table import task_of
+
+    rows = []
+    for mode, seeds in per_seed.items():
+        for s in list(seeds)[:1] if mode in deterministic else list(seeds):
+            extra = details.get(mode, {}).get(s, {})
+            for p in problems:
+                d = extra.get(p.id, {})
+                base = {"seed": s, "problem_id": p.id, "task": task_of(p)}
+                rows.append({"mode": mode, **base, "sample": 0, "plan": d.get("plan"), "correct": bool(seeds[s][p.id])})
+                for k, c in enumerate(d.get("samples", ())):
+                    rows.append({"mode": f"{mode}_samples", **base, "sample": k, "plan": [], "correct": bool(c)})
+    return rows
+
+
+def outcome_table(rows: Sequence[Mapping[str, Any]], baseline: str, rounds: int = 4000) -> str:
+    """The study's table from its outcome rows: accuracy per mode with a 95 % seeds-then-problems bootstrap
+    interval (:func:`benchmarks.plans.seedstats.bootstrap_accuracy`: the seeds of one problem are not independent
+    evidence), then :mod:`benchmarks.plans.seedstats`' per-seed table and seed-level tests against ``baseline``.
+    Deterministic in ``rows``."""
+    from benchmarks.plans import seedstats
+
+    table = seedstats.by_mode_seed(rows)
+    lines = ["| mode | accuracy | 95% CI (bootstrap over seeds, then problems) | seeds × problems |", "|---|---|---|---|"]
+    for mode, seeds in table.items():
+        b = seedstats.bootstrap_accuracy(seeds, rounds=rounds)
+        lines.append(f"| `{mode}` | {100 * b['accuracy']:.1f}% | {100 * b['ci95'][0]:.1f}–{100 * b['ci95'][1]:.1f}% | "
+                     f"{b['seeds']} × {b['problems']} |")
+    rep = seedstats.report(rows, baseline, rounds=rounds)
+    return "\n".join(lines) + "\n\n" + seedstats.markdown(rep)
 
 
 POLICY_MODES = ("per_task", "bandit", "trained")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from benchmarks.plans.seedstats import mcnemar_exact  # the paired test is an instrument; the studies reuse it
 
@@ -143,8 +143,6 @@ def tests(seeds: Sequence[int], per_seed: dict, problems: Sequence[Any], rows: S
           rounds: int) -> dict[str, Any]:
     """Every pair of :data:`COMPARISONS`: permutation over problems, pooled McNemar and, unless both modes
     are deterministic, the seed-level tests of :mod:`benchmarks.plans.seedstats` on the outcome ``rows``."""
-    from .efficacy_modes import seed_level
-
     def by_problem(m: str) -> list[list[bool]]:
         seeds = list(per_seed[m])[:1] if m in DETERMINISTIC else list(per_seed[m])
         return [[per_seed[m][s][p.id] for s in seeds] for p in problems]
@@ -168,3 +166,8 @@ def tests(seeds: Sequence[int], per_seed: dict, problems: Sequence[Any], rows: S
     return tests
 
 
+def seed_level(rows: Sequence[Mapping[str, Any]], a: str, b: str, rounds: int = 4000) -> dict[str, Any]:
+    """Seed-level tests of mode ``a`` against ``b`` (:func:`benchmarks.plans.seedstats.report` on their rows)."""
+    from benchmarks.plans import seedstats
+
+    return seedstats.report([r for r in rows if r["mode"] in (a, b)], b, rounds=rounds)["tests"][f"{a}_vs_{b}"]

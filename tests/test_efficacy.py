@@ -73,13 +73,11 @@ def test_exhaustive_per_task_and_bandit_modes_choose_on_the_validation_table(tmp
 
 
 def test_self_consistency_matches_the_planner_modes_tokens(tmp_path):
-    from studies.efficacy_modes import sc_samples
-
     r = main(Config(preset="tiny", seeds=(0,), eval_limit=8, validation_limit=4, output_dir=str(tmp_path / "runs"),
                     plan_rounds=2, bandit_episodes=50, bootstrap_rounds=200, fixed=((8,),)))
     sc = r["modes"]["self_consistency"]
     assert sc["token_budget_per_problem"] > 0 and sc["tokens_per_sample_none"] > 0
-    assert sc["k"] == sc_samples(sc["token_budget_per_problem"], sc["tokens_per_sample_none"], 0) >= 1
+    assert sc["k"] == max(1, round(sc["token_budget_per_problem"] / sc["tokens_per_sample_none"])) >= 1
     assert sc["tokens_per_problem"] > 0
     fixed = main(Config(preset="tiny", seeds=(0,), eval_limit=8, validation_limit=4, output_dir=str(tmp_path / "k3"),
                         plan_rounds=2, bandit_episodes=50, bootstrap_rounds=200, fixed=((8,),), sc_k=3))
@@ -106,15 +104,17 @@ def test_outcome_file_regenerates_the_table(tmp_path):
                      "bandit": 12, "trained": 12, "grpo": 12, "self_consistency": 12, "self_consistency_samples": 24}
     assert all(row["plan"] == [8] for row in rows if row["mode"] == "best_fixed")
     # the validation plan table is committed beside it: the exhaustive choice can be recomputed from it
-    from studies.efficacy_modes import choose_fixed, plan_name
+    from studies.efficacy import choose_plans, plan_name
     from benchmarks.plans.table import all_plans
 
     val = read_outcomes(tmp_path / "e_validation_table.jsonl.gz")
     assert len(val) == 4 * 9
-    table = {}
+    table, tasks = {}, {}
     for row in val:
         table.setdefault(row["problem_id"], {})[",".join(map(str, row["plan"]))] = row["correct"]
-    assert choose_fixed(table, [plan_name(p) for p in all_plans(2)])[0] == r["modes"]["best_fixed_exhaustive"]["plan"]
+        tasks[row["problem_id"]] = row["task"]
+    tab = {"table": table, "tasks": tasks, "plans": [plan_name(p) for p in all_plans(2)]}
+    assert choose_plans(tab)[0] == r["modes"]["best_fixed_exhaustive"]["plan"]
     again = main(Config(table_from=str(path), out=str(tmp_path / "t.md"), bootstrap_rounds=300))
     assert again["table_md"] == r["outcomes_table_md"] == (tmp_path / "t.md").read_text()
     assert "| `trained` | 2 |" in again["table_md"] and "sign test over seeds" in again["table_md"]
@@ -129,35 +129,30 @@ def test_outcome_file_regenerates_the_table(tmp_path):
 
 
 def test_choices_find_the_plan_each_task_needs():
-    """Task x is solved only by 0,8 and task y only by 1,8: per task and the bandit find both, one fixed plan half."""
-    from studies.efficacy_modes import choose_fixed, choose_per_task, train_bandit
+    """Task x is solved only by 0,8 and task y only by 1,8: per task and the bandit find both, one fixed plan half;
+    a task whose best plans tie keeps the exhaustive best plan among them."""
+    from studies.efficacy import choose_plans, train_bandit
 
     plans = ["8", "0,8", "1,8", "2,8"]
-    ids = [f"{t}/{i}" for t in "xy" for i in range(10)]
+    ids = [f"{t}/{i}" for t in "xyz" for i in range(10)]
     tasks = {i: i[0] for i in ids}
-    table = {i: {p: p == ("0,8" if i[0] == "x" else "1,8") for p in plans} for i in ids}
-    best, acc = choose_fixed(table, plans)
-    assert best == "0,8" and acc == {"8": 0.0, "0,8": 0.5, "1,8": 0.5, "2,8": 0.0}  # tie: the first listed
-    assert choose_per_task(table, tasks, plans) == {"x": "0,8", "y": "1,8"}
+    right = {"x": ("0,8",), "y": ("1,8",), "z": ("1,8", "8")}  # z: 1,8 ties 8 (shorter) and is the overall best
+    table = {i: {p: p in right[i[0]] for p in plans} for i in ids}
+    tab = {"table": table, "tasks": tasks, "plans": plans}
+    best, per_task, acc = choose_plans(tab)
+    assert best == "1,8" and acc == pytest.approx({"8": 1 / 3, "0,8": 1 / 3, "1,8": 2 / 3, "2,8": 0.0})
+    assert per_task == {"x": "0,8", "y": "1,8", "z": "1,8"}  # z's tie goes to the best plan, not the shortest
+    xy = {"table": {i: table[i] for i in ids if i[0] != "z"}, "tasks": tasks, "plans": plans}
+    assert choose_plans(xy)[0] == "0,8"  # 0,8 and 1,8 tie overall: the smallest plan
     for seed in range(3):
-        got = train_bandit(table, tasks, plans, episodes=400, seed=seed)
+        got = train_bandit(xy, episodes=400, seed=seed)
         assert got["choice"] == {"x": "0,8", "y": "1,8"} and got["default"] in ("0,8", "1,8")
-    few = train_bandit(table, tasks, plans, episodes=1, seed=0)
+    few = train_bandit(xy, episodes=1, seed=0)
     assert sum(sum(v.values()) for v in few["pulls"].values()) == 1
     with pytest.raises(ValueError, match="episodes"):
-        train_bandit(table, tasks, plans, episodes=0, seed=0)
-
-
-def test_majority_vote_and_sample_count():
-    from studies.efficacy_modes import majority_vote, sc_samples
-
-    rows = [{"extracted": "7", "correct": False}, {"extracted": "5", "correct": True}, {"extracted": None, "correct": False},
-            {"extracted": " 5", "correct": True}, {"extracted": "7", "correct": False}, {"extracted": "9", "correct": False}]
-    assert majority_vote(rows[:4]) == {"answer": "5", "votes": 2, "correct": True}
-    assert majority_vote(rows)["answer"] == "7"  # 7 and 5 tie at two votes: the answer seen first wins
-    assert majority_vote([{"extracted": None, "correct": False}]) == {"answer": None, "votes": 0, "correct": False}
-    assert sc_samples(300.0, 100.0, 0) == 3 and sc_samples(40.0, 100.0, 0) == 1 and sc_samples(300.0, 100.0, 7) == 7
-    assert sc_samples(None, 100.0, 0) == 5
+        train_bandit(xy, episodes=0, seed=0)
+    with pytest.raises(ValueError, match="validation-limit"):
+        choose_plans({"table": {}, "tasks": {}, "plans": plans})
 
 
 def test_paired_permutation_clusters_on_problems():
@@ -187,7 +182,7 @@ def test_study_resumes_from_its_cache(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(eff, "_train", lambda *a: calls.append(a))
     monkeypatch.setattr(eff, "_outcomes", lambda *a, **k: calls.append(a))
-    monkeypatch.setattr("studies.efficacy_modes.validation_table", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(eff, "validation_table", lambda *a, **k: calls.append(a))
     again = main(cfg)  # everything comes from the cache: nothing is trained or evaluated again
     assert calls == [] and again["modes"] == first["modes"]
     with pytest.raises(ValueError, match="different settings"):
@@ -311,7 +306,7 @@ def test_interval_counts_identical_seeds_once():
     40 problems, not the Wilson interval of 240 (seed, problem) pairs (what the table showed before)."""
     from algos.analysis import wilson
     from benchmarks.plans.seedstats import bootstrap_accuracy
-    from studies.efficacy_modes import outcome_table
+    from studies.efficacy_report import outcome_table
 
     one = [i % 4 == 0 for i in range(40)]  # 25 %
     six = bootstrap_accuracy({s: one for s in range(6)})

@@ -116,7 +116,7 @@ browser-tools:
 # ------------------------------------------------------------------------------------------------
 # Install checks (CI runs these after `make test`): the pip route a user takes, outside the checkout.
 #   check-wheel     build the wheel; a fresh venv with it (torch: the CPU wheel, from pip's cache);
-#                   pip check; rsim --version; rsim train --preset tiny; the README's Python blocks
+#                   pip check; rsim --version; rsim study --help; rsim train --preset tiny; the README's Python blocks
 #                   run against the *installed* package (RSIM_TEST_INSTALLED=1)
 #   check-env-only  a fresh venv with the wheel (--no-deps) plus only the env's own dependencies
 #                   (no torch anywhere); the env tests
@@ -147,7 +147,7 @@ check-wheel: wheel
 	$(WV)/python -m pip install -q "$(TORCH)"
 	$(WV)/python -m pip install -q "$$(ls $(CURDIR)/dist/rsim-*.whl)[dev]"
 	$(WV)/python -m pip check
-	cd $(CHECK_DIR) && $(WV)/python -m agents.embedded && $(WV)/rsim --version
+	cd $(CHECK_DIR) && $(WV)/python -m agents.embedded && $(WV)/rsim --version && $(WV)/rsim study --help >/dev/null
 	cd $(CHECK_DIR) && $(WV)/rsim train --preset tiny --out $(CHECK_DIR)/tiny
 	cd $(CHECK_DIR) && RSIM_TEST_INSTALLED=1 $(WV)/python -m pytest $(CHECK_PYTEST) $(CURDIR)/tests/test_readme.py
 

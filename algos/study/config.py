@@ -198,8 +198,8 @@ class StudyConfig:
 
 
 PRESETS: dict[str, dict[str, Any]] = {
-    # studies/adaptive_tree.py (fill), tree_learner.py (the powered run: 6 seeds x 200 steps x 32 problems x G 8, lr
-    # 1e-3, standardised features) and tree_baselines.py (plans chosen on train + val, scored on test), as committed
+    # the committed adaptive study: its trees (40 / 20 / 10 problems a task), its six heads (6 seeds x 200 steps x
+    # 32 problems x G 8, lr 1e-3, standardised features), plans chosen on train + val and scored on test
     "adaptive": {
         "out": "docs/study_results/adaptive", "data": "adaptive", "reasoner": "llamacpp:default#threads=1", "name": "adaptive",
         "rounds": 2, "terminate_last_round": True, "max_step_tokens": 48, "max_answer_tokens": 144,

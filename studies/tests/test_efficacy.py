@@ -261,29 +261,6 @@ def test_planner_only_study_without_grpo(tmp_path):
         Config(trained_learner="grpo")
 
 
-def test_results_efficacy_table_is_generated_from_the_committed_outcomes():
-    """Every efficacy table in the README and the results pages is `--table-from` of a committed per-problem outcome
-    file, never typed by hand; the README's leads with the adaptive study."""
-    import re
-    from pathlib import Path
-
-    from studies.efficacy_report import table_from
-
-    root = Path(__file__).resolve().parent.parent
-    pattern = re.compile(r"<!-- efficacy table: python -m studies\.efficacy --table-from (\S+) -->\n(.*?)\n"
-                         r"<!-- /efficacy table -->", re.S)
-    found = {}
-    for page in ("README.md", "docs/results.md", "docs/efficacy.md"):
-        for block in pattern.finditer((root / page).read_text()):
-            path = root / block.group(1)
-            assert path.is_file(), f"{page} generates a table from {block.group(1)}, which is not committed"
-            assert block.group(2) == table_from(str(path))["table_md"].rstrip("\n"), f"{page}: the table of {block.group(1)} is stale"
-            found.setdefault(page, []).append(block.group(1))
-    assert found.get("docs/results.md"), "docs/results.md lost its generated efficacy table block"
-    assert found.get("README.md") == ["docs/efficacy_results/v4_adaptive_outcomes.jsonl.gz",
-                                      "docs/efficacy_results/v4_adaptive_stackelberg_outcomes.jsonl.gz"]
-
-
 def test_self_consistency_samples_even_when_the_budget_allows_one_answer(tmp_path):
     """rsim eval's k = 1 means greedy; self-consistency's one-sample vote must still be a *sample* at sc_temperature,
     or the mode silently equals `none` (the planner-only study's token budget gave k = 1)."""

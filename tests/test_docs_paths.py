@@ -31,8 +31,6 @@ FILE_SUFFIXES = {"md", "py", "json", "jsonl", "gz", "png", "sh", "txt", "toml", 
 ALLOWED: dict[str, str] = {
     "algos/rloo.py": "the learner docs/extending.md shows how to add (tests/test_extending.py writes it to a temp dir)",
     "tests/artifacts/": "the screenshots tests/test_viewer.py writes when it runs (not committed)",
-    "docs/study_results/adaptive/report/report.json":
-        "the placeholder line of the adaptive study's generated block, until rsim study --docs fills it",
 }
 """Names a page may use that are not repository paths or modules, each with the reason."""
 

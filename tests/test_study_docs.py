@@ -8,6 +8,7 @@ the block is skipped. The sync itself is checked on scratch pages with a scripte
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -33,7 +34,7 @@ def test_committed_block_is_the_reports(page):
     report_json = ROOT / REPORT
     assert report_json.is_file(), f"{page} has the study:adaptive block but {REPORT} is missing: run `{REGENERATE}`."
     report = json.loads(report_json.read_text())
-    link = Path(Path("../" * (len(Path(page).parts) - 1) + REPORT).with_name("report.md")).as_posix()
+    link = Path(os.path.relpath((ROOT / REPORT).with_name("report.md"), path.parent)).as_posix()  # as sync() links
     want = answer_markdown(report, link)
     for a, b in zip(_figures(got), _figures(want)):
         assert a == b, f"{page}: the block says {a} where the report gives {b}; run `{REGENERATE}`."

@@ -153,7 +153,7 @@ def compute(store: FeatureStore, planner: Any, contexts: Sequence[tuple[str, lis
     :func:`agents.replay.plan_tree.warm_planner`); returns how many were computed."""
     import torch
 
-    if not getattr(getattr(planner, "config", None), "head_only", False):
+    if not planner.config.head_only:  # an agents.planners.llm.Planner (its config says how it trains)
         raise ValueError("features are kept for a head-only planner (planner.head_only=true): a LoRA or fully trained "
                          "planner's features move as it trains.")
     todo = [r for r in _rows(planner, contexts) if any(k not in store for k in r[2])]

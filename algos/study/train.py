@@ -93,9 +93,18 @@ def train_seed(cfg: StudyConfig, seed: int, base: Any, shared: dict[str, Any]) -
     if done is not None:
         trainer.resume(done)
         _log(f"seed {seed}: resumed at step {trainer.step} ({done})")
-    curve = []
+    curve = _steps(cfg, seed, trainer, planner, shared, run.train.save_every)
+    return {"seed": seed, "checkpoint": str(trainer.last_checkpoint), "reused": False, "curve": curve,
+            "features_computed": planner.feature_stats["misses"]}
+
+
+def _steps(cfg: StudyConfig, seed: int, trainer: Any, planner: Any, shared: dict[str, Any],
+           save_every: int) -> list[dict[str, Any]]:
+    """Run ``trainer`` to ``cfg.learner.steps`` with a progress bar; the greedy planner is read on the train tree every
+    ``eval_every`` steps; checkpoints every ``save_every``. Returns the curve (one row a step)."""
     from tqdm.auto import tqdm
 
+    curve = []
     bar = tqdm(total=cfg.learner.steps, initial=trainer.step, desc=f"train seed {seed}", unit="step", dynamic_ncols=True)
     try:
         while trainer.step < cfg.learner.steps:
@@ -108,13 +117,12 @@ def train_seed(cfg: StudyConfig, seed: int, base: Any, shared: dict[str, Any]) -
                                shared["table"])
                 bar.set_postfix(greedy_reward=f"{row['greedy_reward']:.3f}")
             curve.append(row)
-            if trainer.step % run.train.save_every == 0 or trainer.step == cfg.learner.steps:
+            if trainer.step % save_every == 0 or trainer.step == cfg.learner.steps:
                 trainer.save()
     finally:
         bar.close()
         trainer.acc.end_training()
-    return {"seed": seed, "checkpoint": str(trainer.last_checkpoint), "reused": False, "curve": curve,
-            "features_computed": planner.feature_stats["misses"]}
+    return curve
 
 
 def train(cfg: StudyConfig) -> dict[str, Any]:

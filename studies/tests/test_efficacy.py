@@ -317,7 +317,7 @@ def test_committed_episodes_are_the_outcomes_they_explain():
 
     from benchmarks.plans.seedstats import read_outcomes
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # the repository (this file is studies/tests/)
     with gzip.open(root / f"{COMMITTED}_episodes.jsonl.gz", "rt", encoding="utf-8") as f:
         episodes = [json.loads(line) for line in f]
     evals = {e["evaluation"] for e in episodes}
@@ -350,7 +350,7 @@ def test_efficacy_doc_tables_are_generated_from_the_committed_outcomes():
 
     from studies.efficacy_report import table_from
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # the repository (this file is studies/tests/)
     doc = (root / "docs" / "efficacy.md").read_text()
     for name, key in (("efficacy table", "table_md"), ("plans table", "plans_md")):
         blocks = list(re.finditer(rf"<!-- {name}: python -m studies\.efficacy --table-from (\S+) -->\n(.*?)\n"

@@ -21,18 +21,6 @@ SIZES = {"train": 2, "val": 1, "test": 2}
 STEPS_A_PROBLEM = 17  # two rounds whose last only terminates: [8] and [s, 8] for the 8 other strategies
 
 
-def _server_config(tmp: Path):
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (pip install 'rsim[llamacpp]')")
-    for mod in ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"):
-        pytest.importorskip(mod, reason="llama_cpp.server's dependencies are not installed (pip install 'rsim[server]')")
-    from agents.embedded import fetched_gguf_path
-    from agents.llamacpp.server import LlamaServerConfig
-
-    if not fetched_gguf_path().is_file():
-        pytest.skip("embedded GGUF not fetched (python -m agents.embedded)")
-    return LlamaServerConfig(n_threads=1, log_path=str(tmp / "llama_server.log"))
-
-
 def _argv(spec: str, out: Path) -> list[str]:
     return ["--reasoner", spec, "--data", TASKS, "--out", str(out),
             "--train-per-task", str(SIZES["train"]), "--val-per-task", str(SIZES["val"]),
@@ -44,13 +32,14 @@ def _argv(spec: str, out: Path) -> list[str]:
 
 def test_rsim_study_through_llama_cpp_server(tmp_path, monkeypatch):
     from agents.llamacpp.server import LlamaServer
+    from tests.test_llama_server import _real_config  # the embedded model on the real server, or skip with why
     from algos.study.cli import main as study
     from algos.study.cli import parse
     from algos.study.fill import info_path, tree_path
 
     out = tmp_path / "study"
     monkeypatch.setenv("RSIM_REPLAY_DIR", str(tmp_path / "replay"))  # a fresh replay store: every step is decoded
-    with LlamaServer(_server_config(tmp_path)) as server:
+    with LlamaServer(_real_config(tmp_path)) as server:
         spec = f"openai:default@{server.url}"
         cfg, _ = parse(_argv(spec, out))
         before = server.served("/v1/completions")

@@ -50,9 +50,9 @@ def test_the_adaptive_preset_points_at_committed_trees_and_heads():
     cfg = resolve("adaptive")
     for split in ("train", "val", "test"):
         assert (ROOT / cfg.tree_dir / f"adaptive_{split}.tree.json.gz").is_file()
-    from algos.study.config import head_dir
+    from algos.study.paths import StudyPaths
 
-    assert all((ROOT / head_dir(cfg, s)).is_dir() for s in range(cfg.learner.seeds))
+    assert all((ROOT / StudyPaths.of(cfg).head(s)).is_dir() for s in range(cfg.learner.seeds))
     assert (cfg.train_per_task, cfg.val_per_task, cfg.test_per_task, cfg.rounds) == (40, 20, 10, 2)
 
 

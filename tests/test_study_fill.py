@@ -13,6 +13,7 @@ import pytest
 
 from algos.study import fill, splits
 from algos.study.config import StudyConfig, resolve
+from algos.study.paths import StudyPaths
 from rsim_env import Problem
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,7 +110,7 @@ def test_fill_prints_its_cost_then_fills_resumes_and_decodes_nothing_twice(tiny_
     assert before["rate"] and before["eta_s"] == pytest.approx(before["to_decode"] / before["rate"])
     assert second["decoded"] == before["to_decode"] and "warmup" not in second
     assert again["decoded"] == 0 and again["cost"]["to_decode"] == 0 and "load_s" not in again  # no model loaded
-    info = json.loads(fill.info_path(cfg, "train").read_text())
+    info = json.loads(StudyPaths.of(cfg).info("train").read_text())
     assert info["problems"] == 6 and info["steps"] == 6 * 17 and info["per_task"] == 3
     assert all(r["replay"]["catchup_mismatch"] == 0 for r in info["increments"])
     assert [r["per_task"] for r in info["increments"]][-1] == 3
@@ -125,7 +126,7 @@ def test_the_cost_table_names_steps_and_time(tiny_fill):
 
 def test_a_tree_filled_with_another_reasoner_is_refused(tiny_fill):
     cfg = tiny_fill[0]
-    path = fill.info_path(cfg, "val")
+    path = StudyPaths.of(cfg).info("val")
     text = path.read_text()
     try:
         info = json.loads(text)

@@ -35,7 +35,7 @@ def test_rsim_study_through_llama_cpp_server(tmp_path, monkeypatch):
     from tests.test_llama_server import _real_config  # the embedded model on the real server, or skip with why
     from algos.study.cli import main as study
     from algos.study.cli import parse
-    from algos.study.fill import info_path, tree_path
+    from algos.study.paths import StudyPaths
 
     out = tmp_path / "study"
     monkeypatch.setenv("RSIM_REPLAY_DIR", str(tmp_path / "replay"))  # a fresh replay store: every step is decoded
@@ -49,9 +49,9 @@ def test_rsim_study_through_llama_cpp_server(tmp_path, monkeypatch):
         # fill: three trees through the server, each problem's whole game (17 steps), every step a request answered
         steps = 0
         for split, per_task in SIZES.items():
-            tree = tree_path(cfg, split)
+            tree = StudyPaths.of(cfg).tree(split)
             assert tree.is_file(), f"no {split} tree at {tree}"
-            info = json.loads(info_path(cfg, split).read_text())
+            info = json.loads(StudyPaths.of(cfg).info(split).read_text())
             assert info["problems"] == 2 * per_task and info["steps"] == STEPS_A_PROBLEM * info["problems"]
             assert all(i["replay"]["catchup_mismatch"] == 0 for i in info["increments"])
             steps += info["steps"]

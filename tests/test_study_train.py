@@ -49,25 +49,25 @@ def test_every_seed_learns_each_tasks_plan(trained):
 
 
 def test_each_seed_is_a_run_dir_with_logs_config_and_the_curve(trained):
-    from algos.study.config import head_dir, heads_dir
+    from algos.study.paths import StudyPaths
 
     cfg, result = trained
     for s in (0, 1):
-        run = head_dir(cfg, s)
+        run = StudyPaths.of(cfg).head(s)
         ckpt = sorted((run / "checkpoints").glob("step_*"))[-1]
         config = json.loads((ckpt / "config.json").read_text())
         assert config["model"]["planner"] == "tiny" and config["planner"]["head_only"] is True
         assert config["env"]["max_steps"] == 2 and config["env"]["terminate_last_round"] is True
         assert config["train"]["seed"] == s and config["train"]["planner_optim"]["lr"] == cfg.learner.lr
         assert any(run.rglob("events.out.tfevents.*")), "TensorBoard logs"
-    summary = json.loads((heads_dir(cfg) / "train.json").read_text())
+    summary = json.loads(StudyPaths.of(cfg).train_summary.read_text())
     assert sorted(summary["runs"]) == ["0", "1"] and summary["train_problems"] == 12
     features = Path(cfg.out) / "features" / "tiny.safetensors"
     assert features.is_file()
 
 
 def test_a_finished_seed_is_reused_and_an_unfinished_one_resumes(trained):
-    from algos.study.config import head_dir
+    from algos.study.paths import StudyPaths
     from algos.study.train import train
 
     cfg, _ = trained
@@ -76,5 +76,5 @@ def test_a_finished_seed_is_reused_and_an_unfinished_one_resumes(trained):
     longer = replace(cfg, learner=replace(cfg.learner, steps=cfg.learner.steps + 4, seeds=1))
     more = train(longer)["runs"][0]
     assert not more["reused"] and [row["step"] for row in more["curve"]] == list(range(31, 35))
-    newest = sorted((head_dir(cfg, 0) / "checkpoints").glob("step_*"))[-1]
+    newest = sorted((StudyPaths.of(cfg).head(0) / "checkpoints").glob("step_*"))[-1]
     assert json.loads((newest / "state.json").read_text())["step"] == 34

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .config import PRESETS, StudyConfig, as_dict, resolve
+from .paths import StudyPaths
 
 __all__ = ["parse", "run", "main", "ORDER"]
 
@@ -112,7 +113,6 @@ def _score(cfg: StudyConfig, split: str) -> tuple[Any, Any]:
 
 def _report(cfg: StudyConfig, scored: dict[str, Any]) -> dict[str, Any]:
     from . import ledger
-    from .fill import tree_path
 
     report = _stage("report")
     test, modes = scored.get("test") or _score(cfg, "test")
@@ -123,11 +123,11 @@ def _report(cfg: StudyConfig, scored: dict[str, Any]) -> dict[str, Any]:
         _ledger_count(cfg, "replication")
     h, _ = ledger.scoring_hash(cfg, "test")
     meta = {"reasoner": cfg.reasoner, "data": cfg.data, "planner": cfg.planner, "rounds": cfg.rounds,
-            "terminate_last_round": cfg.terminate_last_round, "test_tree": str(tree_path(cfg, "test")),
+            "terminate_last_round": cfg.terminate_last_round, "test_tree": str(StudyPaths.of(cfg).tree("test")),
             "ledger": str(ledger.ledger_path(cfg, "test")), "config_hash": h, "heads_from": cfg.heads_from,
             "config": as_dict(cfg)}
     built = report.build(test, modes, ledger_count=n, replication=rep, meta=meta)
-    paths = report.write(built, Path(cfg.out) / "report")
+    paths = report.write(built, StudyPaths.of(cfg).report)
     return {"paths": [str(p) for p in paths], "headline": built.get("headline", {}), "ledger_count": n,
             "report": built}
 
@@ -135,7 +135,6 @@ def _report(cfg: StudyConfig, scored: dict[str, Any]) -> dict[str, Any]:
 def run(cfg: StudyConfig) -> dict[str, Any]:
     """Run ``cfg.stage`` (or every stage, in order); returns each stage's result by name."""
     from ..threads import use_threads
-    from .fill import tree_path
 
     stages = ORDER if cfg.stage == "all" else (cfg.stage,)
     out: dict[str, Any] = {"config": as_dict(cfg)}
@@ -152,8 +151,9 @@ def run(cfg: StudyConfig) -> dict[str, Any]:
             scored["test"] = _score(cfg, "test")
             out["score"] = {"test": {"problems": len(scored["test"][0].outcomes), "modes": sorted(scored["test"][1])}}
             if cfg.replicate:
-                if not tree_path(cfg, "replication").exists():
-                    raise ValueError(f"--replicate: no replication tree at {tree_path(cfg, 'replication')}; fill it "
+                rep_tree = StudyPaths.of(cfg).tree("replication")
+                if not rep_tree.exists():
+                    raise ValueError(f"--replicate: no replication tree at {rep_tree}; fill it "
                                      "first (rsim study --stage fill --replicate, or --fill-splits replication).")
                 _check_replication_once(cfg)
                 scored["replication"] = _score(cfg, "replication")
@@ -176,7 +176,7 @@ def _docs(cfg: StudyConfig, report: dict[str, Any]) -> list[Path]:
     missing = [str(p) for p in pages if not p.is_file()]
     if missing:
         raise ValueError(f"--docs: no {', '.join(missing)} here; run rsim study --docs from the repository root.")
-    return docs_block.sync(pages, report, Path(cfg.out) / "report" / "report.md", name=cfg.name)
+    return docs_block.sync(pages, report, StudyPaths.of(cfg).report / "report.md", name=cfg.name)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from ..dataclass_cli import apply_overrides
 
 __all__ = ["LearnerSettings", "StudyConfig", "PRESETS", "STAGES", "SPLITS", "resolve", "game", "run_overrides",
-           "tree_dir", "heads_dir", "head_dir", "as_dict"]
+           "as_dict"]
 
 STAGES = ("fill", "train", "score", "report", "all")
 """``--stage``: one stage, or every stage in order (each resumes: what is done is not done again)."""
@@ -231,21 +231,6 @@ def resolve(preset: str | None = None, overrides: dict[str, Any] | None = None) 
             raise ValueError(f"unknown study preset {preset!r}; choose one of {sorted(PRESETS)}.")
         cfg = apply_overrides(cfg, PRESETS[preset])
     return apply_overrides(cfg, overrides or {})
-
-
-def tree_dir(cfg: StudyConfig) -> Path:
-    """Where the study's trees are: :attr:`StudyConfig.tree_dir`, or ``<out>/trees``."""
-    return Path(cfg.tree_dir) if cfg.tree_dir else Path(cfg.out) / "trees"
-
-
-def heads_dir(cfg: StudyConfig) -> Path:
-    """Where the study's heads are: :attr:`StudyConfig.heads_dir`, or ``<out>/heads``."""
-    return Path(cfg.heads_dir) if cfg.heads_dir else Path(cfg.out) / "heads"
-
-
-def head_dir(cfg: StudyConfig, seed: int) -> Path:
-    """Seed ``seed``'s head (a run dir ``rsim eval --planner`` reads)."""
-    return heads_dir(cfg) / cfg.head_name.format(seed=seed)
 
 
 def game(cfg: StudyConfig) -> Any:

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
-__all__ = ["FORMAT", "context_key", "obs_key", "tree_contexts", "FeatureStore", "compute", "install", "store_path",
+__all__ = ["FORMAT", "context_key", "obs_key", "tree_contexts", "FeatureStore", "compute", "install",
            "feature_planner", "stacked"]
 
 FORMAT = "1"
@@ -94,7 +94,7 @@ class FeatureStore:
                                  "delete it (the features are recomputed).")
             if meta.get("spec") != spec:
                 raise ValueError(f"{path} holds features of the planner {meta.get('spec')!r}, not {spec!r}; keep each "
-                                 "planner's features in its own file (algos.study.features.store_path).")
+                                 "planner's features in its own file (algos.study.paths.StudyPaths.features_file).")
             keys, tensor = json.loads(meta["keys"]), f.get_tensor("features")
         return cls(spec, dict(zip(keys, tensor)))
 
@@ -122,12 +122,6 @@ class FeatureStore:
     def missing(self, contexts: Sequence[tuple[str, list[tuple[int, str]], int]]) -> int:
         """How many decision contexts of ``contexts`` (:func:`tree_contexts`) have no feature here."""
         return sum(context_key(q, path[:d]) not in self for q, path, n in contexts for d in range(n))
-
-
-def store_path(folder: str | os.PathLike, spec: str) -> Path:
-    """Where the features of planner backbone ``spec`` are kept in a features folder: ``<spec, file-safe>.safetensors``."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in spec).strip("._") or "planner"
-    return Path(folder) / f"{safe}.safetensors"
 
 
 def _rows(planner: Any, contexts: Sequence[tuple[str, list[tuple[int, str]], int]]

@@ -28,25 +28,16 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .config import StudyConfig, run_overrides, tree_dir
+from .config import StudyConfig, run_overrides
+from .paths import StudyPaths
 from .splits import first_per_task, problems
 
-__all__ = ["tree_path", "info_path", "load_tree", "plans", "steps_per_problem", "missing_steps", "measured_rate", "cost",
+__all__ = ["load_tree", "plans", "steps_per_problem", "missing_steps", "measured_rate", "cost",
            "print_cost", "reasoner_spec", "build_reasoner", "fill_split", "run"]
 
 INFO_KEYS = ("reasoner", "max_step_tokens", "max_answer_tokens")
 """Settings of the info JSON's ``config`` a tree must share with the study (the tree's root is checked too, when a
 reasoner is built)."""
-
-
-def tree_path(cfg: StudyConfig, split: str) -> Path:
-    """``split``'s plan tree: ``<tree_dir>/<name>_<split>.tree.json.gz``."""
-    return tree_dir(cfg) / f"{cfg.name}_{split}.tree.json.gz"
-
-
-def info_path(cfg: StudyConfig, split: str) -> Path:
-    """The info JSON beside ``split``'s tree."""
-    return tree_dir(cfg) / f"{cfg.name}_{split}.tree.json"
 
 
 def plans(cfg: StudyConfig) -> list[tuple[int, ...]]:
@@ -83,7 +74,7 @@ def load_tree(path: Path) -> Any:
 
 
 def _read_info(cfg: StudyConfig, split: str) -> dict[str, Any]:
-    path = info_path(cfg, split)
+    path = StudyPaths.of(cfg).info(split)
     return json.loads(path.read_text()) if path.exists() else {"increments": []}
 
 
@@ -93,7 +84,7 @@ def _check_info(cfg: StudyConfig, split: str, info: dict[str, Any]) -> None:
     differ = [f"{k}: {was[k]!r} (tree) vs {getattr(cfg, k)!r} (study)" for k in INFO_KEYS
               if k in was and was[k] != getattr(cfg, k)]
     if differ:
-        raise ValueError(f"the {split} tree at {tree_path(cfg, split)} was filled with other settings ({'; '.join(differ)})"
+        raise ValueError(f"the {split} tree at {StudyPaths.of(cfg).tree(split)} was filled with other settings ({'; '.join(differ)})"
                          "; give the study those settings, or another tree_dir / name to fill a new tree.")
 
 
@@ -114,13 +105,13 @@ def cost(cfg: StudyConfig, splits: Sequence[str]) -> dict[str, Any]:
         items = problems(cfg, split)
         info = _read_info(cfg, split)
         _check_info(cfg, split, info)
-        tree = load_tree(tree_path(cfg, split))
+        tree = load_tree(StudyPaths.of(cfg).tree(split))
         rows[split] = {"problems": len(items), "steps_per_problem": steps_per_problem(game_plans),
                        "steps_in_tree": 0 if tree is None else len(tree.steps),
                        "to_decode": missing_steps(tree, items, game_plans)}
         rate = measured_rate(info)
         if rate:
-            rates.append((rate, str(info_path(cfg, split))))
+            rates.append((rate, str(StudyPaths.of(cfg).info(split))))
     total = sum(r["to_decode"] for r in rows.values())
     rate, where = (rates[0] if rates else (None, ""))
     return {"splits": rows, "to_decode": total, "rate": rate, "rate_from": where,
@@ -191,7 +182,7 @@ def fill_split(cfg: StudyConfig, split: str, reasoner: Any, env: Any, *, limit: 
     ``limit`` problems only: the warm-up); write and return its info JSON."""
     from agents.replay.plan_tree import fill
 
-    path, game_plans = tree_path(cfg, split), plans(cfg)
+    path, game_plans = StudyPaths.of(cfg).tree(split), plans(cfg)
     path.parent.mkdir(parents=True, exist_ok=True)
     info = _read_info(cfg, split)
     _check_info(cfg, split, info)
@@ -245,10 +236,10 @@ def _write_info(cfg: StudyConfig, split: str, info: dict[str, Any], tree: Any, p
     info.update(config={"split": split, "per_task": cfg.per_task(split), "increment": cfg.increment,
                         "reasoner": cfg.reasoner, "planner": cfg.planner, "tasks": cfg.tasks, "data": cfg.data,
                         "max_step_tokens": cfg.max_step_tokens, "max_answer_tokens": cfg.max_answer_tokens,
-                        "out_dir": str(tree_dir(cfg)), "max_copies": cfg.max_copies},
+                        "out_dir": str(StudyPaths.of(cfg).trees), "max_copies": cfg.max_copies},
                 meta={k: tree.meta[k] for k in ("root", "fingerprint", "kind", "env")},
                 problems=n, per_task=per_task, steps=tree.summary().get("steps"))
-    info_path(cfg, split).write_text(json.dumps(info, indent=1) + "\n")
+    StudyPaths.of(cfg).info(split).write_text(json.dumps(info, indent=1) + "\n")
 
 
 def run(cfg: StudyConfig, splits: Sequence[str] | None = None) -> dict[str, Any]:

@@ -20,7 +20,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from .config import StudyConfig, tree_dir
+from .config import StudyConfig
+from .paths import StudyPaths
 
 __all__ = ["ledger_path", "tree_fingerprint", "config_hash", "score_settings", "scoring_hash", "entries", "count",
            "record"]
@@ -28,7 +29,7 @@ __all__ = ["ledger_path", "tree_fingerprint", "config_hash", "score_settings", "
 
 def ledger_path(cfg: StudyConfig, split: str = "test") -> Path:
     """Where the ledger of ``split``'s tree is: beside the tree."""
-    return tree_dir(cfg) / f"{cfg.name}_{split}.ledger.jsonl"
+    return StudyPaths.of(cfg).ledger(split)
 
 
 def tree_fingerprint(path: str | os.PathLike) -> str:
@@ -71,21 +72,16 @@ def score_settings(cfg: StudyConfig) -> dict[str, Any]:
     """The settings that decide a scoring of ``cfg`` (:data:`SCORE_KEYS`, and the digest of the heads scored)."""
     from dataclasses import asdict
 
-    from .config import heads_dir
-
     d = asdict(cfg)
-    src = Path(cfg.heads_from)
-    heads = (src / "heads" if (src / "heads").is_dir() else src) if cfg.heads_from else heads_dir(cfg)
+    heads = StudyPaths.of(cfg).scored_heads()
     return {**{k: d[k] for k in SCORE_KEYS}, "heads": _heads_digest(heads) if heads.is_dir() else ""}
 
 
 def scoring_hash(cfg: StudyConfig, split: str = "test", extra: Mapping[str, Any] | None = None) -> tuple[str, dict]:
     """``(hash, settings)`` of scoring ``cfg`` on its ``split`` tree: :func:`score_settings` (plus ``extra``: e.g. the
     modes scored) and the tree's fingerprint; pass both to :func:`record`."""
-    from .fill import tree_path
-
     settings = {**score_settings(cfg), **(extra or {})}
-    return config_hash(settings, tree_fingerprint(tree_path(cfg, split))), settings
+    return config_hash(settings, tree_fingerprint(StudyPaths.of(cfg).tree(split))), settings
 
 
 def _path(where: StudyConfig | str | os.PathLike, split: str) -> Path:

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from . import ledger
-from .config import StudyConfig, head_dir, heads_dir
-from .fill import tree_path
+from .config import StudyConfig
 from .heads import Head, HeadPlanner, _checkpoint, find_heads, greedy_plans, load_head
+from .paths import StudyPaths
 from .types import ModeResult, Outcome, Table
 
 __all__ = ["score", "table", "tree_problems", "heads", "features_path", "feature_store", "write_scores", "read_scores"]
@@ -38,7 +38,7 @@ def tree_problems(cfg: StudyConfig, split: str) -> tuple[Any, list[Any]]:
     from .splits import problems
     from .tables import complete
 
-    tree = PlanTree.load(tree_path(cfg, split))
+    tree = PlanTree.load(StudyPaths.of(cfg).tree(split))
     return tree, complete(tree, problems(cfg, split))
 
 
@@ -47,8 +47,9 @@ def table(cfg: StudyConfig, split: str, grader: Any = None) -> Table:
     from .splits import task_of
     from .tables import read_table
 
-    cache = Path(cfg.out) / "scores" / "tables" / f"{split}.json"
-    fingerprint = ledger.tree_fingerprint(tree_path(cfg, split))
+    paths = StudyPaths.of(cfg)
+    cache = paths.table_cache(split)
+    fingerprint = ledger.tree_fingerprint(paths.tree(split))
     if cache.is_file():
         data = json.loads(cache.read_text())
         if data.get("tree") == fingerprint and data.get("per_task") == cfg.per_task(split):
@@ -80,15 +81,15 @@ def _table_from(d: dict[str, Any]) -> Table:
 def heads(cfg: StudyConfig) -> list[Head]:
     """The heads scored: another study's (``heads_from``: its ``heads/`` folder, or a folder of run dirs), else this
     study's ``learner.seeds`` seeds (each must be trained)."""
+    paths = StudyPaths.of(cfg)
     if cfg.heads_from:
-        src = Path(cfg.heads_from)
-        return find_heads(src / "heads" if (src / "heads").is_dir() else src)
+        return find_heads(paths.scored_heads())
     found = []
     for s in range(cfg.learner.seeds):
-        ckpt = _checkpoint(head_dir(cfg, s))
+        ckpt = _checkpoint(paths.head(s))
         if ckpt is None:
-            raise ValueError(f"no trained head for seed {s} at {head_dir(cfg, s)}: train it first (rsim study --stage "
-                             f"train), or point --heads-dir at the heads ({heads_dir(cfg)} has none for that seed).")
+            raise ValueError(f"no trained head for seed {s} at {paths.head(s)}: train it first (rsim study --stage "
+                             f"train), or point --heads-dir at the heads ({paths.heads} has none for that seed).")
         config = json.loads((ckpt / "config.json").read_text())
         found.append(Head(s, ckpt, str(config.get("model", {}).get("planner", cfg.planner))))
     return found
@@ -96,9 +97,7 @@ def heads(cfg: StudyConfig) -> list[Head]:
 
 def features_path(cfg: StudyConfig, spec: str) -> Path:
     """Where the features of planner backbone ``spec`` are kept for this study."""
-    from .features import store_path
-
-    return store_path(cfg.features_dir or Path(cfg.out) / "features", spec)
+    return StudyPaths.of(cfg).features_file(spec)
 
 
 def feature_store(cfg: StudyConfig, spec: str, tree: Any, items: list[Any]) -> Any:
@@ -121,7 +120,7 @@ def feature_store(cfg: StudyConfig, spec: str, tree: Any, items: list[Any]) -> A
 
 def _episodes(cfg: StudyConfig, kind: str, split: str) -> tuple[list[dict[str, Any]], str] | None:
     given = getattr(cfg, f"{kind}_episodes") if split == "test" else ""
-    path = Path(given) if given else Path(cfg.out) / "episodes" / f"{kind}_{split}.jsonl.gz"
+    path = Path(given) if given else StudyPaths.of(cfg).episodes(kind, split)
     if not path.is_file():
         if given:
             raise ValueError(f"--{kind}-episodes {given!r}: no such file; give rsim eval's episodes.jsonl(.gz).")
@@ -150,7 +149,7 @@ def _modes(cfg: StudyConfig, split: str, test: Table) -> dict[str, ModeResult]:
         specs.add(h.spec)
     seeds = sorted(plans)
     episodes = cfg.learner.steps * cfg.learner.groups_per_step * cfg.learner.group_size
-    out = {"trained": m.trained_mode(test, plans, heads_from=cfg.heads_from or str(heads_dir(cfg)),
+    out = {"trained": m.trained_mode(test, plans, heads_from=cfg.heads_from or str(StudyPaths.of(cfg).heads),
                                      planner=sorted(specs)),
            "best_fixed": m.fixed_mode(test, chosen, "train+val"),
            "per_task": m.per_task_mode(test, chosen, "train+val"),
@@ -210,7 +209,7 @@ def score(cfg: StudyConfig, split: str = "test") -> tuple[Table, dict[str, ModeR
         raise ValueError(f"score(split={split!r}): the modes are chosen and trained on train and val; score a held-out "
                          "split (test, or replication).")
     h, settings = ledger.scoring_hash(cfg, split)
-    path = Path(cfg.out) / "scores" / f"{split}.json"
+    path = StudyPaths.of(cfg).split_scores(split)
     kept = read_scores(path, h)
     if kept is None:
         test = table(cfg, split)

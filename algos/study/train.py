@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .config import StudyConfig, head_dir, heads_dir, run_overrides
-from .fill import tree_path
+from .config import StudyConfig, run_overrides
+from .paths import StudyPaths
 from .types import Table
 
 __all__ = ["run_config", "train_seed", "train"]
@@ -37,10 +37,10 @@ def run_config(cfg: StudyConfig, seed: int) -> Any:
     settings (:class:`algos.study.config.LearnerSettings`), the seed's run dir as its output."""
     from algos.config import resolve
 
-    learner = cfg.learner
-    return resolve("study", run_overrides(cfg, f"tree:{tree_path(cfg, 'train')}", {
+    learner, paths = cfg.learner, StudyPaths.of(cfg)
+    return resolve("study", run_overrides(cfg, f"tree:{paths.tree('train')}", {
         "train.steps": learner.steps, "train.groups_per_step": learner.groups_per_step, "train.seed": seed,
-        "train.output_dir": str(head_dir(cfg, seed)), "train.sample_rollouts": 0,
+        "train.output_dir": str(paths.head(seed)), "train.sample_rollouts": 0,
         "train.save_every": max(1, learner.steps // 4), "train.mixed_precision": "no",
         "train.planner_optim.lr": learner.lr, "train.grpo.group_size": learner.group_size,
         "train.grpo.entropy_coef": learner.entropy_coef,
@@ -75,7 +75,7 @@ def train_seed(cfg: StudyConfig, seed: int, base: Any, shared: dict[str, Any]) -
 
     from .heads import _checkpoint
 
-    out = head_dir(cfg, seed)
+    out = StudyPaths.of(cfg).head(seed)
     done = _checkpoint(out)
     if done is not None and _step_of(done) >= cfg.learner.steps:
         _log(f"seed {seed}: trained ({done}); reused")
@@ -136,14 +136,15 @@ def train(cfg: StudyConfig) -> dict[str, Any]:
     from .score import feature_store, table, tree_problems
     from .tables import Groups, game_env
 
-    done = [_checkpoint(head_dir(cfg, s)) for s in range(cfg.learner.seeds)]
+    paths = StudyPaths.of(cfg)
+    done = [_checkpoint(paths.head(s)) for s in range(cfg.learner.seeds)]
     if all(d is not None and _step_of(d) >= cfg.learner.steps for d in done):  # nothing to train: load nothing
-        _log(f"every seed is trained ({heads_dir(cfg)}); reused")
+        _log(f"every seed is trained ({paths.heads}); reused")
         return {"runs": [{"seed": s, "checkpoint": str(d), "reused": True} for s, d in enumerate(done)],
-                "summary": str(heads_dir(cfg) / "train.json")}
+                "summary": str(paths.train_summary)}
     tree, items = tree_problems(cfg, "train")
     if game_env(tree).max_steps != cfg.rounds or game_env(tree).terminate_last_round != cfg.terminate_last_round:
-        raise ValueError(f"the train tree {tree_path(cfg, 'train')} holds another game than rounds={cfg.rounds}, "
+        raise ValueError(f"the train tree {paths.tree('train')} holds another game than rounds={cfg.rounds}, "
                          f"terminate_last_round={cfg.terminate_last_round}; fill a tree of this game.")
     grader = GradeCache()
     train_table = table(cfg, "train", grader)
@@ -156,7 +157,7 @@ def train(cfg: StudyConfig) -> dict[str, Any]:
     shared = {"tree": tree, "items": items, "store": store, "grader": grader, "table": train_table,
               "standardize": stacked(store, contexts), "groups": Groups(game_env(tree), grader)}
     runs = [train_seed(cfg, s, base, shared) for s in range(cfg.learner.seeds)]
-    summary_path = heads_dir(cfg) / "train.json"
+    summary_path = paths.train_summary
     kept = json.loads(summary_path.read_text()) if summary_path.is_file() else {"runs": {}}
     for r in runs:
         if not r["reused"]:
@@ -166,5 +167,5 @@ def train(cfg: StudyConfig) -> dict[str, Any]:
     summary_path.parent.mkdir(parents=True, exist_ok=True)
     summary_path.write_text(json.dumps(kept, indent=1) + "\n")
     _log(f"trained {sum(not r['reused'] for r in runs)} seed(s), reused {sum(r['reused'] for r in runs)} -> "
-         f"{heads_dir(cfg)}")
+         f"{paths.heads}")
     return {"runs": runs, "summary": str(summary_path)}

@@ -93,6 +93,7 @@ def main(cfg: Config) -> dict[str, Any]:
     """Decode the game by both routes (module docstring); print the table; write the JSON."""
     from algos.study import fill
     from algos.study.config import StudyConfig
+    from algos.study.paths import StudyPaths
     from algos.study.splits import problems
 
     with tempfile.TemporaryDirectory(prefix="fill_overhead_") as tmp:
@@ -112,7 +113,7 @@ def main(cfg: Config) -> dict[str, Any]:
             before = raw_decode(inner, env, items, plans, cfg.max_copies)
             w, c = time.perf_counter(), time.process_time()
             fill.fill_split(study, "test", replay, env)
-            tree = fill.load_tree(fill.tree_path(study, "test"))
+            tree = fill.load_tree(StudyPaths.of(study).tree("test"))
             filled = {"steps": len(tree.steps), "tokens": sum(s.tokens for s in tree.steps.values()),
                       "wall_s": time.perf_counter() - w, "cpu_s": time.process_time() - c,
                       "replay": dict(replay.stats)}

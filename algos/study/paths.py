@@ -1,0 +1,103 @@
+"""Where a study keeps its files: every path of the study folder, built in one place from a :class:`StudyConfig`.
+
+``<out>/`` holds ``trees/`` (unless :attr:`StudyConfig.tree_dir` puts them elsewhere), ``heads/`` (unless
+:attr:`StudyConfig.heads_dir`), ``features/`` (unless :attr:`StudyConfig.features_dir`), ``scores/``, ``report/`` and
+``episodes/``. A split's tree is ``<trees>/<name>_<split>.tree.json.gz``, with its info JSON and its ledger beside it;
+a seed's head is ``<heads>/<head_name with the seed>``. Every stage asks :class:`StudyPaths` rather than joining
+paths itself, so a reader finds the layout here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import StudyConfig
+
+__all__ = ["StudyPaths"]
+
+
+@dataclass(frozen=True)
+class StudyPaths:
+    """The files of one study (module docstring); :meth:`of` builds it from a config."""
+
+    out: Path
+    """The study folder (:attr:`StudyConfig.out`)."""
+    trees: Path
+    """Where the trees are: :attr:`StudyConfig.tree_dir`, or ``<out>/trees``."""
+    heads: Path
+    """Where the study's heads are: :attr:`StudyConfig.heads_dir`, or ``<out>/heads``."""
+    features: Path
+    """Where the planner backbones' features are kept: :attr:`StudyConfig.features_dir`, or ``<out>/features``."""
+    name: str
+    """The trees' file-name stem (:attr:`StudyConfig.name`)."""
+    head_name: str
+    """A seed's head dir under :attr:`heads` (``{seed}`` is replaced by the seed)."""
+    heads_from: str
+    """Another study's folder whose heads are scored ("" = this study's)."""
+
+    @classmethod
+    def of(cls, cfg: StudyConfig) -> "StudyPaths":
+        """The paths of ``cfg``'s study."""
+        out = Path(cfg.out)
+        return cls(out=out, trees=Path(cfg.tree_dir) if cfg.tree_dir else out / "trees",
+                   heads=Path(cfg.heads_dir) if cfg.heads_dir else out / "heads",
+                   features=Path(cfg.features_dir) if cfg.features_dir else out / "features",
+                   name=cfg.name, head_name=cfg.head_name, heads_from=cfg.heads_from)
+
+    @property
+    def scores(self) -> Path:
+        """``<out>/scores``: each held-out split's scoring, and the read-back tables (``tables/``)."""
+        return self.out / "scores"
+
+    @property
+    def report(self) -> Path:
+        """``<out>/report``: report.md, report.json and the plots."""
+        return self.out / "report"
+
+    @property
+    def train_summary(self) -> Path:
+        """``<heads>/train.json``: every seed's run and training curve."""
+        return self.heads / "train.json"
+
+    def tree(self, split: str) -> Path:
+        """``split``'s plan tree: ``<trees>/<name>_<split>.tree.json.gz``."""
+        return self.trees / f"{self.name}_{split}.tree.json.gz"
+
+    def info(self, split: str) -> Path:
+        """The info JSON beside ``split``'s tree."""
+        return self.trees / f"{self.name}_{split}.tree.json"
+
+    def ledger(self, split: str = "test") -> Path:
+        """The ledger of ``split``'s tree: beside the tree."""
+        return self.trees / f"{self.name}_{split}.ledger.jsonl"
+
+    def head(self, seed: int) -> Path:
+        """Seed ``seed``'s head (a run dir ``rsim eval --planner`` reads)."""
+        return self.heads / self.head_name.format(seed=seed)
+
+    def scored_heads(self) -> Path:
+        """The folder of the heads a scoring plays: ``heads_from``'s ``heads/`` (or ``heads_from`` itself when it has
+        none), else :attr:`heads`."""
+        if not self.heads_from:
+            return self.heads
+        src = Path(self.heads_from)
+        return src / "heads" if (src / "heads").is_dir() else src
+
+    def features_file(self, spec: str) -> Path:
+        """Where the features of planner backbone ``spec`` are kept: ``<features>/<spec, file-safe>.safetensors``."""
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in spec).strip("._") or "planner"
+        return self.features / f"{safe}.safetensors"
+
+    def split_scores(self, split: str) -> Path:
+        """``<out>/scores/<split>.json``: a held-out split's scoring under its configuration hash."""
+        return self.scores / f"{split}.json"
+
+    def table_cache(self, split: str) -> Path:
+        """``<out>/scores/tables/<split>.json``: ``split``'s read-back table beside its tree's fingerprint."""
+        return self.scores / "tables" / f"{split}.json"
+
+    def episodes(self, kind: str, split: str) -> Path:
+        """``<out>/episodes/<kind>_<split>.jsonl.gz``: ``rsim eval`` episodes of mode ``kind`` (``none``, ``sc``)
+        found by default."""
+        return self.out / "episodes" / f"{kind}_{split}.jsonl.gz"

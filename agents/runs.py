@@ -39,14 +39,17 @@ def latest(root: str | Path) -> Path | None:
     return found[-1] if found else None
 
 
-def find_checkpoint(path: str | Path) -> Path | None:
-    """A complete checkpoint at ``path`` (a ``step_*`` dir), or the newest under a run / checkpoints dir."""
+def find_checkpoint(path: str | Path, role: str | None = None) -> Path | None:
+    """A complete checkpoint at ``path`` (a ``step_*`` dir), or the newest under a run / checkpoints dir; with
+    ``role``, only one that holds ``role``'s weights (:func:`weights_file`)."""
     path = Path(path)
     if not path.is_dir():
         return None
     if (path / "state.json").is_file():
-        return path
-    return latest(path / "checkpoints") or latest(path)
+        return path if role is None or weights_file(path, role).is_file() else None
+    found = list_checkpoints(path / "checkpoints") or list_checkpoints(path)
+    found = [p for p in found if role is None or weights_file(p, role).is_file()]
+    return found[-1] if found else None
 
 
 def check_base(state: dict[str, Any], role: str, digest: str, where: str) -> None:

@@ -84,3 +84,16 @@ def test_missing_checkpoint_error(tmp_path):
     models, opts = _make()
     with pytest.raises(ValueError, match="no complete checkpoint"):
         load_checkpoint(tmp_path, models, opts)
+
+
+def test_find_checkpoint_with_a_role_skips_checkpoints_without_its_weights(tmp_path):
+    from agents.runs import find_checkpoint, weights_file
+
+    models, opts = _make()
+    first = save_checkpoint(tmp_path / "checkpoints", 1, models, opts, {}, {})
+    second = save_checkpoint(tmp_path / "checkpoints", 2, {"reasoner": models["reasoner"]}, {"reasoner": opts["reasoner"]},
+                             {}, {})
+    assert weights_file(first, "planner").is_file() and not weights_file(second, "planner").is_file()
+    assert find_checkpoint(tmp_path) == second and find_checkpoint(tmp_path, "reasoner") == second
+    assert find_checkpoint(tmp_path, "planner") == first
+    assert find_checkpoint(second, "planner") is None and find_checkpoint(first, "planner") == first

@@ -33,22 +33,15 @@ class Head:
     """The planner backbone's model spec (the run config's ``model.planner``)."""
 
 
-def _checkpoint(run: Path) -> Path | None:
-    """The newest checkpoint of run dir ``run`` (or ``run`` itself when it holds the weights)."""
-    if (run / WEIGHTS).is_file():
-        return run
-    steps = sorted((d for d in (run / "checkpoints").glob("step_*") if (d / WEIGHTS).is_file()),
-                   key=lambda d: int(re.sub(r"\D", "", d.name) or 0)) if (run / "checkpoints").is_dir() else []
-    return steps[-1] if steps else None
-
-
 def find_heads(folder: str | Path) -> list[Head]:
     """The kept heads under ``folder``: run dirs named ``seed_<k>`` or ``<name>_s<k>``, by seed."""
+    from agents.runs import find_checkpoint
+
     folder = Path(folder)
     found: dict[int, Head] = {}
     for d in sorted(folder.iterdir()) if folder.is_dir() else []:
         m = re.fullmatch(r"(?:seed_|.+_s)(\d+)", d.name)
-        ckpt = _checkpoint(d) if m and d.is_dir() else None
+        ckpt = find_checkpoint(d, "planner") if m and d.is_dir() else None
         if ckpt is None:
             continue
         seed = int(m.group(1))

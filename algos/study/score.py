@@ -21,7 +21,7 @@ from typing import Any
 
 from . import ledger
 from .config import StudyConfig
-from .heads import Head, HeadPlanner, _checkpoint, find_heads, greedy_plans, load_head
+from .heads import Head, HeadPlanner, find_heads, greedy_plans, load_head
 from .paths import StudyPaths
 from .types import ModeResult, Outcome, Table
 
@@ -81,12 +81,14 @@ def _table_from(d: dict[str, Any]) -> Table:
 def heads(cfg: StudyConfig) -> list[Head]:
     """The heads scored: another study's (``heads_from``: its ``heads/`` folder, or a folder of run dirs), else this
     study's ``learner.seeds`` seeds (each must be trained)."""
+    from agents.runs import find_checkpoint
+
     paths = StudyPaths.of(cfg)
     if cfg.heads_from:
         return find_heads(paths.scored_heads())
     found = []
     for s in range(cfg.learner.seeds):
-        ckpt = _checkpoint(paths.head(s))
+        ckpt = find_checkpoint(paths.head(s), "planner")
         if ckpt is None:
             raise ValueError(f"no trained head for seed {s} at {paths.head(s)}: train it first (rsim study --stage "
                              f"train), or point --heads-dir at the heads ({paths.heads} has none for that seed).")

@@ -71,12 +71,11 @@ def train_seed(cfg: StudyConfig, seed: int, base: Any, shared: dict[str, Any]) -
     from agents.planners.llm import Planner
     from agents.replay.plan_tree import TreeReasoner
     from algos.planner_only import PlannerOnly
+    from agents.runs import find_checkpoint
     from algos.trainer import Trainer, make_accelerator, to_dict
 
-    from .heads import _checkpoint
-
     out = StudyPaths.of(cfg).head(seed)
-    done = _checkpoint(out)
+    done = find_checkpoint(out, "planner")
     if done is not None and _step_of(done) >= cfg.learner.steps:
         _log(f"seed {seed}: trained ({done}); reused")
         return {"seed": seed, "checkpoint": str(done), "reused": True}
@@ -129,15 +128,15 @@ def train(cfg: StudyConfig) -> dict[str, Any]:
     """Train every seed of ``cfg.learner`` on the train tree (module docstring); returns each seed's run and curve
     and writes them to ``heads/train.json``."""
     from agents.registry import AgentContext, build_agent
+    from agents.runs import find_checkpoint
     from rsim_env.grading import GradeCache
 
     from .features import install, stacked, tree_contexts
-    from .heads import _checkpoint
     from .score import feature_store, table, tree_problems
     from .tables import Groups, game_env
 
     paths = StudyPaths.of(cfg)
-    done = [_checkpoint(paths.head(s)) for s in range(cfg.learner.seeds)]
+    done = [find_checkpoint(paths.head(s), "planner") for s in range(cfg.learner.seeds)]
     if all(d is not None and _step_of(d) >= cfg.learner.steps for d in done):  # nothing to train: load nothing
         _log(f"every seed is trained ({paths.heads}); reused")
         return {"runs": [{"seed": s, "checkpoint": str(d), "reused": True} for s, d in enumerate(done)],

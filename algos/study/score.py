@@ -23,7 +23,7 @@ from . import ledger
 from .config import StudyConfig
 from .heads import Head, HeadPlanner, find_heads, greedy_plans, load_head
 from .paths import StudyPaths
-from .types import ModeResult, Outcome, Table
+from .types import ModeResult, Table, mode_from_json, mode_to_json, table_from_json, table_to_json
 
 __all__ = ["score", "table", "tree_problems", "heads", "features_path", "feature_store", "write_scores", "read_scores"]
 
@@ -53,29 +53,12 @@ def table(cfg: StudyConfig, split: str, grader: Any = None) -> Table:
     if cache.is_file():
         data = json.loads(cache.read_text())
         if data.get("tree") == fingerprint and data.get("per_task") == cfg.per_task(split):
-            return _table_from(data)
+            return table_from_json(data)
     tree, items = tree_problems(cfg, split)
     t = read_table(tree, items, split, task_of, grader)
     cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps({"tree": fingerprint, "per_task": cfg.per_task(split), **_table_json(t)}) + "\n")
+    cache.write_text(json.dumps({"tree": fingerprint, "per_task": cfg.per_task(split), **table_to_json(t)}) + "\n")
     return t
-
-
-def _table_json(t: Table) -> dict[str, Any]:
-    from .tables import plan_key
-
-    return {"split": t.split, "tasks": dict(t.tasks),
-            "outcomes": {p: {plan_key(pl): [o.correct, o.reward, o.tokens] for pl, o in by.items()}
-                         for p, by in t.outcomes.items()}}
-
-
-def _plan(key: str) -> tuple[int, ...]:
-    return tuple(int(s) for s in key.split(","))
-
-
-def _table_from(d: dict[str, Any]) -> Table:
-    return Table(d["split"], d["tasks"], {p: {_plan(k): Outcome(bool(c), float(r), float(n)) for k, (c, r, n) in by.items()}
-                                          for p, by in d["outcomes"].items()})
 
 
 def heads(cfg: StudyConfig) -> list[Head]:
@@ -168,28 +151,12 @@ def _modes(cfg: StudyConfig, split: str, test: Table) -> dict[str, ModeResult]:
     return out
 
 
-def _mode_json(r: ModeResult) -> dict[str, Any]:
-    from .tables import plan_key
-
-    return {"name": r.name, "chosen_on": r.chosen_on, "info": r.info,
-            "outcomes": {str(s): {p: [o.correct, o.reward, o.tokens] for p, o in by.items()} for s, by in r.outcomes.items()},
-            "plans": None if r.plans is None else {str(s): {p: plan_key(pl) for p, pl in by.items()}
-                                                   for s, by in r.plans.items()}}
-
-
-def _mode_from(d: dict[str, Any]) -> ModeResult:
-    outcomes = {int(s): {p: Outcome(bool(c), float(r), float(n)) for p, (c, r, n) in by.items()}
-                for s, by in d["outcomes"].items()}
-    plans = None if d["plans"] is None else {int(s): {p: _plan(k) for p, k in by.items()} for s, by in d["plans"].items()}
-    return ModeResult(d["name"], outcomes, plans, d["chosen_on"], d["info"])
-
-
 def write_scores(path: str | Path, hash_: str, test: Table, modes: dict[str, ModeResult]) -> Path:
     """Keep a scoring (its configuration hash, the table and every mode) as JSON."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"hash": hash_, "table": _table_json(test),
-                                "modes": {k: _mode_json(v) for k, v in modes.items()}}) + "\n")
+    path.write_text(json.dumps({"hash": hash_, "table": table_to_json(test),
+                                "modes": {k: mode_to_json(v) for k, v in modes.items()}}) + "\n")
     return path
 
 
@@ -201,7 +168,7 @@ def read_scores(path: str | Path, hash_: str | None = None) -> tuple[Table, dict
     data = json.loads(path.read_text())
     if hash_ is not None and data.get("hash") != hash_:
         return None
-    return _table_from(data["table"]), {k: _mode_from(v) for k, v in data["modes"].items()}
+    return table_from_json(data["table"]), {k: mode_from_json(v) for k, v in data["modes"].items()}
 
 
 def score(cfg: StudyConfig, split: str = "test") -> tuple[Table, dict[str, ModeResult]]:

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 from .types import Outcome, Plan, Table
 
-__all__ = ["game_env", "complete", "Groups", "read_table", "plan_key", "table_rows"]
+__all__ = ["game_env", "complete", "Groups", "read_table", "table_rows"]
 
 CHUNK = 64
 """Problems per rollout (x the game's plans: the episodes of one batched rollout)."""
@@ -100,11 +100,6 @@ def read_table(tree: Any, problems: Sequence[Any], split: str, task_of: Callable
                 correct=bool(info["correct"]), reward=float(t["rewards"]["planner"]),
                 tokens=float(reasoner.num_generated(rec)))
     return Table(split=split, tasks={p.id: task_of(p) for p in chosen}, outcomes=outcomes)
-
-
-def plan_key(plan: Sequence[int]) -> str:
-    """``(3, 8)`` -> ``"3,8"`` (a plan as a JSON key)."""
-    return ",".join(str(int(s)) for s in plan)
 
 
 def table_rows(table: Table) -> list[dict[str, Any]]:

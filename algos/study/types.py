@@ -9,9 +9,10 @@ tested on tables written by hand (scripted cases) exactly as on decoded trees.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-__all__ = ["Plan", "Outcome", "Table", "ModeResult", "MODES"]
+__all__ = ["Plan", "Outcome", "Table", "ModeResult", "MODES", "plan_key", "plan_from_key", "outcome_to_json",
+           "outcome_from_json", "table_to_json", "table_from_json", "mode_to_json", "mode_from_json"]
 
 Plan = tuple[int, ...]
 """A plan: one strategy index per round, the last being termination (``(3, 8)``)."""
@@ -70,3 +71,54 @@ MODES = ("trained", "best_fixed", "per_task", "bandit", "random", "none", "sc")
 """The modes every report has when they were scored, in the report's order; the headline is ``trained`` vs
 ``best_fixed``. Ceilings (per-task best on test, per-problem oracle) are computed by the report from the test
 :class:`Table`, never passed in as modes."""
+
+
+# ------------------------------------------------------------------------------------------- JSON
+
+def plan_key(plan: Sequence[int]) -> str:
+    """``(3, 8)`` -> ``"3,8"`` (a plan as a JSON key; :func:`plan_from_key` reads it back)."""
+    return ",".join(str(int(s)) for s in plan)
+
+
+def plan_from_key(key: str) -> Plan:
+    """``"3,8"`` -> ``(3, 8)``."""
+    return tuple(int(s) for s in key.split(","))
+
+
+def outcome_to_json(o: Outcome) -> list[Any]:
+    """An outcome as the JSON row ``[correct, reward, tokens]`` (:func:`outcome_from_json` reads it back)."""
+    return [o.correct, o.reward, o.tokens]
+
+
+def outcome_from_json(row: Sequence[Any]) -> Outcome:
+    """The outcome of a JSON row ``[correct, reward, tokens]``."""
+    correct, reward, tokens = row
+    return Outcome(bool(correct), float(reward), float(tokens))
+
+
+def table_to_json(t: Table) -> dict[str, Any]:
+    """A table as JSON values: ``split``, ``tasks`` and ``outcomes`` (problem -> plan key -> outcome row)."""
+    return {"split": t.split, "tasks": dict(t.tasks),
+            "outcomes": {p: {plan_key(pl): outcome_to_json(o) for pl, o in by.items()} for p, by in t.outcomes.items()}}
+
+
+def table_from_json(d: Mapping[str, Any]) -> Table:
+    """The table of :func:`table_to_json`'s values."""
+    return Table(d["split"], d["tasks"], {p: {plan_from_key(k): outcome_from_json(row) for k, row in by.items()}
+                                          for p, by in d["outcomes"].items()})
+
+
+def mode_to_json(r: ModeResult) -> dict[str, Any]:
+    """A mode's result as JSON values (seeds as string keys, plans as plan keys)."""
+    return {"name": r.name, "chosen_on": r.chosen_on, "info": r.info,
+            "outcomes": {str(s): {p: outcome_to_json(o) for p, o in by.items()} for s, by in r.outcomes.items()},
+            "plans": None if r.plans is None else {str(s): {p: plan_key(pl) for p, pl in by.items()}
+                                                   for s, by in r.plans.items()}}
+
+
+def mode_from_json(d: Mapping[str, Any]) -> ModeResult:
+    """The mode result of :func:`mode_to_json`'s values."""
+    outcomes = {int(s): {p: outcome_from_json(row) for p, row in by.items()} for s, by in d["outcomes"].items()}
+    plans = None if d["plans"] is None else {int(s): {p: plan_from_key(k) for p, k in by.items()}
+                                             for s, by in d["plans"].items()}
+    return ModeResult(d["name"], outcomes, plans, d["chosen_on"], d["info"])

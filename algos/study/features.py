@@ -17,12 +17,16 @@ import hashlib
 import itertools
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
+from .config import StudyConfig
+from .paths import StudyPaths
+
 __all__ = ["FORMAT", "context_key", "obs_key", "tree_contexts", "FeatureStore", "compute", "install",
-           "feature_planner", "stacked"]
+           "feature_planner", "stacked", "feature_store"]
 
 FORMAT = "1"
 """Version of the feature file's layout (its metadata's ``format``)."""
@@ -203,3 +207,18 @@ def stacked(store: FeatureStore, contexts: Sequence[tuple[str, list[tuple[int, s
     if lost:
         raise ValueError(f"{len(lost)} contexts have no stored feature; compute them first (features.compute).")
     return torch.stack([store[k] for k in keys])
+
+
+def feature_store(cfg: StudyConfig, spec: str, tree: Any, items: list[Any]) -> FeatureStore:
+    """The study's feature store of ``spec`` with every decision context of ``items`` on ``tree`` (missing ones
+    computed with the backbone, then saved in :meth:`StudyPaths.features_file`)."""
+    path = StudyPaths.of(cfg).features_file(spec)
+    store = FeatureStore.load(path, spec)
+    contexts = tree_contexts(tree, items)
+    need = store.missing(contexts)
+    if need:
+        print(f"[rsim study] computing {need} planner features with {spec!r} (once; kept in {path})", file=sys.stderr,
+              flush=True)
+        compute(store, feature_planner(spec), contexts, progress=True)
+        store.save(path)
+    return store

@@ -21,44 +21,17 @@ from typing import Any
 
 from . import ledger
 from .config import StudyConfig
+from .features import feature_store
 from .heads import Head, HeadPlanner, find_heads, greedy_plans, load_head
 from .paths import StudyPaths
+from .tables import split_table
 from .types import ModeResult, Table, mode_from_json, mode_to_json, table_from_json, table_to_json
 
-__all__ = ["score", "table", "tree_problems", "heads", "features_path", "feature_store", "write_scores", "read_scores"]
+__all__ = ["score", "heads", "write_scores", "read_scores"]
 
 
 def _log(msg: str) -> None:
     print(f"[rsim study] {msg}", file=sys.stderr, flush=True)
-
-
-def tree_problems(cfg: StudyConfig, split: str) -> tuple[Any, list[Any]]:
-    from agents.replay.plan_tree import PlanTree
-
-    from .splits import problems
-    from .tables import complete
-
-    tree = PlanTree.load(StudyPaths.of(cfg).tree(split))
-    return tree, complete(tree, problems(cfg, split))
-
-
-def table(cfg: StudyConfig, split: str, grader: Any = None) -> Table:
-    """``split``'s read-back table (kept in ``<out>/scores/tables/<split>.json`` beside its tree's fingerprint)."""
-    from .splits import task_of
-    from .tables import read_table
-
-    paths = StudyPaths.of(cfg)
-    cache = paths.table_cache(split)
-    fingerprint = ledger.tree_fingerprint(paths.tree(split))
-    if cache.is_file():
-        data = json.loads(cache.read_text())
-        if data.get("tree") == fingerprint and data.get("per_task") == cfg.per_task(split):
-            return table_from_json(data)
-    tree, items = tree_problems(cfg, split)
-    t = read_table(tree, items, split, task_of, grader)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps({"tree": fingerprint, "per_task": cfg.per_task(split), **table_to_json(t)}) + "\n")
-    return t
 
 
 def heads(cfg: StudyConfig) -> list[Head]:
@@ -80,29 +53,6 @@ def heads(cfg: StudyConfig) -> list[Head]:
     return found
 
 
-def features_path(cfg: StudyConfig, spec: str) -> Path:
-    """Where the features of planner backbone ``spec`` are kept for this study."""
-    return StudyPaths.of(cfg).features_file(spec)
-
-
-def feature_store(cfg: StudyConfig, spec: str, tree: Any, items: list[Any]) -> Any:
-    """The feature store of ``spec`` with every decision context of ``items`` on ``tree`` (missing ones computed
-    with the backbone, then saved)."""
-    from .features import FeatureStore, compute, tree_contexts
-
-    path = features_path(cfg, spec)
-    store = FeatureStore.load(path, spec)
-    contexts = tree_contexts(tree, items)
-    need = store.missing(contexts)
-    if need:
-        from .features import feature_planner
-
-        _log(f"computing {need} planner features with {spec!r} (once; kept in {path})")
-        compute(store, feature_planner(spec), contexts, progress=True)
-        store.save(path)
-    return store
-
-
 def _episodes(cfg: StudyConfig, kind: str, split: str) -> tuple[list[dict[str, Any]], str] | None:
     given = getattr(cfg, f"{kind}_episodes") if split == "test" else ""
     path = Path(given) if given else StudyPaths.of(cfg).episodes(kind, split)
@@ -119,10 +69,10 @@ def _modes(cfg: StudyConfig, split: str, test: Table) -> dict[str, ModeResult]:
     from rsim_env.grading import GradeCache
 
     from . import modes as m
-    from .tables import Groups, game_env
+    from .tables import Groups, game_env, tree_problems
 
     grader = GradeCache()  # one grade per (problem, final step) across the tables and every head's episodes
-    train, val = table(cfg, "train", grader), table(cfg, "val", grader)
+    train, val = split_table(cfg, "train", grader), split_table(cfg, "val", grader)
     chosen = m.choose([train, val])
     tree, items = tree_problems(cfg, split)
     items = [p for p in items if p.id in test.outcomes]
@@ -181,7 +131,7 @@ def score(cfg: StudyConfig, split: str = "test") -> tuple[Table, dict[str, ModeR
     path = StudyPaths.of(cfg).split_scores(split)
     kept = read_scores(path, h)
     if kept is None:
-        test = table(cfg, split)
+        test = split_table(cfg, split)
         modes = _modes(cfg, split, test)
         write_scores(path, h, test, modes)
         kept = (test, modes)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from .types import Outcome, Plan, Table
+from .config import StudyConfig
+from .paths import StudyPaths
+from .types import Outcome, Plan, Table, table_from_json, table_to_json
 
-__all__ = ["game_env", "complete", "Groups", "read_table", "table_rows"]
+__all__ = ["game_env", "complete", "Groups", "read_table", "table_rows", "tree_problems", "split_table"]
 
 CHUNK = 64
 """Problems per rollout (x the game's plans: the episodes of one batched rollout)."""
@@ -107,3 +109,34 @@ def table_rows(table: Table) -> list[dict[str, Any]]:
     :mod:`algos.optimisation_gap` reads."""
     return [{"problem_id": p, "task": table.tasks[p], "plan": list(plan), "correct": o.correct, "reward": o.reward,
              "tokens": o.tokens} for p in table.ids() for plan, o in sorted(table.outcomes[p].items())]
+
+
+def tree_problems(cfg: StudyConfig, split: str) -> tuple[Any, list[Any]]:
+    """``split``'s filled plan tree and the problems of the split whose tree is complete."""
+    from agents.replay.plan_tree import PlanTree
+
+    from .splits import problems
+
+    tree = PlanTree.load(StudyPaths.of(cfg).tree(split))
+    return tree, complete(tree, problems(cfg, split))
+
+
+def split_table(cfg: StudyConfig, split: str, grader: Any = None) -> Table:
+    """``split``'s read-back table (kept in ``<out>/scores/tables/<split>.json`` beside its tree's fingerprint)."""
+    import json
+
+    from .ledger import tree_fingerprint
+    from .splits import task_of
+
+    paths = StudyPaths.of(cfg)
+    cache = paths.table_cache(split)
+    fingerprint = tree_fingerprint(paths.tree(split))
+    if cache.is_file():
+        data = json.loads(cache.read_text())
+        if data.get("tree") == fingerprint and data.get("per_task") == cfg.per_task(split):
+            return table_from_json(data)
+    tree, items = tree_problems(cfg, split)
+    t = read_table(tree, items, split, task_of, grader)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({"tree": fingerprint, "per_task": cfg.per_task(split), **table_to_json(t)}) + "\n")
+    return t

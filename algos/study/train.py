@@ -131,9 +131,8 @@ def train(cfg: StudyConfig) -> dict[str, Any]:
     from agents.runs import find_checkpoint
     from rsim_env.grading import GradeCache
 
-    from .features import install, stacked, tree_contexts
-    from .score import feature_store, table, tree_problems
-    from .tables import Groups, game_env
+    from .features import feature_store, install, stacked, tree_contexts
+    from .tables import Groups, game_env, split_table, tree_problems
 
     paths = StudyPaths.of(cfg)
     done = [find_checkpoint(paths.head(s), "planner") for s in range(cfg.learner.seeds)]
@@ -146,7 +145,7 @@ def train(cfg: StudyConfig) -> dict[str, Any]:
         raise ValueError(f"the train tree {paths.tree('train')} holds another game than rounds={cfg.rounds}, "
                          f"terminate_last_round={cfg.terminate_last_round}; fill a tree of this game.")
     grader = GradeCache()
-    train_table = table(cfg, "train", grader)
+    train_table = split_table(cfg, "train", grader)
     items = [p for p in items if p.id in train_table.outcomes]
     store = feature_store(cfg, cfg.planner, tree, items)
     contexts = tree_contexts(tree, items)

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from algos.study import fill, splits
-from algos.study.config import StudyConfig, resolve
+from algos.study.config import StudyConfig, game, resolve
 from algos.study.paths import StudyPaths
+from algos.study.tables import plans_of
 from rsim_env import Problem
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,8 +26,8 @@ pytestmark = pytest.mark.usefixtures("single_thread")  # tests/conftest.py
                          ids=["two-rounds", "three-rounds", "two-rounds-any-end"])
 def test_steps_a_problem_follow_from_the_game(rounds, terminal, steps, plans):
     cfg = StudyConfig(rounds=rounds, terminate_last_round=terminal)
-    assert len(fill.plans(cfg)) == plans
-    assert fill.steps_per_problem(fill.plans(cfg)) == steps
+    assert len(plans_of(game(cfg))) == plans
+    assert fill.steps_per_problem(plans_of(game(cfg))) == steps
 
 
 def test_splits_are_disjoint_by_text_and_by_task():

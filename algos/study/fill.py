@@ -28,24 +28,17 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .config import StudyConfig, run_overrides
+from .config import StudyConfig, game, run_overrides
 from .paths import StudyPaths
 from .splits import first_per_task, problems
+from .tables import plans_of
 
-__all__ = ["load_tree", "plans", "steps_per_problem", "missing_steps", "measured_rate", "cost",
+__all__ = ["load_tree", "steps_per_problem", "missing_steps", "measured_rate", "cost",
            "print_cost", "reasoner_spec", "build_reasoner", "fill_split", "run"]
 
 INFO_KEYS = ("reasoner", "max_step_tokens", "max_answer_tokens")
 """Settings of the info JSON's ``config`` a tree must share with the study (the tree's root is checked too, when a
 reasoner is built)."""
-
-
-def plans(cfg: StudyConfig) -> list[tuple[int, ...]]:
-    """The plans of the study's game: those ending in termination when the last round may only terminate (9 for two
-    rounds), else every plan of ``rounds`` rounds."""
-    from agents.replay.plan_tree import game_plans, terminal_plans
-
-    return terminal_plans(cfg.rounds) if cfg.terminate_last_round else game_plans(cfg.rounds)
 
 
 def steps_per_problem(game_plans: Sequence[Sequence[int]]) -> int:
@@ -99,7 +92,7 @@ def measured_rate(info: dict[str, Any]) -> float | None:
 def cost(cfg: StudyConfig, splits: Sequence[str]) -> dict[str, Any]:
     """Per split: problems, steps a problem, steps in the tree, steps to decode; and the rate known from the info JSONs
     of trees the same reasoner filled (``rate``: steps/s or None, ``rate_from``), with the time at that rate."""
-    game_plans = plans(cfg)
+    game_plans = plans_of(game(cfg))
     rows, rates = {}, []
     for split in splits:
         items = problems(cfg, split)
@@ -182,7 +175,7 @@ def fill_split(cfg: StudyConfig, split: str, reasoner: Any, env: Any, *, limit: 
     ``limit`` problems only: the warm-up); write and return its info JSON."""
     from agents.replay.plan_tree import fill
 
-    path, game_plans = StudyPaths.of(cfg).tree(split), plans(cfg)
+    path, game_plans = StudyPaths.of(cfg).tree(split), plans_of(game(cfg))
     path.parent.mkdir(parents=True, exist_ok=True)
     info = _read_info(cfg, split)
     _check_info(cfg, split, info)
@@ -259,7 +252,7 @@ def run(cfg: StudyConfig, splits: Sequence[str] | None = None) -> dict[str, Any]
     todo = [s for s in splits if c["splits"][s]["to_decode"]]
     if not c["rate"]:
         first = todo[0]
-        warm = max(1, math.ceil(cfg.max_copies / len(plans(cfg))))
+        warm = max(1, math.ceil(cfg.max_copies / len(plans_of(game(cfg)))))
         w, before = time.perf_counter(), reasoner.stats.get("misses", 0)
         fill_split(cfg, first, reasoner, env, limit=warm)
         decoded = reasoner.stats.get("misses", 0) - before

@@ -15,7 +15,7 @@ from .config import StudyConfig
 from .paths import StudyPaths
 from .types import Outcome, Plan, Table, table_from_json, table_to_json
 
-__all__ = ["game_env", "complete", "Groups", "read_table", "table_rows", "tree_problems", "split_table"]
+__all__ = ["game_env", "plans_of", "complete", "Groups", "read_table", "table_rows", "tree_problems", "split_table"]
 
 CHUNK = 64
 """Problems per rollout (x the game's plans: the episodes of one batched rollout)."""
@@ -36,7 +36,9 @@ def game_env(tree: Any) -> Any:
 
 
 def plans_of(env: Any) -> list[Plan]:
-    """The game's whole-episode plans (every terminating plan of at most ``env.max_steps`` rounds)."""
+    """The game's whole-episode plans: those ending in termination when the last round may only terminate (9 for two
+    rounds), else every plan of at most ``env.max_steps`` rounds (the fill decodes them for
+    :func:`algos.study.config.game`, the read-back plays them for a tree's :func:`game_env`)."""
     from agents.replay.plan_tree import game_plans, terminal_plans
 
     return terminal_plans(env.max_steps) if env.terminate_last_round else game_plans(env.max_steps)

@@ -92,9 +92,10 @@ def _row(name: str, r: dict[str, Any]) -> dict[str, Any]:
 def main(cfg: Config) -> dict[str, Any]:
     """Decode the game by both routes (module docstring); print the table; write the JSON."""
     from algos.study import fill
-    from algos.study.config import StudyConfig
+    from algos.study.config import StudyConfig, game
     from algos.study.paths import StudyPaths
     from algos.study.splits import problems
+    from algos.study.tables import plans_of
 
     with tempfile.TemporaryDirectory(prefix="fill_overhead_") as tmp:
         old = os.environ.get("RSIM_REPLAY_DIR")
@@ -104,7 +105,7 @@ def main(cfg: Config) -> dict[str, Any]:
                                 rounds=cfg.rounds, max_step_tokens=cfg.max_step_tokens,
                                 max_answer_tokens=cfg.max_answer_tokens, max_copies=cfg.max_copies,
                                 increment=cfg.per_task)
-            items, plans = problems(study, "test"), fill.plans(study)
+            items, plans = problems(study, "test"), plans_of(game(study))
             w = time.perf_counter()
             replay, env = fill.build_reasoner(study)
             load_s = time.perf_counter() - w

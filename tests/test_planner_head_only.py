@@ -42,9 +42,28 @@ def test_features_are_computed_once_and_bounded():
     assert head.feature_stats["misses"] == computed and head.feature_stats["hits"] == computed
     small = make_planner(head_only=True, feature_cache=2)
     play(small, 3)
-    assert len(small._features) == 2
+    assert len(small.feature_cache) == 2
     with pytest.raises(ValueError, match="feature_cache"):
         PlannerConfig(feature_cache=-1)
+
+
+def test_a_feature_put_in_the_cache_is_read_and_a_shared_cache_is_shared():
+    """The public feature cache (what algos.study installs features from disk through): a feature given for a
+    context's token ids is the one the head reads, with no forward; a second planner given the first's cache reads
+    the features the first computed."""
+    _, head = _pair()
+    ids = head.encode("What is 2 + 3?")
+    feature = torch.full((head.head.in_features,), 0.5)
+    head.cache_feature(ids, feature)
+    got = head.context_features([ids], [[len(ids) - 1]])
+    assert torch.equal(got[0], feature) and head.feature_stats == {"hits": 1, "misses": 0}
+    other = make_planner(head_only=True)
+    other.feature_cache = head.feature_cache
+    assert other.feature_cache is head.feature_cache
+    assert torch.equal(other.context_features([ids], [[len(ids) - 1]])[0], feature)
+    assert other.feature_stats["misses"] == 0
+    with pytest.raises(TypeError, match="OrderedDict"):
+        other.feature_cache = {}
 
 
 def test_only_the_head_trains_and_the_reference_is_the_initial_head():

@@ -39,9 +39,15 @@ from ..base import Scored, check_act_args
 from ..hf.prefix import shareable, shared_prefix_hidden
 from ..hf.sampling import right_pad
 
-__all__ = ["PlannerConfig", "PlannerRecord", "StrategyHead", "Planner"]
+__all__ = ["PlannerConfig", "PlannerRecord", "StrategyHead", "Planner", "feature_key"]
 
 _FORMAT = 1
+
+
+def feature_key(ids: Sequence[int]) -> bytes:
+    """The feature cache's key of a decision context: a hash of its token ids up to and including its last token
+    (:attr:`Planner.feature_cache`)."""
+    return hashlib.blake2b(np.asarray(ids, np.int64).tobytes(), digest_size=16).digest()
 
 
 @dataclass(frozen=True)
@@ -195,7 +201,7 @@ class Planner(torch.nn.Module):
         hidden = self.head.in_features
         if features.ndim != 2 or features.shape[1] != hidden or features.shape[0] < 2:
             raise ValueError(f"standardize_features needs [contexts >= 2, {hidden}] features, got "
-                             f"{list(features.shape)}; pass the training contexts' features (Planner._features).")
+                             f"{list(features.shape)}; pass the training contexts' features (Planner.feature_cache).")
         f = features.detach().float().to(self.device)
         mean, scale = f.mean(0), f.std(0).clamp_min(min_scale)
         if not (torch.isfinite(mean).all() and torch.isfinite(scale).all()):
@@ -252,7 +258,7 @@ class Planner(torch.nn.Module):
         prefix = [p[0] + 1 if p else 0 for p in positions]
         with self._scope():
             if self.config.head_only:
-                picked = self._context_features(sequences, positions)
+                picked = self.context_features(sequences, positions)
             elif self.config.share_prefill and shareable(sequences, prefix):
                 picked = shared_prefix_hidden(self.backbone, sequences, prefix, rows, cols, self.pad_id)
             else:
@@ -265,11 +271,30 @@ class Planner(torch.nn.Module):
         out[rows, slot] = gathered
         return out
 
-    def _context_features(self, sequences: Sequence[Sequence[int]], positions: Sequence[Sequence[int]]) -> torch.Tensor:
+    @property
+    def feature_cache(self) -> OrderedDict[bytes, torch.Tensor]:
+        """head_only: the frozen backbone's features by context (:func:`feature_key` of the context's token ids),
+        kept up to ``config.feature_cache`` entries, least recently used dropped first. Planners on the same frozen
+        backbone may share one (``planner.feature_cache = other.feature_cache``): a feature is computed once."""
+        return self._features
+
+    @feature_cache.setter
+    def feature_cache(self, cache: OrderedDict[bytes, torch.Tensor]) -> None:
+        if not isinstance(cache, OrderedDict):
+            raise TypeError(f"Planner.feature_cache takes an OrderedDict (another planner's feature_cache), not "
+                            f"{type(cache).__name__}.")
+        self._features = cache
+
+    def cache_feature(self, ids: Sequence[int], feature: torch.Tensor) -> None:
+        """head_only: keep ``feature`` (``[hidden]``, e.g. read from disk) as the backbone's feature of the context
+        whose token ids are ``ids`` (its last token is the decision's), so :meth:`context_features` reads it and runs
+        no forward for it."""
+        self._features[feature_key(ids)] = feature.to(self.device)
+
+    def context_features(self, sequences: Sequence[Sequence[int]], positions: Sequence[Sequence[int]]) -> torch.Tensor:
         """head_only: the frozen backbone's hidden state at every ``positions[r]`` of ``sequences[r]`` (row-major),
         each read from the feature cache or computed (one right-padded forward over the rows with a miss)."""
-        keys = [[hashlib.blake2b(np.asarray(seq[:p + 1], np.int64).tobytes(), digest_size=16).digest() for p in ps]
-                for seq, ps in zip(sequences, positions)]
+        keys = [[feature_key(seq[:p + 1]) for p in ps] for seq, ps in zip(sequences, positions)]
         found: dict[bytes, torch.Tensor] = {}
         for k in (k for row in keys for k in row):
             if k in self._features:

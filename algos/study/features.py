@@ -164,7 +164,7 @@ def compute(store: FeatureStore, planner: Any, contexts: Sequence[tuple[str, lis
     with torch.no_grad():
         for i in chunks:
             chunk = todo[i:i + batch]
-            got = planner._context_features([r[0] for r in chunk], [r[1] for r in chunk])
+            got = planner.context_features([r[0] for r in chunk], [r[1] for r in chunk])
             for key, feature in zip(itertools.chain.from_iterable(r[2] for r in chunk), got):
                 if key not in store:
                     store.features[key] = feature.detach().float().cpu().clone()
@@ -174,15 +174,13 @@ def compute(store: FeatureStore, planner: Any, contexts: Sequence[tuple[str, lis
 
 def install(store: FeatureStore, planner: Any, contexts: Sequence[tuple[str, list[tuple[int, str]], int]]) -> int:
     """Put the stored features of ``contexts`` into ``planner``'s own feature cache (keyed by the token ids it
-    encodes), so it never runs its backbone on them; returns how many were installed."""
-    import numpy as np
-
+    encodes: :meth:`agents.planners.llm.Planner.cache_feature`), so it never runs its backbone on them; returns how
+    many were installed."""
     n = 0
     for ids, positions, keys in _rows(planner, contexts):
         for p, key in zip(positions, keys):
             if key in store:
-                token_key = hashlib.blake2b(np.asarray(ids[:p + 1], np.int64).tobytes(), digest_size=16).digest()
-                planner._features[token_key] = store[key].to(planner.device)
+                planner.cache_feature(ids[:p + 1], store[key])
                 n += 1
     return n
 

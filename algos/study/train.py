@@ -82,7 +82,7 @@ def train_seed(cfg: StudyConfig, seed: int, base: Any, shared: dict[str, Any]) -
     run = run_config(cfg, seed)
     torch.manual_seed(seed)  # the head's initial weights
     planner = Planner(base.backbone, base.tokenizer, dataclasses.replace(base.config, seed=seed))
-    planner._features = base._features  # the frozen backbone's features: computed once, shared by every seed
+    planner.feature_cache = base.feature_cache  # the frozen backbone's features: computed once, shared by every seed
     if cfg.learner.standardize:
         planner.standardize_features(shared["standardize"])
     acc = make_accelerator(run.train)

@@ -22,21 +22,19 @@ Stages, each resumable (what is done is not done again) and each selectable with
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from . import fill, report, score, train
 from .config import PRESETS, StudyConfig, as_dict, resolve
 from .paths import StudyPaths
 
 __all__ = ["parse", "run", "main", "ORDER"]
 
 ORDER = ("fill", "train", "score", "report")
-"""The stages ``--stage all`` runs, in order."""
-OWNERS = {"train": "algos/study/train.py (train(cfg))", "score": "algos/study/score.py (score(cfg, split))",
-          "report": "algos/study/report.py (build(...), write(...))"}
+"""The stages ``--stage all`` runs, in order (a stage's module imports no stage after it)."""
 
 
 def parse(argv: Sequence[str]) -> tuple[StudyConfig, bool]:
@@ -73,17 +71,6 @@ def _parse(argv: Sequence[str]) -> tuple[StudyConfig, Any]:
     return cfg, a
 
 
-def _stage(name: str) -> Any:
-    """The module of stage ``name``, imported now (a stage not built yet says so)."""
-    try:
-        return importlib.import_module(f"algos.study.{name}")
-    except ModuleNotFoundError as e:
-        if e.name != f"algos.study.{name}":
-            raise
-        raise RuntimeError(f"the {name} stage is not available in this install ({OWNERS[name]} is "
-                           "missing); run the stages before it with --stage, or update rsim.") from None
-
-
 def _ledger_count(cfg: StudyConfig, split: str) -> int:
     """Configurations scored on ``split``'s tree; records this one if the score stage did not."""
     from . import ledger
@@ -108,13 +95,12 @@ def _check_replication_once(cfg: StudyConfig) -> None:
 
 
 def _score(cfg: StudyConfig, split: str) -> tuple[Any, Any]:
-    return _stage("score").score(cfg, split=split)
+    return score.score(cfg, split=split)
 
 
 def _report(cfg: StudyConfig, scored: dict[str, Any]) -> dict[str, Any]:
     from . import ledger
 
-    report = _stage("report")
     test, modes = scored.get("test") or _score(cfg, "test")
     n = _ledger_count(cfg, "test")
     rep = None
@@ -142,10 +128,10 @@ def run(cfg: StudyConfig) -> dict[str, Any]:
     for stage in stages:
         print(f"[rsim study] stage {stage}", file=sys.stderr, flush=True)
         if stage == "fill":
-            out["fill"] = _stage("fill").run(cfg)
+            out["fill"] = fill.run(cfg)
         elif stage == "train":
             use_threads(cfg.threads)
-            out["train"] = _stage("train").train(cfg)
+            out["train"] = train.train(cfg)
         elif stage == "score":
             use_threads(cfg.threads)
             scored["test"] = _score(cfg, "test")

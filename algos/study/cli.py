@@ -25,11 +25,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from . import fill, report, score, train
 from .config import PRESETS, StudyConfig, as_dict, resolve
 from .paths import StudyPaths
+
+if TYPE_CHECKING:
+    import argparse
+
+    from .types import ModeResult, Table
 
 __all__ = ["parse", "run", "main", "ORDER"]
 
@@ -44,7 +49,7 @@ def parse(argv: Sequence[str]) -> tuple[StudyConfig, bool]:
     return cfg, a.print_config
 
 
-def _parse(argv: Sequence[str]) -> tuple[StudyConfig, Any]:
+def _parse(argv: Sequence[str]) -> tuple[StudyConfig, argparse.Namespace]:
     import argparse
 
     from agents.registry import spec_help as agent_specs
@@ -94,11 +99,11 @@ def _check_replication_once(cfg: StudyConfig) -> None:
                          "split (--replication-seed) and fill it.")
 
 
-def _score(cfg: StudyConfig, split: str) -> tuple[Any, Any]:
+def _score(cfg: StudyConfig, split: str) -> tuple[Table, dict[str, ModeResult]]:
     return score.score(cfg, split=split)
 
 
-def _report(cfg: StudyConfig, scored: dict[str, Any]) -> dict[str, Any]:
+def _report(cfg: StudyConfig, scored: dict[str, tuple[Table, dict[str, ModeResult]]]) -> dict[str, Any]:
     from . import ledger
 
     test, modes = scored.get("test") or _score(cfg, "test")
@@ -124,7 +129,7 @@ def run(cfg: StudyConfig) -> dict[str, Any]:
 
     stages = ORDER if cfg.stage == "all" else (cfg.stage,)
     out: dict[str, Any] = {"config": as_dict(cfg)}
-    scored: dict[str, Any] = {}
+    scored: dict[str, tuple[Table, dict[str, ModeResult]]] = {}
     for stage in stages:
         print(f"[rsim study] stage {stage}", file=sys.stderr, flush=True)
         if stage == "fill":

@@ -19,9 +19,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..dataclass_cli import apply_overrides
+
+if TYPE_CHECKING:
+    from rsim_env.game import EnvConfig
 
 __all__ = ["LearnerSettings", "StudyConfig", "PRESETS", "STAGES", "SPLITS", "resolve", "game", "run_overrides",
            "as_dict"]
@@ -233,7 +236,7 @@ def resolve(preset: str | None = None, overrides: dict[str, Any] | None = None) 
     return apply_overrides(cfg, overrides or {})
 
 
-def game(cfg: StudyConfig) -> Any:
+def game(cfg: StudyConfig) -> EnvConfig:
     """The env config of every episode of the study (:class:`rsim_env.game.EnvConfig`, the planner playing)."""
     from rsim_env.game import EnvConfig
 

@@ -20,10 +20,17 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .config import StudyConfig
 from .paths import StudyPaths
+
+if TYPE_CHECKING:
+    import torch
+
+    from agents.planners.llm import Planner
+    from agents.replay.plan_tree import PlanTree
+    from rsim_env import Problem
 
 __all__ = ["FORMAT", "context_key", "obs_key", "tree_contexts", "FeatureStore", "compute", "install",
            "feature_planner", "stacked", "feature_store"]
@@ -45,7 +52,7 @@ def obs_key(obs: dict[str, Any]) -> str:
     return context_key(obs["question"], list(zip(obs["strategies"], obs["steps"])))
 
 
-def tree_contexts(tree: Any, problems: Sequence[Any]) -> list[tuple[str, list[tuple[int, str]], int]]:
+def tree_contexts(tree: PlanTree, problems: Sequence[Problem]) -> list[tuple[str, list[tuple[int, str]], int]]:
     """Every path through the tree a planner encodes, as ``(question, [(strategy, step)...], decisions)``: per problem
     and plan prefix of non-terminal strategies the longest path (cut to the tree's ``max_question_chars`` and
     ``max_step_chars``, as the env shows them), and how many of its decisions the planner encodes (a forced one --
@@ -69,10 +76,10 @@ def tree_contexts(tree: Any, problems: Sequence[Any]) -> list[tuple[str, list[tu
 class FeatureStore:
     """Context key -> feature (``[hidden]`` float32), loaded from and saved to one safetensors file."""
 
-    def __init__(self, spec: str, features: dict[str, Any] | None = None) -> None:
+    def __init__(self, spec: str, features: dict[str, torch.Tensor] | None = None) -> None:
         self.spec = spec
         """The planner backbone the features are of (a model spec)."""
-        self.features: dict[str, Any] = dict(features or {})
+        self.features: dict[str, torch.Tensor] = dict(features or {})
 
     def __len__(self) -> int:
         return len(self.features)
@@ -80,7 +87,7 @@ class FeatureStore:
     def __contains__(self, key: str) -> bool:
         return key in self.features
 
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: str) -> torch.Tensor:
         return self.features[key]
 
     @classmethod
@@ -128,7 +135,7 @@ class FeatureStore:
         return sum(context_key(q, path[:d]) not in self for q, path, n in contexts for d in range(n))
 
 
-def _rows(planner: Any, contexts: Sequence[tuple[str, list[tuple[int, str]], int]]
+def _rows(planner: Planner, contexts: Sequence[tuple[str, list[tuple[int, str]], int]]
           ) -> list[tuple[list[int], list[int], list[str]]]:
     """Per path: its token ids, the position of each encoded decision and each decision's context key."""
     from rsim_env.render import planner_header, planner_segment
@@ -145,7 +152,7 @@ def _rows(planner: Any, contexts: Sequence[tuple[str, list[tuple[int, str]], int
     return rows
 
 
-def compute(store: FeatureStore, planner: Any, contexts: Sequence[tuple[str, list[tuple[int, str]], int]],
+def compute(store: FeatureStore, planner: Planner, contexts: Sequence[tuple[str, list[tuple[int, str]], int]],
             batch: int = 16, progress: bool = False) -> int:
     """Compute the features ``store`` lacks with ``planner``'s frozen backbone (batched right-padded forwards, as
     :func:`agents.replay.plan_tree.warm_planner`); returns how many were computed."""
@@ -172,7 +179,7 @@ def compute(store: FeatureStore, planner: Any, contexts: Sequence[tuple[str, lis
     return added
 
 
-def install(store: FeatureStore, planner: Any, contexts: Sequence[tuple[str, list[tuple[int, str]], int]]) -> int:
+def install(store: FeatureStore, planner: Planner, contexts: Sequence[tuple[str, list[tuple[int, str]], int]]) -> int:
     """Put the stored features of ``contexts`` into ``planner``'s own feature cache (keyed by the token ids it
     encodes: :meth:`agents.planners.llm.Planner.cache_feature`), so it never runs its backbone on them; returns how
     many were installed."""
@@ -185,7 +192,7 @@ def install(store: FeatureStore, planner: Any, contexts: Sequence[tuple[str, lis
     return n
 
 
-def feature_planner(spec: str, seed: int = 0) -> Any:
+def feature_planner(spec: str, seed: int = 0) -> Planner:
     """A fresh head-only planner on the backbone of ``spec`` (any planner spec ``rsim train`` takes), built as ``rsim
     train`` builds it: what :func:`compute` reads features with."""
     from agents.planners.llm import PlannerConfig
@@ -195,7 +202,7 @@ def feature_planner(spec: str, seed: int = 0) -> Any:
                                           seed=seed)).agent
 
 
-def stacked(store: FeatureStore, contexts: Sequence[tuple[str, list[tuple[int, str]], int]]) -> Any:
+def stacked(store: FeatureStore, contexts: Sequence[tuple[str, list[tuple[int, str]], int]]) -> torch.Tensor:
     """The features of every decision context of ``contexts`` as one ``[contexts, hidden]`` tensor, in their order
     (e.g. the train contexts a head's standardisation is fitted to)."""
     import torch
@@ -207,7 +214,7 @@ def stacked(store: FeatureStore, contexts: Sequence[tuple[str, list[tuple[int, s
     return torch.stack([store[k] for k in keys])
 
 
-def feature_store(cfg: StudyConfig, spec: str, tree: Any, items: list[Any]) -> FeatureStore:
+def feature_store(cfg: StudyConfig, spec: str, tree: PlanTree, items: list[Problem]) -> FeatureStore:
     """The study's feature store of ``spec`` with every decision context of ``items`` on ``tree`` (missing ones
     computed with the backbone, then saved in :meth:`StudyPaths.features_file`)."""
     path = StudyPaths.of(cfg).features_file(spec)

@@ -26,12 +26,18 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO
 
 from .config import StudyConfig, game, run_overrides
 from .paths import StudyPaths
 from .splits import first_per_task, problems
 from .tables import plans_of
+
+if TYPE_CHECKING:
+    from agents.replay.plan_tree import PlanTree
+    from agents.replay.reasoner import ReplayReasoner
+    from rsim_env import Problem
+    from rsim_env.game import EnvConfig
 
 __all__ = ["load_tree", "steps_per_problem", "missing_steps", "measured_rate", "cost",
            "print_cost", "reasoner_spec", "build_reasoner", "fill_split", "run"]
@@ -51,7 +57,7 @@ def _prefixes(game_plans: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
     return sorted({tuple(p[:r + 1]) for p in game_plans for r in range(len(p))})
 
 
-def missing_steps(tree: Any, items: Sequence[Any], game_plans: Sequence[Sequence[int]]) -> int:
+def missing_steps(tree: PlanTree | None, items: Sequence[Problem], game_plans: Sequence[Sequence[int]]) -> int:
     """Steps of ``items``' trees not in ``tree`` (None: an empty tree)."""
     prefixes = _prefixes(game_plans)
     if tree is None:
@@ -59,7 +65,7 @@ def missing_steps(tree: Any, items: Sequence[Any], game_plans: Sequence[Sequence
     return sum((p.id, pre) not in tree.nodes for p in items for pre in prefixes)
 
 
-def load_tree(path: Path) -> Any:
+def load_tree(path: Path) -> PlanTree | None:
     """The plan tree at ``path`` (None when there is none yet)."""
     from agents.replay.plan_tree import PlanTree
 
@@ -118,7 +124,7 @@ def _duration(seconds: float | None) -> str:
         f"{seconds:.0f} s"
 
 
-def print_cost(c: dict[str, Any], file: Any = None) -> None:
+def print_cost(c: dict[str, Any], file: TextIO | None = None) -> None:
     """The cost table (:func:`cost`), one line per split and a total line."""
     file = file or sys.stderr
     print("| split | problems | steps a problem | steps in tree | steps to decode |", file=file)
@@ -146,7 +152,7 @@ def reasoner_spec(cfg: StudyConfig) -> str:
     return spec
 
 
-def build_reasoner(cfg: StudyConfig) -> tuple[Any, Any]:
+def build_reasoner(cfg: StudyConfig) -> tuple[ReplayReasoner, EnvConfig]:
     """``(replay reasoner, env config)`` of the study's game, built as ``rsim train`` builds its reasoner (same
     decoding settings and device, so the replay keys and a tree's root are the ones ``rsim train`` and the committed
     trees use)."""
@@ -169,7 +175,7 @@ def _bar(total: int, split: str) -> Any:
     return tqdm(total=total, desc=f"fill {split}", unit="step", smoothing=0.1, mininterval=2.0, dynamic_ncols=True)
 
 
-def fill_split(cfg: StudyConfig, split: str, reasoner: Any, env: Any, *, limit: int | None = None,
+def fill_split(cfg: StudyConfig, split: str, reasoner: ReplayReasoner, env: EnvConfig, *, limit: int | None = None,
                log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Fill ``split``'s tree an increment of problems a task at a time up to ``cfg.per_task(split)`` (or its first
     ``limit`` problems only: the warm-up); write and return its info JSON."""
@@ -219,13 +225,13 @@ def fill_split(cfg: StudyConfig, split: str, reasoner: Any, env: Any, *, limit: 
     return info
 
 
-def _columns(items: Sequence[Any]) -> list[list[Any]]:
+def _columns(items: Sequence[Problem]) -> list[list[Problem]]:
     from .splits import by_task
 
     return list(by_task(items).values())
 
 
-def _write_info(cfg: StudyConfig, split: str, info: dict[str, Any], tree: Any, per_task: int, n: int) -> None:
+def _write_info(cfg: StudyConfig, split: str, info: dict[str, Any], tree: PlanTree, per_task: int, n: int) -> None:
     info.update(config={"split": split, "per_task": cfg.per_task(split), "increment": cfg.increment,
                         "reasoner": cfg.reasoner, "planner": cfg.planner, "tasks": cfg.tasks, "data": cfg.data,
                         "max_step_tokens": cfg.max_step_tokens, "max_answer_tokens": cfg.max_answer_tokens,

@@ -13,9 +13,18 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .features import FeatureStore, obs_key
+
+if TYPE_CHECKING:
+    from agents.base import Policy
+    from agents.planners.llm import StrategyHead
+    from agents.replay.plan_tree import PlanTree
+    from rsim_env import Problem
+    from rsim_env.game import EnvConfig
+
+    from .tables import Groups
 
 __all__ = ["Head", "find_heads", "load_head", "HeadPlanner", "greedy_plans"]
 
@@ -55,7 +64,7 @@ def find_heads(folder: str | Path) -> list[Head]:
     return [found[s] for s in sorted(found)]
 
 
-def load_head(head: Head) -> tuple[Any, float]:
+def load_head(head: Head) -> tuple[StrategyHead, float]:
     """The head module (:class:`agents.planners.llm.StrategyHead`, its standardisation included) and the planner's
     softmax temperature."""
     import torch
@@ -82,7 +91,7 @@ class HeadPlanner:
 
     role = "planner"
 
-    def __init__(self, head: Any, temperature: float, store: FeatureStore) -> None:
+    def __init__(self, head: StrategyHead, temperature: float, store: FeatureStore) -> None:
         self.head, self.temperature, self.store = head, temperature, store
         self.reset(0)
 
@@ -117,8 +126,8 @@ class HeadPlanner:
         return [None] * self.num_copies
 
 
-def greedy_plans(planner: Any, tree: Any, problems: Sequence[Any], env: Any, groups: Any = None
-                 ) -> dict[str, tuple[int, ...]]:
+def greedy_plans(planner: Policy, tree: PlanTree, problems: Sequence[Problem], env: EnvConfig,
+                 groups: Groups | None = None) -> dict[str, tuple[int, ...]]:
     """``planner``'s greedy plan on every problem, played against ``tree`` (one batched rollout; ``groups``: an
     :class:`algos.study.tables.Groups` of ``env`` to reuse)."""
     from agents.replay.plan_tree import TreeReasoner

@@ -9,11 +9,17 @@ the reasoner read).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .config import StudyConfig
 from .paths import StudyPaths
 from .types import Outcome, Plan, Table, table_from_json, table_to_json
+
+if TYPE_CHECKING:
+    from agents.replay.plan_tree import PlanTree
+    from rsim_env import EnvGroup, Problem
+    from rsim_env.game import EnvConfig
+    from rsim_env.grading import GradeCache
 
 __all__ = ["game_env", "plans_of", "complete", "Groups", "read_table", "table_rows", "tree_problems", "split_table"]
 
@@ -21,7 +27,7 @@ CHUNK = 64
 """Problems per rollout (x the game's plans: the episodes of one batched rollout)."""
 
 
-def game_env(tree: Any) -> Any:
+def game_env(tree: PlanTree) -> EnvConfig:
     """The :class:`rsim_env.game.EnvConfig` the tree was filled with (its header's ``env``): the only env whose
     observations its step keys answer."""
     from rsim_env.answers import CheckConfig
@@ -35,7 +41,7 @@ def game_env(tree: Any) -> Any:
     return EnvConfig(**env)
 
 
-def plans_of(env: Any) -> list[Plan]:
+def plans_of(env: EnvConfig) -> list[Plan]:
     """The game's whole-episode plans: those ending in termination when the last round may only terminate (9 for two
     rounds), else every plan of at most ``env.max_steps`` rounds (the fill decodes them for
     :func:`algos.study.config.game`, the read-back plays them for a tree's :func:`game_env`)."""
@@ -44,7 +50,7 @@ def plans_of(env: Any) -> list[Plan]:
     return terminal_plans(env.max_steps) if env.terminate_last_round else game_plans(env.max_steps)
 
 
-def complete(tree: Any, problems: Sequence[Any]) -> list[Any]:
+def complete(tree: PlanTree, problems: Sequence[Problem]) -> list[Problem]:
     """The problems whose every plan of the tree's game is in the tree (in the given order)."""
     plans = plans_of(game_env(tree))
     return [p for p in problems if all(tree.has(p.id, plan) for plan in plans)]
@@ -54,13 +60,13 @@ class Groups:
     """Env groups of one env config by (problems, copies a problem), each built once and reset onto the next
     problems: building a copy's env (its spaces) costs far more than playing it on a tree."""
 
-    def __init__(self, env: Any, grader: Any = None) -> None:
+    def __init__(self, env: EnvConfig, grader: GradeCache | None = None) -> None:
         from rsim_env.grading import GradeCache
 
         self.env, self.grader = env, grader if grader is not None else GradeCache()
-        self._by: dict[tuple[int, int], Any] = {}
+        self._by: dict[tuple[int, int], EnvGroup] = {}
 
-    def get(self, problems: Sequence[Any], group_size: int) -> Any:
+    def get(self, problems: Sequence[Problem], group_size: int) -> EnvGroup:
         """An :class:`rsim_env.EnvGroup` of ``problems`` x ``group_size`` copies (problem-major)."""
         from rsim_env import EnvGroup
 
@@ -72,8 +78,8 @@ class Groups:
         return self._by[key]
 
 
-def read_table(tree: Any, problems: Sequence[Any], split: str, task_of: Callable[[Any], str],
-               grader: Any = None) -> Table:
+def read_table(tree: PlanTree, problems: Sequence[Problem], split: str, task_of: Callable[[Problem], str],
+               grader: GradeCache | None = None) -> Table:
     """The split's :class:`Table` on the complete problems of ``problems`` (every plan played from ``tree``).
 
     Args:
@@ -113,7 +119,7 @@ def table_rows(table: Table) -> list[dict[str, Any]]:
              "tokens": o.tokens} for p in table.ids() for plan, o in sorted(table.outcomes[p].items())]
 
 
-def tree_problems(cfg: StudyConfig, split: str) -> tuple[Any, list[Any]]:
+def tree_problems(cfg: StudyConfig, split: str) -> tuple[PlanTree, list[Problem]]:
     """``split``'s filled plan tree and the problems of the split whose tree is complete."""
     from agents.replay.plan_tree import PlanTree
 
@@ -123,7 +129,7 @@ def tree_problems(cfg: StudyConfig, split: str) -> tuple[Any, list[Any]]:
     return tree, complete(tree, problems(cfg, split))
 
 
-def split_table(cfg: StudyConfig, split: str, grader: Any = None) -> Table:
+def split_table(cfg: StudyConfig, split: str, grader: GradeCache | None = None) -> Table:
     """``split``'s read-back table (kept in ``<out>/scores/tables/<split>.json`` beside its tree's fingerprint)."""
     import json
 

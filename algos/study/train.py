@@ -19,11 +19,21 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import StudyConfig, run_overrides
 from .paths import StudyPaths
 from .types import Table
+
+if TYPE_CHECKING:
+    from agents.planners.llm import Planner
+    from agents.replay.plan_tree import PlanTree
+    from algos.config import RunConfig
+    from algos.trainer import Trainer
+    from rsim_env import Problem
+
+    from .features import FeatureStore
+    from .tables import Groups
 
 __all__ = ["run_config", "train_seed", "train"]
 
@@ -32,7 +42,7 @@ def _log(msg: str) -> None:
     print(f"[rsim study] {msg}", file=sys.stderr, flush=True)
 
 
-def run_config(cfg: StudyConfig, seed: int) -> Any:
+def run_config(cfg: StudyConfig, seed: int) -> RunConfig:
     """The ``rsim train`` run config of seed ``seed``: the study's game, the train tree as the reasoner, the learner
     settings (:class:`algos.study.config.LearnerSettings`), the seed's run dir as its output."""
     from algos.config import resolve
@@ -51,7 +61,8 @@ def _step_of(ckpt: Path) -> int:
     return int(json.loads((ckpt / "state.json").read_text()).get("step", 0))
 
 
-def _greedy(planner: Any, store: Any, tree: Any, items: list[Any], env: Any, table: Table) -> dict[str, float]:
+def _greedy(planner: Planner, store: FeatureStore, tree: PlanTree, items: list[Problem], env: Groups,
+            table: Table) -> dict[str, float]:
     """The greedy planner's mean reward and accuracy on the train table (its head on the stored features; ``env``:
     the :class:`algos.study.tables.Groups` its episodes are played in)."""
     from .heads import HeadPlanner, greedy_plans
@@ -62,7 +73,7 @@ def _greedy(planner: Any, store: Any, tree: Any, items: list[Any], env: Any, tab
             "greedy_accuracy": sum(o.correct for o in cells) / len(cells)}
 
 
-def train_seed(cfg: StudyConfig, seed: int, base: Any, shared: dict[str, Any]) -> dict[str, Any]:
+def train_seed(cfg: StudyConfig, seed: int, base: Planner, shared: dict[str, Any]) -> dict[str, Any]:
     """Train (or reuse, or resume) seed ``seed``; ``base`` is the head-only planner whose backbone and feature cache
     every seed shares; ``shared`` holds the train tree, its problems, the feature store, the standardisation
     features and the train table."""
@@ -97,7 +108,7 @@ def train_seed(cfg: StudyConfig, seed: int, base: Any, shared: dict[str, Any]) -
             "features_computed": planner.feature_stats["misses"]}
 
 
-def _steps(cfg: StudyConfig, seed: int, trainer: Any, planner: Any, shared: dict[str, Any],
+def _steps(cfg: StudyConfig, seed: int, trainer: Trainer, planner: Planner, shared: dict[str, Any],
            save_every: int) -> list[dict[str, Any]]:
     """Run ``trainer`` to ``cfg.learner.steps`` with a progress bar; the greedy planner is read on the train tree every
     ``eval_every`` steps; checkpoints every ``save_every``. Returns the curve (one row a step)."""

@@ -5,6 +5,10 @@ terminating plan of the game on every problem whose tree is complete, the reason
 (:class:`agents.replay.plan_tree.TreeReasoner`; nothing is decoded). The reward is the env's planner reward, the
 tokens the reasoner tokens the tree's steps cost when they were decoded (tokens written: a tree does not keep what
 the reasoner read).
+
+A study's split (:func:`tree_problems`: its tree and complete problems) is read back once by :func:`split_table` and
+kept beside the tree's fingerprint in the scores folder, for the train stage (the greedy curve) and the score stage
+(every mode) alike.
 """
 
 from __future__ import annotations

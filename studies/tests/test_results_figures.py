@@ -96,7 +96,7 @@ def test_continual():
 
 def test_echo_and_follow():
     files = _json("docs/rewards_results/audit.json")["files"]
-    after, before = files["docs/interaction_results/after2.json"], files["docs/interaction_results/before.json"]
+    after, before = files["docs/interaction_results/after2.json.gz"], files["docs/interaction_results/before.json.gz"]
     assert after["protocol"] == "chat+lead" and before["protocol"] == "inline" and after["steps"] == before["steps"]
     figures = [f"{100 * after['echo']:.1f} % of the embedded reasoner's steps", f"against {100 * before['echo']:.1f} %",
                f"({after['steps']:,} steps each)", f"mean `R_follow` is {after['follow_new']:.2f} "

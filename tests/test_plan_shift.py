@@ -2,7 +2,6 @@
 
 import gzip
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -6,6 +6,7 @@ folded) says exactly that, so a page cannot drift from its result file. The adap
 its own generator's test.
 """
 
+import gzip
 import json
 from pathlib import Path
 
@@ -72,8 +73,8 @@ def test_contextual_planner(page):
     assert all(f["accuracy"] == 1.0 for f in best["families"].values())
     three = _json("docs/contextual_results/embedded_default_lr3e-4.json")
     assert three["config"]["families"] == "default" and three["families"]["mul"]["accuracy"] == 0.0
-    heads = sorted(ROOT.glob("docs/contextual_results/*two_step_head_only*.json"))
-    assert all(not json.loads(p.read_text())["passed"] for p in heads)
+    heads = sorted(ROOT.glob("docs/contextual_results/*two_step_head_only*.json.gz"))  # gzip JSON: their curves
+    assert all(not json.loads(gzip.decompress(p.read_bytes()))["passed"] for p in heads)
     figures = [f"lr {c['lr']:.0e}".replace("e-0", "e-"), f"in {best['updates']} updates", f"not found in {three['updates']} updates",
                f"two-round case in {'any of ' if page.endswith('results.md') else ''}{len(heads)} runs"]
     _assert_in(page, figures)
@@ -123,8 +124,6 @@ def test_bf16_sampling_copy_on_the_lean_page():
 
 def test_tree_learner_on_the_training_page():
     """docs/training.md's train-tree figures of the committed heads, from the run's compact summary."""
-    import gzip
-
     d = json.loads(gzip.decompress((ROOT / "docs/training_results/tree_learner_adaptive_40_std.json.gz").read_bytes()))
     s, t = d["summary"]["last_round"], d["tables"]["train"]
     by_seed = s["train_rewards_by_seed"]

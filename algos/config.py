@@ -154,7 +154,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     # Reasoner temperature 0.7 in demo/study: studies/calibrate.py measured sampled pass@1 at T=0.7 above
     # T=1.0/top-p 0.9 on every curriculum task (docs/interaction.md).
-    "study": {  # studies/efficacy.py: the embedded SmolLM2 on the calibrated curriculum. Target <= ~25 min on
+    "study": {  # the embedded SmolLM2 on the calibrated curriculum. Target <= ~25 min on
         # 2 quiet cores; not timed yet (the shared machine never was quiet in the session that added it).
         "model.planner": "default", "model.reasoner": "default", "reasoner.max_step_tokens": 48,
         "reasoner.max_answer_tokens": 144, "reasoner.temperature": 0.7, "data.source": "curriculum", "data.size": 1024, "train.steps": 24,
@@ -177,7 +177,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "train.save_every": 50, "train.log_every": 1, "train.output_dir": "runs/paper", "schedule.stage1_steps": 500,
     },
 }
-PRESETS["planner"] = {  # the README's train-a-planner recipe: one seed of the efficacy study (docs/efficacy.md)
+PRESETS["planner"] = {  # the README's train-a-planner recipe: one seed of the efficacy study (in git history)
     **PRESETS["study"], "learner": "planner_only",
     # the frozen reasoner is replayed (agents/replay.py): each greedy step is decoded once, then read back
     "model.reasoner": "replay:default", "reasoner.greedy": True,

@@ -290,7 +290,7 @@ def cli_main(main: Callable[[Any], Any], cls: type, prog: str, doc: str | None =
     Args:
         main: the module's ``main(cfg)``.
         cls: its config dataclass (every field becomes a flag).
-        prog: shown in ``--help`` and in errors, e.g. ``"python -m studies.paper"``.
+        prog: shown in ``--help`` and in errors, e.g. ``"python -m studies.calibrate"``.
         doc: the module docstring; its first paragraph is the description, the rest the epilog.
         argv: default ``sys.argv[1:]``; ``--debug`` (or ``RSIM_DEBUG=1``) shows tracebacks.
     """

@@ -30,13 +30,15 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from benchmarks.plans import seedstats
-from .efficacy import SCALES, _agents, _eval_config, _outcomes
-from .efficacy_stats import mcnemar_exact
+from benchmarks.plans.seedstats import mcnemar_exact
 
 __all__ = ["Config", "main", "parse_arms"]
+
+SCALES = {"study": {"source": "curriculum:heldout"}, "tiny": {"source": "tiny"}}
+"""Per preset: the held-out source every trained model is evaluated on."""
 
 
 def parse_arms(text: str) -> tuple[tuple[str, str], ...]:
@@ -88,6 +90,50 @@ class Config:
             raise ValueError(f"Config.learner={self.learner!r}: use {' or '.join(map(repr, reasoner_learners))}.")
         if self.steps < 0 or self.eval_limit < 1 or self.batch < 1:
             raise ValueError("Config: steps >= 0, eval_limit >= 1 and batch >= 1, please.")
+
+
+def _eval_config(cfg: Config, run_cfg: Any, seed: int, source: str, limit: int) -> Any:
+    """Greedy, one sample a problem, with the training run's rounds, protocol and step length."""
+    from algos.config import DataConfig
+    from algos.evaluation import EvalConfig
+
+    named = {"env.max_steps": run_cfg.env.max_steps, "env.protocol": run_cfg.env.protocol,
+             "reasoner.max_step_tokens": run_cfg.reasoner.max_step_tokens}
+    return EvalConfig(data=DataConfig(source=source, size=limit, seed=1000), k=1, seed=seed, batch=cfg.batch,
+                      max_answer_tokens=run_cfg.reasoner.max_answer_tokens, progress=False,
+                      set=tuple((k, str(v)) for k, v in named.items() if v))
+
+
+def _agents(spec_r: str, spec_p: str | None, ecfg: Any, problems: Sequence[Any]) -> tuple[Any, Any]:
+    from algos.evaluation.run import build_reasoner, load_planner
+
+    reasoner = build_reasoner(spec_r, ecfg, problems).agent
+    planner = load_planner(spec_p, ecfg).agent if spec_p else None
+    return reasoner, planner
+
+
+def _tokens(row: dict[str, Any]) -> float | None:
+    """Tokens the reasoner read and wrote in one episode (``None`` if it does not count what it wrote)."""
+    tok = row.get("tokens") or {}
+    written = tok.get("reasoner_written")
+    return None if written is None else float(written + (tok.get("reasoner_read") or 0))
+
+
+def _outcomes(mode: str, problems: Sequence[Any], reasoner: Any, planner: Any, ecfg: Any,
+              episodes: Path) -> tuple[dict[str, bool], dict[str, Any]]:
+    """``({problem_id: correct}, {problem_id: {plan, tokens}})`` of one greedy evaluation; its episodes go to
+    ``episodes``."""
+    from algos.evaluation.run import evaluate_mode, make_planner
+
+    rows, _ = evaluate_mode(mode, problems, reasoner, make_planner(mode, ecfg, planner), ecfg)
+    episodes.parent.mkdir(parents=True, exist_ok=True)
+    episodes.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out, det = {}, {}
+    for r in rows:
+        plan = list(r["strategies"]) if r.get("planner", True) else []  # an EpisodeRecord row
+        det[r["problem_id"]] = {"plan": plan, "tokens": _tokens(r)}
+        out[r["problem_id"]] = bool(r["correct"])
+    return out, det
 
 
 def _log(msg: str) -> None:

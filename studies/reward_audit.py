@@ -18,6 +18,7 @@ Run: ``python -m studies.reward_audit`` (writes ``docs/rewards_results/audit.jso
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
 from dataclasses import asdict, dataclass
@@ -30,9 +31,8 @@ from rsim_env.sources import curriculum
 from rsim_env.game import Episode
 from rsim_env.sources.problems import Problem
 
-FILES = ("docs/interaction_results/after2.json", "docs/interaction_results/proto_chat+lead.json",
-         "docs/interaction_results/proto_chat.json", "docs/interaction_results/proto_lead.json",
-         "docs/interaction_results/proto_none.json", "docs/interaction_results/before.json")
+FILES = tuple(f"docs/interaction_results/{n}.json.gz" for n in ("after2", "proto_chat+lead", "proto_chat", "proto_lead",
+                                                                 "proto_none", "before"))
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Config:
     """What to audit."""
 
     files: tuple[str, ...] = FILES
-    """``studies.interaction`` JSON files with an ``episodes`` list (curriculum problem ids)."""
+    """``studies.interaction`` JSON files (plain or ``.gz``) with an ``episodes`` list (curriculum problem ids)."""
     out: str = "docs/rewards_results/audit.json"
     """Where the JSON goes ("" = nowhere)."""
     curriculum_size: int = 400
@@ -80,7 +80,8 @@ def _share(xs: list[bool]) -> float | None:
 
 
 def audit_file(path: str) -> dict[str, Any]:
-    data = json.loads(Path(path).read_text())
+    raw = Path(path).read_bytes()
+    data = json.loads(gzip.decompress(raw) if path.endswith(".gz") else raw)  # the committed files are gzip JSON
     protocol = data.get("config", {}).get("protocol") or "inline"  # files from before protocols: the inline design
     label = protocol if any(replay_plan(row) for row in data["episodes"]) else "none"
     steps: dict[str, list[bool]] = {"echo": [], "vacuous": [], "self_repeat": [], "no_number": []}
@@ -129,7 +130,7 @@ def main(cfg: Config = Config()) -> dict[str, Any]:
     keys = ["protocol", "episodes", "steps", "echo", "vacuous", "self_repeat", "no_number", "follow_old", "follow_new",
             "answers", "from_question", "gold_in_question", "reasoner_from_question", "reasoner_other_wrong"]
     lines = ["| file | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
-    lines += [f"| {Path(f).name} | " + " | ".join(str(r[k]) for k in keys) + " |" for f, r in rows.items()]
+    lines += [f"| {Path(f).name.removesuffix('.gz')} | " + " | ".join(str(r[k]) for k in keys) + " |" for f, r in rows.items()]
     result["table_md"] = "\n".join(lines)
     print(result["table_md"])
     print(f"gold among the question's numbers: {result['curriculum_gold_in_question']:.1%} of "

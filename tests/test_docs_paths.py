@@ -122,7 +122,7 @@ def test_every_named_path_and_module_exists(page):
     ("`python -m benchmarks.plans.nothing_here`", ["module benchmarks.plans.nothing_here"]),
     ("`docs/plan_table_results/{curriculum,heldout}_L2.json`, [agents.md](agents.md)", []),
     ("`docs/plan_table_results/{curriculum,nothing}_L2.json`", ["path docs/plan_table_results/{curriculum,nothing}_L2.json"]),
-    ("`docs/contextual_results/*head_only*.json`", []),
+    ("`docs/contextual_results/*head_only*.json.gz`", []),
     ("`docs/atlas_results/atlas.json,docs/atlas_results/nothing.json`", ["path docs/atlas_results/nothing.json"]),
     ("`--out runs/x/stackelberg_s$s.json`, `docs/training_results/last_round_s<k>`", []),
 ], ids=["wrong-file", "file-and-folder", "function", "no-function", "no-module", "braces", "braces-missing", "glob",

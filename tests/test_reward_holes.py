@@ -180,7 +180,7 @@ def test_bad_protocol_is_rejected():
 @pytest.mark.parametrize("proto", sorted(render.PROTOCOLS))
 def test_boxing_the_question_expression_earns_no_accuracy(proto):
     # A Stackelberg run on SmolLM2 learned to answer "37 * 22" with \boxed{37 * 22}: the symbolic value
-    # equals the gold, so the checker paid for restating the question (docs/efficacy.md).
+    # equals the gold, so the checker paid for restating the question (the efficacy study, in git history).
     def restate(text, obs):
         return "6 * 7}" if render.protocol(proto).lead(0, 8).endswith("{") else "\\boxed{6 * 7}"  # a lead may open the box
 

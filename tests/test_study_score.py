@@ -5,6 +5,7 @@ trees, heads and features (no model, no decoding)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
@@ -218,7 +219,8 @@ def test_the_committed_adaptive_study_reproduces_from_its_trees_heads_and_featur
     assert n["trained"] == [72, 67, 69, 68, 69, 73]
     assert n["best_fixed"] == [64] and modes["best_fixed"].info["plan"] == [3, 8]
     assert n["per_task"] == [69]
-    recorded = json.loads((ROOT / "docs/training_results/tree_learner_adaptive_40_std.json").read_text())
+    recorded = json.loads(gzip.decompress((ROOT / "docs/training_results/tree_learner_adaptive_40_std.json.gz")
+                                          .read_bytes()))
     for run in recorded["runs"]:
         got = modes["trained"].plans[run["seed"]]
         assert {p: list(pl) for p, pl in got.items()} == run["plans"]["test"]

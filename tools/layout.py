@@ -47,8 +47,9 @@ def layout_md() -> str:
            "| folder | what it holds |", "|---|---|"]
     out += [f"| `{pkg}/` | {NOTES[pkg]} |" for pkg in PACKAGES]
     out += ["| `tests/` | pytest; `slow` marks tests that load the real SmolLM2 weights |",
-            "| `tools/` | scripts that regenerate generated docs (this page) and run a command with every core busy "
-            "(`python -m tools.cpu_load -- CMD`) |", ""]
+            "| `tools/` | scripts that regenerate generated docs (this page), run a command with every core busy "
+            "(`python -m tools.cpu_load -- CMD`) and store a study's feature cache at half precision "
+            "(`python -m tools.compact_features`) |", ""]
     for pkg in PACKAGES:
         out += [f"## `{pkg}/` — {NOTES[pkg]}", "", "| module | job |", "|---|---|"]
         out += [f"| `{pkg}/{p.relative_to(ROOT / pkg)}` | {summary(p).replace('|', '/')} |" for p in modules(pkg)]

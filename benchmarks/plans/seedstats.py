@@ -18,8 +18,8 @@ keeps both views side by side:
 * :func:`report` / ``main`` -- the per-seed and pooled table, regenerated from such a file, so the
   docs' tables come from committed data by a command, never by hand::
 
-    python -m benchmarks.plans.seedstats --outcomes docs/efficacy_results/outcomes.jsonl.gz --baseline best_fixed \
-        --out docs/efficacy_results/seed_table.md
+    python -m benchmarks.plans.seedstats --outcomes runs/study_outcomes.jsonl.gz --baseline best_fixed \
+        --out runs/seed_table.md
 """
 
 from __future__ import annotations

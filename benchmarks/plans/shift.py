@@ -4,7 +4,7 @@ The paper's mechanism is a *pair*: the planner learns which strategies help, and
 them out, so after joint (Stackelberg) training the plans that work may differ from those that worked for the
 base reasoner. This compares plan tables (:mod:`benchmarks.plans.table`, one row per problem and plan) of the
 same problems: the first file is the reference (the frozen reasoner), the others trained reasoners (one per
-seed). Pure numpy over the committed ``*.episodes.jsonl.gz`` files; no model.
+seed). Pure numpy over the tables' ``*.episodes.jsonl.gz`` files; no model.
 
 Per plan ``p``: accuracy under the reference and under each trained reasoner; the change ``Δ_p`` (mean over
 trained seeds − reference) with a 95 % bootstrap interval over problems. Whether *which* plans work changed:
@@ -18,9 +18,8 @@ trained seeds − reference) with a 95 % bootstrap interval over problems. Wheth
   after it means training changed which plans work. A positive interaction alone is not enough: a plan that
   was worse has more room to gain (at the ceiling every plan gains up to the best). ::
 
-    python -m benchmarks.plans.shift --reference docs/efficacy_results/plan_tables/frozen.episodes.jsonl.gz \\
-        --trained docs/efficacy_results/plan_tables/stackelberg_s0.episodes.jsonl.gz,... \\
-        --out docs/efficacy_results/plan_tables/plan_shift.json
+    python -m benchmarks.plans.shift --reference runs/tables/frozen.episodes.jsonl.gz \\
+        --trained runs/tables/stackelberg_s0.episodes.jsonl.gz,... --out runs/tables/plan_shift.json
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
-"""Every figure docs/results.md and the README quote from a study is the committed result file's.
+"""Every figure docs/results.md and the README quote from a study is the committed result file's (and the few that
+docs/lean.md and docs/training.md keep from studies whose scripts are gone).
 
 Each test builds the sentences' figures from the JSON the page names and asserts that the page (whitespace
 folded) says exactly that, so a page cannot drift from its result file. The adaptive study's block is checked by
 its own generator's test.
 """
 
+import gzip
 import json
 from pathlib import Path
 
@@ -71,8 +73,8 @@ def test_contextual_planner(page):
     assert all(f["accuracy"] == 1.0 for f in best["families"].values())
     three = _json("docs/contextual_results/embedded_default_lr3e-4.json")
     assert three["config"]["families"] == "default" and three["families"]["mul"]["accuracy"] == 0.0
-    heads = sorted(ROOT.glob("docs/contextual_results/*two_step_head_only*.json"))
-    assert all(not json.loads(p.read_text())["passed"] for p in heads)
+    heads = sorted(ROOT.glob("docs/contextual_results/*two_step_head_only*.json.gz"))  # gzip JSON: their curves
+    assert all(not json.loads(gzip.decompress(p.read_bytes()))["passed"] for p in heads)
     figures = [f"lr {c['lr']:.0e}".replace("e-0", "e-"), f"in {best['updates']} updates", f"not found in {three['updates']} updates",
                f"two-round case in {'any of ' if page.endswith('results.md') else ''}{len(heads)} runs"]
     _assert_in(page, figures)
@@ -95,9 +97,37 @@ def test_continual():
 
 def test_echo_and_follow():
     files = _json("docs/rewards_results/audit.json")["files"]
-    after, before = files["docs/interaction_results/after2.json"], files["docs/interaction_results/before.json"]
+    after, before = files["docs/interaction_results/after2.json.gz"], files["docs/interaction_results/before.json.gz"]
     assert after["protocol"] == "chat+lead" and before["protocol"] == "inline" and after["steps"] == before["steps"]
     figures = [f"{100 * after['echo']:.1f} % of the embedded reasoner's steps", f"against {100 * before['echo']:.1f} %",
                f"({after['steps']:,} steps each)", f"mean `R_follow` is {after['follow_new']:.2f} "
                f"({after['follow_old']:.2f} when", f"{100 * after['vacuous']:.0f} % of its steps are vacuous"]
     _assert_in("docs/results.md", figures)
+
+
+def test_bf16_sampling_copy_on_the_lean_page():
+    """docs/lean.md's table of the efficacy study trained on a bf16 sampling copy (the study is gone; this file is
+    what is left of it) and the summary row above it."""
+    d = _json("docs/lean_results/bf16_tis_2026-11-30.json")["vs_fp32_study"]
+    figures, lower = [], 0
+    for name, key in (("Stackelberg", "stackelberg"), ("GRPO", "grpo")):
+        fp, bf, sec = d[key]["fp32"], d[key]["bf16_tis"], d[key]["train_seconds"]
+        assert sum(fp["per_seed"]) / fp["n"] == pytest.approx(fp["accuracy"])
+        assert sum(bf["per_seed"]) / bf["n"] == pytest.approx(bf["accuracy"])
+        lower += sum(b < f for f, b in zip(fp["per_seed"], bf["per_seed"]))
+        figures += [f"| {name} | {' / '.join(map(str, fp['per_seed']))} ({100 * fp['accuracy']:.1f} %) | "
+                    f"{' / '.join(map(str, bf['per_seed']))} ({100 * bf['accuracy']:.1f} %) | "
+                    f"{min(sec['fp32'])}–{max(sec['fp32'])} s → {min(sec['bf16_tis'])}–{max(sec['bf16_tis'])} s |",
+                    f"{name} {100 * bf['accuracy']:.1f} % vs {100 * fp['accuracy']:.1f} %"]
+    _assert_in("docs/lean.md", figures + [f"scored lower in {lower} of 6 seed pairs"])
+
+
+def test_tree_learner_on_the_training_page():
+    """docs/training.md's train-tree figures of the committed heads, from the run's compact summary."""
+    d = json.loads(gzip.decompress((ROOT / "docs/training_results/tree_learner_adaptive_40_std.json.gz").read_bytes()))
+    s, t = d["summary"]["last_round"], d["tables"]["train"]
+    by_seed = s["train_rewards_by_seed"]
+    assert by_seed == [r["gap"]["train"]["trained"]["reward"] for r in d["runs"]] and t["best_single"]["plan"] == [3, 8]
+    _assert_in("docs/training.md", [f"the powered seeds reach {s['train_ratio']:.3f} of the per-task best policy's "
+                                    f"planner reward ({min(by_seed):.3f}-{max(by_seed):.3f} vs "
+                                    f"{t['per_task_best']['reward']:.3f}; `[3, 8]` {t['best_single']['reward']:.3f};"])

@@ -37,16 +37,9 @@ def test_help_exits_0(name, monkeypatch, capsys):
      dict(modes=("fixed:8", "fixed:3", "fixed:1,3,8", "random"), last_number_fallback=True, decodings=("greedy",),
           top_p=0.9)),
     ("studies.interaction", "Config", ["--modes", "none,fixed:1,3,8,random"], dict(modes=("none", "fixed:1,3,8", "random"))),
-    ("studies.efficacy", "Config", ["--steps", "12", "--batch", "64", "--random-seeds", "1", "--output-dir", "runs/e",
-                            "--set", "reasoner.sample_dtype=bfloat16", "--set", "train.grpo.tis_cap=2",
-                            "--baselines-from", "runs/v2", "--seeds", "0,1", "--fixed", "1,3,8"],
-     dict(steps=12, batch=64, random_seeds=1, output_dir="runs/e", baselines_from="runs/v2", seeds=(0, 1),
-          train_set=("reasoner.sample_dtype=bfloat16", "train.grpo.tis_cap=2"), fixed=((1, 3, 8),))),
     ("studies.continual", "Config", ["--steps-math", "2", "--math-run", "runs/m"], dict(steps_math=2, math_run="runs/m")),
     ("studies.learning_sanity", "Config", ["--steps", "3", "--target", "2,8"], dict(steps=3, target=(2, 8))),
-    ("studies.paper", "PaperConfig", ["--rsim", "runs/demo", "--limit", "5"], dict(rsim="runs/demo", limit=5)),
-], ids=["calibrate", "interaction-old-modes", "interaction-modes", "efficacy", "continual", "learning-sanity",
-     "paper"])
+], ids=["calibrate", "interaction-old-modes", "interaction-modes", "continual", "learning-sanity"])
 def test_documented_flags_still_parse(module, cls, argv, expect):
     cfg = parsed(module, cls, argv)
     assert {k: getattr(cfg, k) for k in expect} == expect
@@ -55,9 +48,8 @@ def test_documented_flags_still_parse(module, cls, argv, expect):
 @pytest.mark.parametrize("module,cls,argv,says", [
     ("studies.calibrate", "Config", ["--settings", "0.7"], "temperature,top_p pairs separated by spaces"),
     ("studies.interaction", "Config", ["--modes", "fixed:1-3-8"], "fixed:1,3,8"),
-    ("studies.efficacy", "Config", ["--set", "train.steps"], "not KEY=VALUE"),
-    ("studies.efficacy", "Config", ["--seeds", "0,x"], "comma-separated list of int"),
-], ids=["settings", "plan-spelling", "set", "seeds"])
+    ("studies.engine_study", "Config", ["--seeds", "0,x"], "comma-separated list of int"),
+], ids=["settings", "plan-spelling", "seeds"])
 def test_bad_values_name_the_fix(module, cls, argv, says):
     with pytest.raises(ValueError, match=says):
         parsed(module, cls, argv)

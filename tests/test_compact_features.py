@@ -103,3 +103,24 @@ def test_the_committed_heads_play_the_same_plans_on_a_float16_copy_of_the_featur
     assert sorted(got) == sorted(run["seed"] for run in recorded["runs"]) and len(got) == 6
     for run in recorded["runs"]:
         assert len(run["plans"]["test"]) == 282 and got[run["seed"]] == run["plans"]["test"], run["seed"]
+
+
+def test_a_half_precision_store_reads_as_float32_and_saves_in_its_own_precision(tmp_path):
+    """A float16 store is upcast when read (training and scoring see float32) and stays float16 when saved again
+    with more features, so adding features never silently doubles the committed cache."""
+    import torch
+    from safetensors import safe_open
+
+    from algos.study.features import FeatureStore
+
+    path = tmp_path / "f.safetensors"
+    FeatureStore("tiny", {"a": torch.tensor([1.0, 2.5])}, stored_dtype="float16").save(path)
+    store = FeatureStore.load(path, "tiny")
+    assert store.stored_dtype == "float16" and store["a"].dtype == torch.float32
+    store.features["b"] = torch.tensor([0.1, 3.0])
+    store.save(path)
+    with safe_open(str(path), "pt") as f:
+        assert f.get_tensor("features").dtype == torch.float16
+    assert FeatureStore.load(path, "tiny")["b"].dtype == torch.float32
+    FeatureStore("tiny", {"a": torch.tensor([1.0])}).save(path)
+    assert FeatureStore.load(path, "tiny").stored_dtype == "float32"

@@ -74,12 +74,18 @@ def tree_contexts(tree: PlanTree, problems: Sequence[Problem]) -> list[tuple[str
 
 
 class FeatureStore:
-    """Context key -> feature (``[hidden]`` float32), loaded from and saved to one safetensors file."""
+    """Context key -> feature (``[hidden]``, float32 in memory), loaded from and saved to one safetensors file.
 
-    def __init__(self, spec: str, features: dict[str, torch.Tensor] | None = None) -> None:
+    The file keeps the precision it was written in (``stored_dtype``: float32 by default; the committed adaptive cache
+    is float16, see ``tools/compact_features.py``): features are upcast to float32 when read, so training and scoring
+    see the same values, and cast back to the stored precision when the store is saved with more features."""
+
+    def __init__(self, spec: str, features: dict[str, torch.Tensor] | None = None, stored_dtype: str = "float32") -> None:
         self.spec = spec
         """The planner backbone the features are of (a model spec)."""
-        self.features: dict[str, torch.Tensor] = dict(features or {})
+        self.features: dict[str, torch.Tensor] = {k: v.float() for k, v in (features or {}).items()}
+        self.stored_dtype = stored_dtype
+        """The precision the file holds (``float32``, ``float16`` or ``bfloat16``)."""
 
     def __len__(self) -> int:
         return len(self.features)
@@ -107,7 +113,7 @@ class FeatureStore:
                 raise ValueError(f"{path} holds features of the planner {meta.get('spec')!r}, not {spec!r}; keep each "
                                  "planner's features in its own file (algos.study.paths.StudyPaths.features_file).")
             keys, tensor = json.loads(meta["keys"]), f.get_tensor("features")
-        return cls(spec, dict(zip(keys, tensor)))
+        return cls(spec, dict(zip(keys, tensor)), stored_dtype=str(tensor.dtype).removeprefix("torch."))
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the store to a temporary sibling, then rename it into place."""
@@ -117,7 +123,7 @@ class FeatureStore:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         keys = sorted(self.features)
-        tensor = torch.stack([self.features[k].float().cpu() for k in keys]).contiguous()
+        tensor = torch.stack([self.features[k].float().cpu() for k in keys]).to(getattr(torch, self.stored_dtype))
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
         os.close(fd)
         try:

@@ -6,9 +6,12 @@ tables the plan baselines are chosen on. The trained heads (this study's ``heads
 computed once and kept in the features folder (:mod:`algos.study.features`): a rerun runs no forward pass. The modes
 are those of :mod:`algos.study.modes`; ``none`` and ``sc`` are read from episodes where the study has them.
 
-Every scoring is recorded in the split tree's ledger (:mod:`algos.study.ledger`); the result is kept in
-``<out>/scores/<split>.json`` under the configuration's hash, so rescoring an identical configuration reads it back
-and adds no ledger entry.
+Every scoring is a look at the split's problems, recorded with its primary comparison's p-value (:func:`primary_p`)
+in the ledger of the split's test set and in every other ledger its problems touch (:mod:`algos.study.ledger`); the
+result is kept in ``<out>/scores/<split>.json`` under the configuration's hash (the settings, the tree, the heads'
+weights, the features played on: :func:`features_digest`, and the episodes read), with the test set's key and the
+p-value, so rescoring an identical configuration reads it back and adds no look. The report stage only reads that
+file.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from .fill import tree_path
 from .heads import Head, HeadPlanner, _checkpoint, find_heads, greedy_plans, load_head
 from .types import ModeResult, Outcome, Table
 
-__all__ = ["score", "table", "tree_problems", "heads", "features_path", "feature_store", "write_scores", "read_scores"]
+__all__ = ["score", "table", "tree_problems", "heads", "features_path", "feature_store", "features_digest",
+           "primary_p", "write_scores", "read_scores", "scores_path"]
 
 
 def _log(msg: str) -> None:
@@ -119,6 +123,47 @@ def feature_store(cfg: StudyConfig, spec: str, tree: Any, items: list[Any]) -> A
     return store
 
 
+def features_digest(cfg: StudyConfig, split: str, ensure: bool = False) -> str:
+    """SHA-256 of the planner features the heads play on ``split``'s contexts (each head's backbone; the keys and the
+    vectors): part of the configuration hash, so other features are another look. ``"missing"`` when a context has
+    none; with ``ensure`` the missing ones are computed first (:func:`feature_store`)."""
+    import hashlib
+
+    from .features import FeatureStore, context_key, tree_contexts
+
+    tree, items = tree_problems(cfg, split)
+    contexts = tree_contexts(tree, items)
+    keys = sorted({context_key(q, path[:d]) for q, path, n in contexts for d in range(n)})
+    h = hashlib.sha256()
+    for spec in sorted({hd.spec for hd in heads(cfg)}):
+        store = (feature_store(cfg, spec, tree, items) if ensure
+                 else FeatureStore.load(features_path(cfg, spec), spec))
+        if any(k not in store for k in keys):
+            return "missing"
+        h.update(spec.encode())
+        for k in keys:
+            h.update(k.encode())
+            h.update(store[k].float().cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+def primary_p(test: Table, modes: dict[str, ModeResult]) -> float | None:
+    """The primary comparison's p-value: ``trained`` (pooled over seeds) vs ``best_fixed``, paired by problem
+    (:func:`algos.study.stats.paired`, the report's replicates and seed); None when either mode is missing."""
+    from .stats import paired
+    from .view import View
+
+    if "trained" not in modes or "best_fixed" not in modes:
+        return None
+    view = View.of(test, modes)
+    return paired(view.modes["trained"].pooled(), view.modes["best_fixed"].pooled())["p_value"]
+
+
+def scores_path(cfg: StudyConfig, split: str) -> Path:
+    """Where ``split``'s scoring is kept: ``<out>/scores/<split>.json``."""
+    return Path(cfg.out) / "scores" / f"{split}.json"
+
+
 def _episodes(cfg: StudyConfig, kind: str, split: str) -> tuple[list[dict[str, Any]], str] | None:
     given = getattr(cfg, f"{kind}_episodes") if split == "test" else ""
     path = Path(given) if given else Path(cfg.out) / "episodes" / f"{kind}_{split}.jsonl.gz"
@@ -183,11 +228,12 @@ def _mode_from(d: dict[str, Any]) -> ModeResult:
     return ModeResult(d["name"], outcomes, plans, d["chosen_on"], d["info"])
 
 
-def write_scores(path: str | Path, hash_: str, test: Table, modes: dict[str, ModeResult]) -> Path:
-    """Keep a scoring (its configuration hash, the table and every mode) as JSON."""
+def write_scores(path: str | Path, hash_: str, test: Table, modes: dict[str, ModeResult], **extra: Any) -> Path:
+    """Keep a scoring (its configuration hash, ``extra``: the test set's key and the p-value, the table and every
+    mode) as JSON."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"hash": hash_, "table": _table_json(test),
+    path.write_text(json.dumps({"hash": hash_, **extra, "table": _table_json(test),
                                 "modes": {k: _mode_json(v) for k, v in modes.items()}}) + "\n")
     return path
 
@@ -204,20 +250,30 @@ def read_scores(path: str | Path, hash_: str | None = None) -> tuple[Table, dict
 
 
 def score(cfg: StudyConfig, split: str = "test") -> tuple[Table, dict[str, ModeResult]]:
-    """Every mode on ``split``'s tree (module docstring): ``(table, {mode: ModeResult})``. Recorded in the tree's
-    ledger; an identical configuration scored before is read back from ``<out>/scores/<split>.json``."""
+    """Every mode on ``split``'s tree (module docstring): ``(table, {mode: ModeResult})``. The look is recorded in the
+    ledgers its problems touch; an identical configuration scored before is read back from ``<out>/scores/<split>.json``
+    and adds no look."""
+    from .config import tree_dir
+
     if split in ("train", "val"):
         raise ValueError(f"score(split={split!r}): the modes are chosen and trained on train and val; score a held-out "
                          "split (test, or replication).")
-    h, settings = ledger.scoring_hash(cfg, split)
-    path = Path(cfg.out) / "scores" / f"{split}.json"
+    h, settings = ledger.scoring_hash(cfg, split, {"features": features_digest(cfg, split, ensure=True)})
+    path = scores_path(cfg, split)
     kept = read_scores(path, h)
+    _, items = tree_problems(cfg, split)
     if kept is None:
         test = table(cfg, split)
         modes = _modes(cfg, split, test)
-        write_scores(path, h, test, modes)
         kept = (test, modes)
+        questions = [p.question for p in items if p.id in test.outcomes]
+        write_scores(path, h, test, modes, test_set=ledger.test_set_key(questions), p_value=primary_p(test, modes))
         _log(f"scored {len(test.outcomes)} {split} problems: {', '.join(modes)} -> {path}")
-    n = ledger.record(cfg, h, split=split, scored=", ".join(kept[1]), settings=settings)
-    _log(f"{split} tree scored under {n} configuration{'s' if n != 1 else ''} (ledger {ledger.ledger_path(cfg, split)})")
+    questions = [p.question for p in items if p.id in kept[0].outcomes]
+    line = ledger.look(h, command="rsim study", scored=f"{split} split: {', '.join(kept[1])}",
+                       p_value=primary_p(*kept), problems=len(questions), settings=settings, split=split)
+    written = ledger.record_scoring(questions, line, own=ledger.study_folders(cfg), create_in=tree_dir(cfg),
+                                    described=f"{cfg.name} {split} split of {cfg.data}")
+    for lg in written:
+        _log(f"{split} problems looked at {len(ledger.family(lg))} time(s) (ledger {lg.path})")
     return kept

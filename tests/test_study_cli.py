@@ -175,7 +175,7 @@ def _fakes(monkeypatch, calls):
         data = json.loads(Path(path).read_text())
         return (table, modes) if hash_ in (None, data["hash"]) else None
 
-    def build(test, modes, *, ledger, replication, meta):
+    def build(test, modes, *, ledger, replication, meta, **kw):
         calls.append(("build", ledger["m"], replication is not None))
         return {"headline": {"m": ledger["m"], "p_holm": ledger["p_holm"]}, "meta": meta}
 

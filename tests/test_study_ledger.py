@@ -133,10 +133,10 @@ def test_rsim_eval_on_the_adaptive_test_split_finds_the_committed_ledger(monkeyp
     from rsim_env.sources.data import load_problems
 
     monkeypatch.delenv("RSIM_LEDGER_DIR")
-    problems = load_problems("adaptive:test", limit=5)
-    found = ledger.touching([p.question for p in problems])
-    assert [(lg.path.name, n) for lg, n in found if lg.path.parent == ROOT / ledger.COMMITTED] == [
-        (f"{ledger.read(found[0][0].path).key[:16]}.ledger.jsonl", 5)]
+    problems = load_problems("adaptive:test", limit=20)
+    hits = [(lg, n) for lg, n in ledger.touching([p.question for p in problems])
+            if lg.path.parent.resolve() == (ROOT / ledger.COMMITTED).resolve()]
+    assert len(hits) == 1 and hits[0][1] >= 1 and len(hits[0][0].questions) == 282
 
 
 def test_the_committed_adaptive_ledger_lists_the_earlier_looks():

@@ -148,11 +148,12 @@ def _report(cfg: StudyConfig) -> dict[str, Any]:
         rep = (rt, rm)
     meta = {"reasoner": cfg.reasoner, "data": cfg.data, "planner": cfg.planner, "rounds": cfg.rounds,
             "terminate_last_round": cfg.terminate_last_round, "test_tree": str(tree_path(cfg, "test")),
-            "ledger": corr["ledger"], "test_set": corr["test_set"], "config_hash": corr["hash"],
+            "ledger": corr["path"], "test_set": corr["test_set"], "config_hash": corr["hash"],
             "heads_from": cfg.heads_from, "config": as_dict(cfg)}
     if cfg.replicate:
-        meta["replication_ledger"] = rcorr["ledger"]
-    built = report.build(test, modes, ledger=corr, replication=rep, meta=meta)
+        meta["replication_ledger"] = rcorr["path"]
+    built = report.build(test, modes, ledger=corr, replication=rep, meta=meta,
+                         **({"replication_ledger": rcorr} if cfg.replicate else {}))
     paths = report.write(built, Path(cfg.out) / "report")
     return {"paths": [str(p) for p in paths], "headline": built.get("headline", {}), "ledger_count": corr["m"],
             "report": built}

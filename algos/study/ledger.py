@@ -137,7 +137,7 @@ def read(path: str | os.PathLike) -> Ledger:
         rows.append((i, row))
     if not rows or rows[0][1].get("ledger") != SCHEMA or not isinstance(rows[0][1].get("test_set"), str):
         raise ValueError(f"{path} has no ledger header on its first line ({{'ledger': {SCHEMA}, 'test_set': KEY, "
-                         "'questions': [...]}}): a ledger of the earlier layout (found by a tree's path) must be "
+                         "'questions': [...]}): a ledger of the earlier layout (found by a tree's path) must be "
                          "migrated to its test set's key (docs/study.md, 'The ledger').")
     head = rows[0][1]
     for i, row in rows[1:]:
@@ -276,7 +276,7 @@ def holm_of(ledger: Ledger, hash_: str) -> dict[str, Any]:
     adjusted = holm([f["p"] for f in fam])
     return {"p_value": fam[mine[0]]["p"], "p_holm": adjusted[mine[0]], "m": len(fam),
             "p_as_one": sum(not f["p_kept"] for f in fam), "historical": sum(f["historical"] for f in fam),
-            "ledger": str(ledger.path), "test_set": ledger.key,
+            "path": str(ledger.path), "test_set": ledger.key,
             "family": [{**f, "p_holm": a} for f, a in zip(fam, adjusted)]}
 
 

@@ -213,3 +213,20 @@ def test_the_study_records_its_look_and_the_report_only_reads_it(tmp_path, monke
     score(moved)
     assert len(ledger.read(lg.path).looks) == 4 and not list((copy / "trees").glob("*.ledger.jsonl"))
     assert json.loads((copy / "study" / "scores" / "test.json").read_text())["test_set"] == lg.key
+
+
+def test_rsim_eval_end_to_end_adds_its_look_to_a_sealed_split_it_touches(tmp_path):
+    from algos.evaluation import main
+
+    argv = ["--reasoner", "template", "--data", "rg:basic_arithmetic", "--limit", "4", "--batch", "4", "--modes",
+            "none", "--no-progress"]
+    first = main(argv)
+    assert first["ledgers"] == []  # no sealed split among its problems: nothing recorded, nothing created
+    questions = sorted({r["question"] for r in first["per_problem"]})
+    (sealed,) = ledger.record_scoring(questions[:2] + ["a question of the split it never saw"], _line("a", 0.04),
+                                      create_in=tmp_path / "trees")
+    again = main(argv + ["--ledger-dir", str(tmp_path / "trees")])
+    assert again["ledgers"] == [str(sealed.path)]
+    look = ledger.read(sealed.path).looks[-1]
+    assert look["command"] == "rsim eval" and look["problems"] == 2 and look["p_value"] is None
+    assert ledger.holm_of(ledger.read(sealed.path), "a" * 64)["p_as_one"] == 1

@@ -252,7 +252,7 @@ def family(ledger: Ledger) -> list[dict[str, Any]]:
         p = row.get("p_value")
         out.append({"hash": row["hash"], "p": 1.0 if p is None else float(p), "p_kept": p is not None,
                     "historical": bool(row.get("historical")), "command": row.get("command", ""),
-                    "time": row.get("time", "")})
+                    "time": row.get("time", ""), "scored": row.get("scored", "")})
     return out
 
 

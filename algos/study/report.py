@@ -224,8 +224,9 @@ def _secondary(report: dict[str, Any]) -> dict[str, Any]:
             members.append((f"modes.{name}.vs_best_fixed", m["vs_best_fixed"]))
     c = report["ceilings"]
     members += [(f"ceilings.{k}.headroom", c[k]["headroom"]) for k in ("per_task_on_test", "oracle") if k in c]
-    if "per_task_policy" in c:
-        members += [(f"ceilings.per_task_policy.{k}", c["per_task_policy"][k]) for k in ("vs_best_fixed", "trained_vs")]
+    if "per_task_policy" in c:  # its vs_best_fixed is mode per_task's comparison: one member, not two
+        members += [(f"ceilings.per_task_policy.{k}", c["per_task_policy"][k]) for k in ("vs_best_fixed", "trained_vs")
+                    if k == "trained_vs" or "per_task" not in report["modes"]]
     for key in ("without_top_1", "without_top_3"):
         members.append((f"concentration.{key}", (report["concentration"] or {}).get(key)))
     for key in ("value_vs_modal_plan", "value_vs_per_task"):
@@ -237,6 +238,8 @@ def _secondary(report: dict[str, Any]) -> dict[str, Any]:
     adjusted = holm([v["p_value"] for _, v in members])
     for (_, v), a in zip(members, adjusted):
         v["p_holm"] = a
+    if "per_task_policy" in c and "per_task" in report["modes"]:
+        c["per_task_policy"]["vs_best_fixed"]["p_holm"] = report["modes"]["per_task"]["vs_best_fixed"].get("p_holm")
     return {"m": len(members), "members": [{"where": k, "p_value": v["p_value"], "p_holm": v["p_holm"]}
                                            for k, v in members],
             "note": f"the report's {len(members)} secondary comparisons, Holm-corrected over this family alone (the "

@@ -61,12 +61,12 @@ def _corrections(r: Mapping[str, Any]) -> list[str]:
     lg = r["ledger"]
     lines = ["", "## Multiple comparisons", "", f"Ledger `{lg.get('path')}` (test set `{str(lg.get('test_set'))[:16]}…`):"
              f" Holm's step-down over its {lg['configurations_scored']} looks; a look with no p-value kept counts as "
-             "p = 1.", "", "| look | when | by | p | p kept | Holm p |", "| --- | --- | --- | --- | --- | --- |"]
+             "p = 1.", "", "| when | by | what was scored | p | p kept | Holm p |", "| --- | --- | --- | --- | --- | --- |"]
     for f in lg.get("family", []):
-        who = ("**this report**" if f["hash"] == lg.get("this") else
-               f"{f.get('command') or '–'}{' (historical)' if f.get('historical') else ''}")
-        lines.append(f"| `{f['hash'][:16]}` | {str(f.get('time', ''))[:10]} | {who} | {_p(f['p'])} | "
-                     f"{'yes' if f['p_kept'] else 'no (p = 1)'} | {_p(f.get('p_holm'))} |")
+        who = "**this report**" if f["hash"] == lg.get("this") else f.get("command") or "–"
+        what = str(f.get("scored", "")).replace("|", "/")
+        lines.append(f"| {str(f.get('time', ''))[:10]} | {who} | {what[:160]}{'…' if len(what) > 160 else ''} | "
+                     f"{_p(f['p'])} | {'yes' if f['p_kept'] else 'no (p = 1)'} | {_p(f.get('p_holm'))} |")
     sec = r.get("secondary")
     if sec and sec["m"]:
         lines += ["", f"Secondary comparisons: {sec['note']}.", "", "| comparison | p | Holm p (secondary family) |",

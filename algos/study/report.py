@@ -246,6 +246,16 @@ def _secondary(report: dict[str, Any]) -> dict[str, Any]:
                     "headline is corrected over the test set's ledger instead)"}
 
 
+def _ledger_section(corr: Mapping[str, Any]) -> dict[str, Any]:
+    """The report's ``ledger`` key from :func:`correction`'s result."""
+    return {"path": corr["path"], "test_set": corr["test_set"], "configurations_scored": corr["m"],
+            "p_as_one": corr["p_as_one"], "historical": corr["historical"], "this": corr["this"],
+            "family": corr["family"],
+            "note": "the family is every look at this test set (any scoring that included any of its problems, by any "
+                    "command, one per distinct configuration); the headline p-value is Holm's step-down adjusted p "
+                    "over their p-values, a look with none kept counted as p = 1"}
+
+
 def build(test: Table, modes: Mapping[str, ModeResult], *, ledger: Mapping[str, Any],
           replication: tuple[Table, Mapping[str, ModeResult]] | None, meta: Mapping[str, Any],
           replication_ledger: Mapping[str, Any] | None = None, rounds: int = ROUNDS, seed: int = 0) -> dict[str, Any]:
@@ -288,14 +298,7 @@ def build(test: Table, modes: Mapping[str, ModeResult], *, ledger: Mapping[str, 
               "per_task": per_task(view, {t: tuple(p) for t, p in ceilings["test_best_plans"].items()}),
               "concentration": concentration(view, rounds, seed), "within_task": within_task(view, rounds, seed),
               "reward_vs_accuracy": rva,
-              "ledger": {"path": corr["path"], "test_set": corr["test_set"], "configurations_scored": corr["m"],
-                         "p_as_one": corr["p_as_one"], "historical": corr["historical"], "this": corr["this"],
-                         "family": corr["family"],
-                         "note": "the family is every look at this test set (any scoring that included any of its "
-                                 "problems, by any command, one per distinct configuration); the headline p-value is "
-                                 "Holm's step-down adjusted p over their p-values, a look with none kept counted as "
-                                 "p = 1"},
-              "replication": rep}
+              "ledger": _ledger_section(corr), "replication": rep}
     report["secondary"] = _secondary(report)
     head["sentences"] = sentences(report)
     return report

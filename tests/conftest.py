@@ -7,6 +7,7 @@ this conftest and no torch, so torch-based fakes are built inside their fixtures
 * ``gguf``: the embedded GGUF's path (skips without llama-cpp-python or the fetched file);
 * ``single_thread``: torch on one thread for a module whose timings or results need it
   (``pytestmark = pytest.mark.usefixtures("single_thread")``);
+* ``_ledgers_kept_apart`` (autouse): a test's looks at a test set go to a ledger folder of its own;
 * ``_torch_threads_restored`` (autouse): a test that runs a CLI in-process (``algos.threads.use_threads`` sets
   torch's thread count for the whole process, from the machine's load) leaves the count as it found it, so a
   later test's float reductions do not depend on which tests ran before it or on the load when they did;
@@ -19,6 +20,16 @@ from __future__ import annotations
 import sys
 
 import pytest
+
+
+@pytest.fixture(autouse=True)
+def _ledgers_kept_apart(tmp_path_factory, monkeypatch):
+    """A test's looks at a test set go to a ledger folder and index of its own (``RSIM_LEDGER_DIR``, which replaces
+    the search of the committed ledgers and the user's index, and ``RSIM_LEDGER_HOME``): a test that scores a copy of
+    a committed tree never writes into the committed ledger of its problems (algos/study/ledger.py)."""
+    d = tmp_path_factory.mktemp("ledgers")
+    monkeypatch.setenv("RSIM_LEDGER_DIR", str(d / "dir"))
+    monkeypatch.setenv("RSIM_LEDGER_HOME", str(d / "home"))
 
 
 @pytest.fixture(autouse=True)

@@ -72,8 +72,9 @@ def _trained_plans(features_dir: Path, monkeypatch) -> dict[int, dict[str, list[
     ``features_dir`` (the path ``rsim study --stage score`` plays the ``trained`` mode by)."""
     from algos.study.config import resolve
     from algos.study.heads import HeadPlanner, greedy_plans, load_head
-    from algos.study.score import feature_store, heads, tree_problems
-    from algos.study.tables import Groups, game_env
+    from algos.study.features import feature_store
+    from algos.study.score import heads
+    from algos.study.tables import Groups, game_env, tree_problems
     from rsim_env.kinds.code import CODE
 
     monkeypatch.setattr(CODE, "prefetch", lambda problem, final: None)  # no sandbox run: nothing is graded

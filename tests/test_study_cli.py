@@ -1,10 +1,12 @@
-"""rsim study: its grammar (--help, --print-config, presets, --set, --stage), its config's checks, the ledger's
-semantics (one entry per distinct configuration, beside the test tree), and the stage order with stand-in stages."""
+"""rsim study: its grammar (--help, --print-config, presets, --set, --stage), its config's checks, what its scoring
+hash covers, and the stage order with stand-in stages (the report stage only reads; the score stage records looks).
+The ledger itself: tests/test_study_ledger.py."""
 
 from __future__ import annotations
 
 import json
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from algos import cli
 from algos.study import cli as study_cli
 from algos.study import ledger
 from algos.study.config import PRESETS, StudyConfig, resolve
+from algos.study.paths import StudyPaths
 from algos.study.types import ModeResult, Outcome, Table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,22 +107,6 @@ def _tree(path: Path, problems: dict[str, str]) -> Path:
     return path
 
 
-def test_ledger_counts_distinct_configurations_beside_the_test_tree(tmp_path):
-    cfg = StudyConfig(out=str(tmp_path / "study"))
-    tree = _tree(tmp_path / "study" / "trees" / "study_test.tree.json.gz", {"a": "k1", "b": "k2"})
-    fp = ledger.tree_fingerprint(tree)
-    h1 = ledger.config_hash({"seeds": 6, "lr": 1e-3}, fp)
-    assert h1 == ledger.config_hash({"lr": 1e-3, "seeds": 6}, fp)  # canonical: key order does not matter
-    assert ledger.record(cfg, h1, scored="first") == 1
-    assert ledger.record(cfg, h1, scored="again") == 1  # identical configuration: reused, no new entry
-    h2 = ledger.config_hash({"seeds": 6, "lr": 3e-4}, fp)
-    assert ledger.record(cfg, h2) == 2
-    path = ledger.ledger_path(cfg)
-    assert path.parent == tree.parent and len(path.read_text().splitlines()) == 2
-    assert [r["scored"] for r in ledger.entries(cfg)] == ["first", ""] and ledger.count(cfg) == 2
-    assert ledger.count(cfg, "replication") == 0  # each tree has its own ledger
-
-
 def test_tree_fingerprint_follows_content_not_bytes(tmp_path):
     a = ledger.tree_fingerprint(_tree(tmp_path / "a.json.gz", {"a": "k1", "b": "k2"}))
     b = ledger.tree_fingerprint(_tree(tmp_path / "b.json.gz", {"b": "k2", "a": "k1"}))
@@ -128,16 +115,7 @@ def test_tree_fingerprint_follows_content_not_bytes(tmp_path):
     assert ledger.config_hash({}, a) != ledger.config_hash({}, c)
 
 
-def test_a_broken_ledger_line_raises(tmp_path):
-    path = tmp_path / "l.jsonl"
-    path.write_text('{"hash": "abababababababab"}\nnot json\n')
-    with pytest.raises(ValueError, match="line 2 is not JSON"):
-        ledger.count(path)
-    with pytest.raises(ValueError, match="configuration hash"):
-        ledger.record(tmp_path / "m.jsonl", "short")
-
-
-def test_scoring_hash_changes_with_the_heads(tmp_path):
+def test_scoring_hash_changes_with_the_heads_features_and_episodes(tmp_path):
     cfg = StudyConfig(out=str(tmp_path / "s"))
     _tree(tmp_path / "s" / "trees" / "study_test.tree.json.gz", {"a": "k"})
     before, settings = ledger.scoring_hash(cfg)
@@ -149,23 +127,50 @@ def test_scoring_hash_changes_with_the_heads(tmp_path):
     (head.parent / "state.json").write_text("{}")  # a log or state beside the weights is not another configuration
     (tmp_path / "s" / "heads" / "train.json").write_text("{}")
     assert ledger.scoring_hash(cfg)[0] == after
+    assert ledger.scoring_hash(cfg, extra={"features": "other"})[0] != after  # other features: another look
+    none = tmp_path / "s" / "episodes" / "none_test.jsonl.gz"
+    none.parent.mkdir(parents=True)
+    none.write_bytes(b"episodes")
+    assert ledger.scoring_hash(cfg)[0] != after  # other episodes read: another look
 
 
 # ----------------------------------------------------------------------------------------------- stages
 
 
 def _fakes(monkeypatch, calls):
+    """Stand-in stages: ``score`` keeps a scoring and records its look as the real one does; ``build`` notes the
+    ledger's m (the looks Holm corrects over)."""
     table = Table("test", {"p1": "t", "p2": "t"}, {p: {(8,): Outcome(True, 1.5, 10), (3, 8): Outcome(False, 0.5, 20)}
                                                    for p in ("p1", "p2")})
     modes = {"trained": ModeResult("trained", {0: {p: Outcome(True, 1.5, 10) for p in ("p1", "p2")}})}
 
+    def tree_problems(cfg, split):
+        return None, [types.SimpleNamespace(id=p, question=f"{split} question {p}") for p in ("p1", "p2")]
+
+    def scores_path(cfg, split):
+        return StudyPaths.of(cfg).split_scores(split)
+
+    def features_digest(cfg, split, ensure=False):
+        return "features"
+
     def score(cfg, split="test"):
         calls.append(("score", split))
+        h, settings = ledger.scoring_hash(cfg, split, {"features": "features"})
+        questions = [p.question for p in tree_problems(cfg, split)[1]]
+        path = scores_path(cfg, split)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"hash": h, "test_set": ledger.test_set_key(questions), "p_value": 0.25}))
+        line = ledger.look(h, command="rsim study", scored="fake", p_value=0.25, problems=2, settings=settings)
+        ledger.record_scoring(questions, line, own=ledger.study_folders(cfg), create_in=StudyPaths.of(cfg).trees)
         return Table(split, table.tasks, table.outcomes), modes
 
-    def build(test, modes, *, ledger_count, replication, meta):
-        calls.append(("build", ledger_count, replication is not None))
-        return {"headline": {"n": ledger_count}, "meta": meta}
+    def read_scores(path, hash_=None):
+        data = json.loads(Path(path).read_text())
+        return (table, modes) if hash_ in (None, data["hash"]) else None
+
+    def build(test, modes, *, ledger, replication, meta, **kw):
+        calls.append(("build", ledger["m"], replication is not None))
+        return {"headline": {"m": ledger["m"], "p_holm": ledger["p_holm"]}, "meta": meta}
 
     def write(report, folder):
         Path(folder).mkdir(parents=True, exist_ok=True)
@@ -174,12 +179,15 @@ def _fakes(monkeypatch, calls):
 
     monkeypatch.setattr("algos.study.train.train", lambda cfg: calls.append(("train",)) or {"seeds": 1})
     monkeypatch.setattr("algos.study.score.score", score)
+    monkeypatch.setattr("algos.study.score.features_digest", features_digest)
+    monkeypatch.setattr("algos.study.score.read_scores", read_scores)
+    monkeypatch.setattr("algos.study.tables.tree_problems", tree_problems)
     monkeypatch.setattr("algos.study.report.build", build)
     monkeypatch.setattr("algos.study.report.write", write)
     monkeypatch.setattr("algos.study.fill.run", lambda cfg: calls.append(("fill",)) or {"decoded": 0})
 
 
-def test_stages_run_in_order_and_the_report_gets_the_ledger_count(tmp_path, monkeypatch):
+def test_stages_run_in_order_and_the_report_only_reads(tmp_path, monkeypatch):
     out = tmp_path / "study"
     _tree(out / "trees" / "study_test.tree.json.gz", {"p1": "a", "p2": "b"})
     calls: list = []
@@ -189,10 +197,16 @@ def test_stages_run_in_order_and_the_report_gets_the_ledger_count(tmp_path, monk
     assert calls[-1] == ("build", 1, False) and r["report"]["ledger_count"] == 1
     assert json.loads((out / "report" / "report.json").read_text())["meta"]["test_tree"].endswith("study_test.tree.json.gz")
     calls.clear()
-    cli.main(["study", "--out", str(out), "--stage", "report", "--threads", "1"])  # the same configuration again: no new entry
-    assert calls == [("score", "test"), ("build", 1, False)]
-    cli.main(["study", "--out", str(out), "--stage", "report", "--seeds", "3", "--threads", "1"])  # another configuration: counted
-    assert calls[-1] == ("build", 2, False) and ledger.count(StudyConfig(out=str(out))) == 2
+    cli.main(["study", "--out", str(out), "--stage", "report", "--threads", "1"])  # reads the scores: scores nothing
+    assert calls == [("build", 1, False)]
+    with pytest.raises(ValueError, match="stale; run rsim study --stage score"):  # another configuration: refused
+        cli.main(["study", "--out", str(out), "--stage", "report", "--seeds", "3", "--threads", "1"])
+    cli.main(["study", "--out", str(out), "--stage", "score", "--seeds", "3", "--threads", "1"])  # another look
+    calls.clear()
+    cli.main(["study", "--out", str(out), "--stage", "report", "--seeds", "3", "--threads", "1"])
+    assert calls == [("build", 2, False)]
+    with pytest.raises(ValueError, match="no test scores"):
+        cli.main(["study", "--out", str(tmp_path / "empty"), "--stage", "report", "--threads", "1"])
 
 
 def test_the_replication_tree_is_scored_once(tmp_path, monkeypatch):
@@ -201,11 +215,13 @@ def test_the_replication_tree_is_scored_once(tmp_path, monkeypatch):
         _tree(out / "trees" / f"study_{split}.tree.json.gz", {"p1": "a", "p2": "b"})
     calls: list = []
     _fakes(monkeypatch, calls)
+    cli.main(["study", "--out", str(out), "--stage", "score", "--replicate", "--threads", "1"])
+    assert ("score", "replication") in calls
     cli.main(["study", "--out", str(out), "--stage", "report", "--replicate", "--threads", "1"])
-    assert ("score", "replication") in calls and calls[-1] == ("build", 1, True)
-    cli.main(["study", "--out", str(out), "--stage", "report", "--replicate", "--threads", "1"])  # the same scoring: reused
+    assert calls[-1] == ("build", 1, True)
+    cli.main(["study", "--out", str(out), "--stage", "score", "--replicate", "--threads", "1"])  # the same scoring
     with pytest.raises(ValueError, match="already scored under another configuration"):
-        cli.main(["study", "--out", str(out), "--stage", "report", "--replicate", "--seeds", "2", "--threads", "1"])
+        cli.main(["study", "--out", str(out), "--stage", "score", "--replicate", "--seeds", "2", "--threads", "1"])
 
 
 def test_replicate_without_a_replication_tree_says_how_to_fill_it(tmp_path, monkeypatch):
@@ -225,12 +241,13 @@ def test_docs_rewrites_the_study_block_from_the_report(tmp_path, monkeypatch):
     _fakes(monkeypatch, calls)
     keys = ("headline", "seeds", "ceiling", "concentration", "within_task", "replication", "ledger")
     monkeypatch.setattr(sys.modules["algos.study.report"], "build", lambda test, modes, **kw: {
-        "headline": {"sentences": {k: f"{k} {kw['ledger_count']}" for k in keys}}})
+        "headline": {"sentences": {k: f"{k} {kw['ledger']['m']}" for k in keys}}})
     monkeypatch.chdir(tmp_path)
     begin, end = docs_block.markers("study")
     for page in docs_block.PAGES:
         Path(page).parent.mkdir(parents=True, exist_ok=True)
         Path(page).write_text(f"# page\n{begin}\nold answer\n{end}\nrest\n")
+    cli.main(["study", "--out", str(out), "--stage", "score", "--threads", "1"])
     r = cli.main(["study", "--out", str(out), "--stage", "report", "--docs", "--threads", "1"])
     assert sorted(r["docs"]) == sorted(docs_block.PAGES)
     text = Path(docs_block.PAGES[0]).read_text()
@@ -239,12 +256,11 @@ def test_docs_rewrites_the_study_block_from_the_report(tmp_path, monkeypatch):
         study_cli.parse(["--stage", "fill", "--docs"])
 
 
-def test_the_committed_test_tree_ledger_counts_its_earlier_scorings():
-    """The adaptive test tree was scored before rsim study existed (12-a-task heads, standardised and raw; the
-    Stackelberg arm): those looks are in its ledger, so the report's count starts from them."""
-    cfg = resolve("adaptive")
-    rows = ledger.entries(ROOT / ledger.ledger_path(cfg))
-    assert len({r["hash"] for r in rows}) >= 3 and all(r.get("scored") and r.get("time") for r in rows)
+def test_a_preset_writes_under_runs_and_only_docs_writes_its_committed_folder():
+    assert resolve("adaptive").out.startswith("runs/")
+    assert study_cli.parse(["--preset", "adaptive"])[0].out.startswith("runs/")
+    assert study_cli.parse(["--preset", "adaptive", "--stage", "report", "--docs"])[0].out == "docs/study_results/adaptive"
+    assert study_cli.parse(["--preset", "adaptive", "--docs", "--out", "runs/x"])[0].out == "runs/x"
 
 
 def test_stage_fill_fills_the_replication_tree_with_replicate(tmp_path, monkeypatch):
@@ -270,4 +286,4 @@ def test_the_tiny_study_runs_end_to_end_and_a_rerun_does_nothing_again(tmp_path,
     assert report["meta"]["problems"] == 4 and report["ledger"]["configurations_scored"] == 1
     again = cli.main(argv)
     assert again["fill"]["decoded"] == 0 and all(r["reused"] for r in again["train"]["runs"])
-    assert again["report"]["ledger_count"] == 1 and ledger.count(resolve("tiny", {"out": str(tmp_path / "study")})) == 1
+    assert again["report"]["ledger_count"] == 1 and len(ledger.family(ledger.read(report["ledger"]["path"]))) == 1

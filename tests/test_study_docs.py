@@ -64,7 +64,7 @@ def test_sync_writes_each_block_once_and_links_from_the_page(tmp_path):
     h = report["headline"]
     lo, hi = h["ci95_pts"]
     assert f"{h['difference_pts']:+.1f} points (95 % CI {lo:+.1f}, {hi:+.1f})" in block(readme).splitlines()[0]
-    assert "2 configurations" in block(readme) and "share one test set" in block(readme)
+    assert "looked at 2 times" in block(readme) and "share one test set" in block(readme)
 
 
 def test_sync_names_a_page_without_the_block(tmp_path):

@@ -148,7 +148,10 @@ def test_every_mode_is_scored_recorded_once_and_reused(scripted):
     again_test, again = score(cfg)  # identical configuration: read back, no new ledger entry
     assert (Path(cfg.out) / "scores" / "test.json").read_text() == saved
     assert again["trained"].plans == modes["trained"].plans and again_test.outcomes == test.outcomes
-    assert ledger.count(cfg) == 1
+    from algos.study.score import primary_p
+
+    found = ledger.find(json.loads(saved)["test_set"], ledger.study_folders(cfg))
+    assert len(ledger.family(found)) == 1 and found.looks[0]["p_value"] == primary_p(test, modes) is not None
 
 
 def test_none_and_self_consistency_come_from_the_studys_episodes(scripted):

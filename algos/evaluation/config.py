@@ -127,6 +127,9 @@ class EvalConfig:
     """With --out: continue an interrupted evaluation of the same settings from its journal.jsonl (off: start over)."""
     out: str = ""
     """Output directory for results.json, episodes.jsonl, table.md and plots ("" = print only)."""
+    ledger_dir: str = ""
+    """A folder of test-set ledgers searched first (:mod:`algos.study.ledger`): an evaluation that scores any problem
+    of a study's sealed split records its look there (and wherever else that split's ledger is found)."""
     plots: bool = True
     """Write PNG plots into ``out``."""
     progress: bool = True

@@ -24,7 +24,7 @@ from .config import EvalConfig
 __all__ = ["NAME", "RUN_ONLY", "settings_of", "fingerprint", "Journal"]
 
 NAME = "journal.jsonl"
-RUN_ONLY = ("out", "plots", "progress", "resume", "threads", "set")  # threads: speed only, chosen per process
+RUN_ONLY = ("out", "plots", "progress", "resume", "threads", "set", "ledger_dir")  # threads: speed only, chosen per process
 """EvalConfig fields that change where and how results are shown, not the episodes (not fingerprinted); ``set``
 holds the --set items, whose effect is in the resolved sections (the same setting by a flag or --set resumes)."""
 

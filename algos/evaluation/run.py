@@ -32,6 +32,7 @@ from ..protocols import CountsTokens, HasAdapter, ReportsUsage
 from . import report, settings
 from .config import EvalConfig, parse_sequence
 from .journal import Journal, settings_of
+from .looks import record_look
 
 __all__ = ["load_eval_problems", "eval_device", "build_reasoner", "load_planner", "episode_tokens", "evaluate_mode", "run"]
 
@@ -233,6 +234,9 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
     reasoner, trained, reasoner_info, planner_info = _agents(cfg, modes, problems)
     load_s = time.perf_counter() - t_load
     all_rows, figures = _figures(modes, problems, reasoner, trained, cfg, journal)
+    looks = record_look(cfg, problems, settings_of(cfg, [p.id for p in problems], used["from"]), modes)
+    for path in looks:
+        print(f"rsim eval: these problems include a sealed test split's: look recorded in {path}", file=sys.stderr)
     results = {
         "config": dataclasses.asdict(cfg) | {"modes_resolved": modes},
         "settings": used,
@@ -245,6 +249,7 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
         "modes": figures,
         "strategy_vs_accuracy": analysis.accuracy_by_strategy_count(all_rows),
         "per_problem": [{k: v for k, v in r.items() if k != "steps"} for r in all_rows],
+        "ledgers": looks,  # the sealed test sets this evaluation looked at (algos.study.ledger)
         "timing": {"load_s": load_s, "total_s": time.perf_counter() - t_start},
         "environment": {"python": platform.python_version(), "platform": platform.platform(), **_versions()},
     }

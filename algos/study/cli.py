@@ -7,9 +7,11 @@ Stages, each resumable (what is done is not done again) and each selectable with
 2. ``train``: train ``learner.seeds`` head-only planners on the train tree (backbone features cached);
 3. ``score``: play every mode on the test tree -- trained per seed, best fixed and per-task plans chosen on train +
    val, a per-task bandit given the planner's episodes, random, none, self-consistency at equal tokens -- each scoring
-   recorded in the test tree's ledger (an identical configuration adds no entry);
-4. ``report``: ``<out>/report/`` (report.md, report.json, plots): the problem-level difference of the trained planner
-   vs the best fixed plan with its 95 % CI, corrected for the configurations scored on the test tree; ceilings,
+   a look recorded, with its p-value, in the ledger of the test set (found by the problems' content; an identical
+   configuration adds no look);
+4. ``report``: reads the scores and the ledger and writes ``<out>/report/`` (report.md, report.json, plots) and
+   nothing else (missing or stale scores: refused, naming the command): the problem-level difference of the trained
+   planner vs the best fixed plan with its 95 % CI, its p-value corrected by Holm over the ledger's looks; ceilings,
    per-task table, concentration, within-task conditioning. With ``--replicate`` the replication tree (a second test
    draw) is scored too, once, and the headline says whether the result replicated.
 
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from . import fill, report, score, train
-from .config import PRESETS, StudyConfig, as_dict, resolve
+from .config import DOCS_OUT, PRESETS, StudyConfig, as_dict, resolve
 from .paths import StudyPaths
 
 if TYPE_CHECKING:
@@ -39,7 +41,8 @@ if TYPE_CHECKING:
 __all__ = ["parse", "run", "main", "ORDER"]
 
 ORDER = ("fill", "train", "score", "report")
-"""The stages ``--stage all`` runs, in order (a stage's module imports no stage after it)."""
+"""The stages ``--stage all`` runs, in order."""
+
 
 
 def parse(argv: Sequence[str]) -> tuple[StudyConfig, bool]:
@@ -66,60 +69,85 @@ def _parse(argv: Sequence[str]) -> tuple[StudyConfig, argparse.Namespace]:
                    "study, no decoding or training; tiny: tiny models, seconds); flags and --set override it")
     p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     p.add_argument("--docs", action="store_true", help="after the report, rewrite the study's generated block "
-                   "(<!-- study:NAME begin ... -->) in README.md and docs/results.md from it (run in the repository)")
+                   "(<!-- study:NAME begin ... -->) in README.md and docs/results.md from it (run in the repository); "
+                   "with a preset and no --out, its scores and report go to the preset's committed folder "
+                   f"({', '.join(f'{k}: {v}' for k, v in DOCS_OUT.items())}): the only way the command writes into "
+                   "tracked docs/ files besides the test set's ledger")
     p.add_argument("--debug", action="store_true", help="show the traceback of an error (or set RSIM_DEBUG=1)")
     add_fields(p, StudyConfig)
     a = p.parse_args(list(argv))
-    cfg = resolve(a.preset, given(StudyConfig, a))
+    flags = given(StudyConfig, a)
+    if a.docs and a.preset in DOCS_OUT and "out" not in flags:  # the committed study folder, only with --docs
+        flags["out"] = DOCS_OUT[a.preset]
+    cfg = resolve(a.preset, flags)
     if a.docs and cfg.stage not in ("report", "all"):
         p.error(f"--docs rewrites the docs from the report: use it with --stage report or all, not {cfg.stage}.")
     return cfg, a
 
 
-def _ledger_count(cfg: StudyConfig, split: str) -> int:
-    """Configurations scored on ``split``'s tree; records this one if the score stage did not."""
-    from . import ledger
-
-    h, settings = ledger.scoring_hash(cfg, split)
-    if any(row["hash"] == h for row in ledger.entries(cfg, split)):
-        return ledger.count(cfg, split)
-    return ledger.record(cfg, h, split=split, scored="rsim study score", settings=settings)
-
-
 def _check_replication_once(cfg: StudyConfig) -> None:
-    """The replication tree is scored once: refuse another configuration on it."""
+    """The replication tree is scored once: refuse another configuration on its problems."""
     from . import ledger
+    from .score import features_digest
+    from .tables import tree_problems
 
-    h, _ = ledger.scoring_hash(cfg, "replication")
-    rows = ledger.entries(cfg, "replication")
-    if rows and all(row["hash"] != h for row in rows):
-        raise ValueError(f"the replication tree was already scored under another configuration "
-                         f"({ledger.ledger_path(cfg, 'replication')}, {len(rows)} entr{'y' if len(rows) == 1 else 'ies'})"
-                         ": it is scored once, at the end of a study; report that scoring, or draw a new replication "
-                         "split (--replication-seed) and fill it.")
+    _, items = tree_problems(cfg, "replication")
+    found = ledger.find(ledger.test_set_key([p.question for p in items]), ledger.study_folders(cfg))
+    if found is None or not found.looks:
+        return
+    h, _ = ledger.scoring_hash(cfg, "replication", {"features": features_digest(cfg, "replication")})
+    if all(row["hash"] != h for row in found.looks):
+        n = len(ledger.family(found))
+        raise ValueError(f"the replication tree was already scored under another configuration ({found.path}, {n} "
+                         f"look{'s' if n != 1 else ''}): it is scored once, at the end of a study; report that scoring, "
+                         "or draw a new replication split (--replication-seed) and fill it.")
 
 
 def _score(cfg: StudyConfig, split: str) -> tuple[Table, dict[str, ModeResult]]:
     return score.score(cfg, split=split)
 
 
-def _report(cfg: StudyConfig, scored: dict[str, tuple[Table, dict[str, ModeResult]]]) -> dict[str, Any]:
+def _kept(cfg: StudyConfig, split: str) -> tuple[Table, dict[str, ModeResult], dict[str, Any]]:
+    """``split``'s kept scoring, its configuration hash and the ledger's Holm correction of its look, read only;
+    missing or stale scores (another configuration than ``cfg``'s) raise with the command that scores them."""
     from . import ledger
+    from .score import features_digest, read_scores
 
-    test, modes = scored.get("test") or _score(cfg, "test")
-    n = _ledger_count(cfg, "test")
+    path = StudyPaths.of(cfg).split_scores(split)
+    redo = (f"run rsim study --stage score with the same settings{' and --replicate' if split == 'replication' else ''}"
+            f" (--out {cfg.out}), then --stage report")
+    if not path.is_file():
+        raise ValueError(f"--stage report: no {split} scores at {path}; {redo}.")
+    h, _ = ledger.scoring_hash(cfg, split, {"features": features_digest(cfg, split)})
+    data = json.loads(path.read_text())
+    if data.get("hash") != h or "test_set" not in data:
+        raise ValueError(f"--stage report: the {split} scores at {path} are of another configuration (hash "
+                         f"{str(data.get('hash'))[:16]}…, these settings {h[:16]}…): stale; {redo}.")
+    found = ledger.find(data["test_set"], ledger.study_folders(cfg))
+    if found is None:
+        raise ValueError(f"--stage report: no ledger of the {split} set {data['test_set'][:16]}… in "
+                         f"{[str(d) for d in ledger.folders(ledger.study_folders(cfg))]}; {redo} (it records the look).")
+    test, modes = read_scores(path, h)
+    return test, modes, {**ledger.holm_of(found, h), "hash": h}
+
+
+def _report(cfg: StudyConfig) -> dict[str, Any]:
+    """The report stage: reads the kept scores and the ledgers, writes ``<out>/report/`` and nothing else."""
+    test, modes, corr = _kept(cfg, "test")
     rep = None
     if cfg.replicate:
-        rep = scored.get("replication") or _score(cfg, "replication")
-        _ledger_count(cfg, "replication")
-    h, _ = ledger.scoring_hash(cfg, "test")
+        rt, rm, rcorr = _kept(cfg, "replication")
+        rep = (rt, rm)
     meta = {"reasoner": cfg.reasoner, "data": cfg.data, "planner": cfg.planner, "rounds": cfg.rounds,
             "terminate_last_round": cfg.terminate_last_round, "test_tree": str(StudyPaths.of(cfg).tree("test")),
-            "ledger": str(ledger.ledger_path(cfg, "test")), "config_hash": h, "heads_from": cfg.heads_from,
-            "config": as_dict(cfg)}
-    built = report.build(test, modes, ledger_count=n, replication=rep, meta=meta)
+            "ledger": corr["path"], "test_set": corr["test_set"], "config_hash": corr["hash"],
+            "heads_from": cfg.heads_from, "config": as_dict(cfg)}
+    if cfg.replicate:
+        meta["replication_ledger"] = rcorr["path"]
+    built = report.build(test, modes, ledger=corr, replication=rep, meta=meta,
+                         **({"replication_ledger": rcorr} if cfg.replicate else {}))
     paths = report.write(built, StudyPaths.of(cfg).report)
-    return {"paths": [str(p) for p in paths], "headline": built.get("headline", {}), "ledger_count": n,
+    return {"paths": [str(p) for p in paths], "headline": built.get("headline", {}), "ledger_count": corr["m"],
             "report": built}
 
 
@@ -150,9 +178,7 @@ def run(cfg: StudyConfig) -> dict[str, Any]:
                 scored["replication"] = _score(cfg, "replication")
                 out["score"]["replication"] = {"problems": len(scored["replication"][0].outcomes)}
         else:
-            if cfg.replicate and "replication" not in scored:
-                _check_replication_once(cfg)
-            out["report"] = _report(cfg, scored)
+            out["report"] = _report(cfg)
             for p in out["report"]["paths"]:
                 print(f"[rsim study] wrote {p}", file=sys.stderr)
     return out

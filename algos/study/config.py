@@ -6,8 +6,10 @@ learner.lr=3e-4``). Presets (:data:`PRESETS`) are override dicts on top of the d
 
 * ``adaptive``: the adaptive study as it was run (the embedded SmolLM2 on llama.cpp, greedy, 48 / 144 tokens a
   step / answer, two rounds of which the last may only terminate, 40 / 20 / 10 problems a task), reading the
-  committed trees (``docs/efficacy_results/tree``) and heads (``docs/training_results/planners/tree_adaptive_40_std``):
-  ``rsim study --preset adaptive`` decodes and trains nothing;
+  committed trees (``docs/efficacy_results/tree``), heads (``docs/training_results/planners/tree_adaptive_40_std``)
+  and features (``docs/study_results/adaptive/features``): ``rsim study --preset adaptive`` decodes and trains nothing
+  and writes its scores and report under ``runs/study_adaptive`` (its looks go to the test set's one ledger); only
+  ``--docs`` without ``--out`` writes them into the committed folder (:data:`DOCS_OUT`);
 * ``tiny``: tiny random-init models on two reasoning-gym tasks, a few problems a split (tests; seconds).
 
 :func:`game` and :func:`run_overrides` say how the study's game is an ``rsim train`` run (the fill decodes through it,
@@ -26,8 +28,8 @@ from ..dataclass_cli import apply_overrides
 if TYPE_CHECKING:
     from rsim_env.game import EnvConfig
 
-__all__ = ["LearnerSettings", "StudyConfig", "PRESETS", "STAGES", "SPLITS", "resolve", "game", "run_overrides",
-           "as_dict"]
+__all__ = ["LearnerSettings", "StudyConfig", "PRESETS", "DOCS_OUT", "STAGES", "SPLITS", "resolve", "game",
+           "run_overrides", "as_dict"]
 
 STAGES = ("fill", "train", "score", "report", "all")
 """``--stage``: one stage, or every stage in order (each resumes: what is done is not done again)."""
@@ -204,7 +206,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # the committed adaptive study: its trees (40 / 20 / 10 problems a task), its six heads (6 seeds x 200 steps x
     # 32 problems x G 8, lr 1e-3, standardised features), plans chosen on train + val and scored on test
     "adaptive": {
-        "out": "docs/study_results/adaptive", "data": "adaptive", "reasoner": "llamacpp:default#threads=1", "name": "adaptive",
+        "out": "runs/study_adaptive", "features_dir": "docs/study_results/adaptive/features", "data": "adaptive", "reasoner": "llamacpp:default#threads=1", "name": "adaptive",
         "rounds": 2, "terminate_last_round": True, "max_step_tokens": 48, "max_answer_tokens": 144,
         "train_per_task": 40, "val_per_task": 20, "test_per_task": 10, "increment": 1, "max_copies": 48,
         "tree_dir": "docs/efficacy_results/tree", "planner": "default",
@@ -224,6 +226,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 """Override dicts on top of :class:`StudyConfig`'s defaults (module docstring)."""
+DOCS_OUT: dict[str, str] = {"adaptive": "docs/study_results/adaptive"}
+"""A preset's committed study folder: ``rsim study --preset NAME --docs`` without ``--out`` writes its scores and
+report there (the only way the command writes into tracked ``docs/`` files besides the ledger of item 1)."""
 
 
 def resolve(preset: str | None = None, overrides: dict[str, Any] | None = None) -> StudyConfig:

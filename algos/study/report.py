@@ -10,7 +10,8 @@ its inputs), p-values paired sign-flip permutation tests (:mod:`algos.study.stat
 JSON keys (``docs/study.md`` documents the same schema):
 
 * ``headline`` -- ``trained`` (pooled over seeds) minus ``best_fixed``: ``difference_pts`` (accuracy points),
-  ``ci95_pts``, ``difference_problems``, ``p_value``, ``p_holm`` (Holm for ``configurations_scored``), ``verdict``
+  ``ci95_pts``, ``difference_problems``, ``p_value``, ``p_holm`` (Holm's step-down over the ``configurations_scored``
+  looks in the test set's ledger, see ``ledger``), ``verdict``
   (``above`` / ``below`` only when the interval excludes 0 and ``p_holm`` < 0.05, else ``no measurable
   difference``), ``seeds`` (per-seed sign counts: secondary, the seeds share one test set), ``replicated``
   (True / False / None when no replication split was scored), ``reward`` (the same in reward, only when reward and
@@ -32,7 +33,12 @@ JSON keys (``docs/study.md`` documents the same schema):
   mode played: reward = accuracy + offset, one test not two), ``headline_constant`` / ``headline_offset`` (the same
   over the plans ``trained`` and ``best_fixed`` play: when True the headline has no separate reward figure),
   ``differ`` (modes whose reward is reported apart), ``range``;
-* ``ledger`` -- ``configurations_scored`` on this test tree (the count the p-value is corrected for);
+* ``ledger`` -- the headline's correction: ``path`` and ``test_set`` (the ledger and its key), ``configurations_scored``
+  (m: the looks in it, one per distinct configuration), ``p_as_one`` (looks with no p-value kept -- historical ones
+  that cannot be recomputed, ``rsim eval`` looks, which have no primary comparison -- counted as p = 1),
+  ``historical``, ``family`` (each look's ``hash``, ``p``, ``p_kept``, ``p_holm``, ...), ``this`` and ``note``;
+* ``secondary`` -- the report's own family: every other paired comparison in it (``members``: where, ``p_value``,
+  ``p_holm``), Holm-corrected over those ``m`` alone; each also carries its ``p_holm`` where it stands;
 * ``replication`` -- None, or the headline on the replication split (``difference_pts``, ``ci95_pts``, ...),
   ``replicated`` and each mode's accuracy there;
 * ``meta`` -- what the caller passed (reasoner, data, trees, configuration hash, ...), ``problems``, ``tasks``.
@@ -47,7 +53,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .breakdown import ci_pts, concentration, per_task, within_task
-from .stats import ROUNDS, holm_bound, mean_ci, paired, sign_test
+from .stats import ROUNDS, holm, mean_ci, paired, sign_test
 from .types import MODES, ModeResult, Table
 from .view import View, modal_plan
 
@@ -67,19 +73,49 @@ def _verdict(r: dict[str, Any], p_holm: float | None) -> str:
     return "no measurable difference"
 
 
-def headline_of(view: View, configurations: int, rounds: int = ROUNDS, seed: int = 0) -> dict[str, Any]:
+def correction(p_value: float | None, ledger: Mapping[str, Any] | None) -> dict[str, Any]:
+    """This look's p-value corrected by Holm's step-down over the ledger's family (``ledger``: :func:`algos.study.ledger
+    .holm_of`'s dict with ``hash``, this configuration's): ``p_holm``, ``m``, ``p_as_one``, ``historical`` and the
+    family with each member's adjusted p. Without a ledger (None) there is no correction: ``p_holm`` None, ``m`` 0.
+
+    Raises:
+        ValueError: this configuration has no look in the ledger, or the look's p-value is not ``p_value`` (the scores
+            changed after the look was recorded: rescore).
+    """
+    if ledger is None:
+        return {"p_holm": None, "m": 0, "p_as_one": 0, "historical": 0, "family": [], "this": None}
+    fam = [dict(f) for f in ledger["family"]]
+    mine = [i for i, f in enumerate(fam) if f["hash"] == ledger["hash"]]
+    if not mine:
+        raise ValueError(f"the ledger {ledger.get('path')} has no look of this configuration ({ledger['hash'][:16]}…): "
+                         "run rsim study --stage score, which records it.")
+    kept = fam[mine[0]]["p"] if fam[mine[0]]["p_kept"] else None
+    if p_value is None or kept is None or abs(kept - p_value) > 1e-12:
+        raise ValueError(f"the ledger's p-value of this look ({kept}) is not the scores' ({p_value}): the scores "
+                         "changed after the look was recorded; rescore (rsim study --stage score).")
+    adjusted = holm([f["p"] for f in fam])
+    for f, a in zip(fam, adjusted):
+        f["p_holm"] = a
+    return {"p_holm": adjusted[mine[0]], "m": len(fam), "p_as_one": sum(not f["p_kept"] for f in fam),
+            "historical": sum(bool(f.get("historical")) for f in fam), "family": fam, "this": ledger["hash"],
+            "path": ledger.get("path"), "test_set": ledger.get("test_set")}
+
+
+def headline_of(view: View, ledger: Mapping[str, Any] | None, rounds: int = ROUNDS, seed: int = 0) -> dict[str, Any]:
     """``trained`` vs ``best_fixed`` on the view's problems: the problem-level paired difference, its interval, the
-    p-value and its Holm correction for ``configurations``, and the seed-level counts."""
+    p-value and its Holm correction over the ledger's looks (:func:`correction`), and the seed-level counts."""
     tr, bf = view.modes["trained"], view.modes["best_fixed"]
     r = ci_pts(paired(tr.pooled(), bf.pooled(), rounds, seed))
-    p_holm = holm_bound(r["p_value"], configurations)
+    corr = correction(r["p_value"], ledger)
+    p_holm = corr["p_holm"]
     per_seed = [float(x) for x in tr.correct.mean(axis=1)]
     base = float(bf.correct.mean())
     seeds = sign_test(per_seed, [base] * len(per_seed))
     return {**r, "trained_accuracy_pct": 100 * float(tr.correct.mean()), "best_fixed_accuracy_pct": 100 * base,
             "best_fixed_plan": list(modal_plan([p for row in bf.plans for p in row])) if bf.plans else None,
             "best_fixed_chosen_on": bf.chosen_on, "tasks": len(view.task_names()),
-            "configurations_scored": configurations, "p_holm": p_holm, "verdict": _verdict(r, p_holm),
+            "configurations_scored": corr["m"], "p_as_one": corr["p_as_one"], "p_holm": p_holm,
+            "verdict": _verdict(r, p_holm), "_correction": corr,
             "seeds": {**seeds, "seeds": len(per_seed), "trained_accuracy_by_seed_pct": [100 * x for x in per_seed]}}
 
 
@@ -157,11 +193,12 @@ def _reward_vs_accuracy(view: View) -> dict[str, Any]:
 
 
 def _replication(pair: tuple[Table, Mapping[str, ModeResult]], test_head: dict[str, Any], rounds: int,
-                 seed: int) -> dict[str, Any]:
+                 seed: int, ledger: Mapping[str, Any] | None = None) -> dict[str, Any]:
     table, modes = pair
     view = View.of(table, modes)
     _need(view, "replication")
-    head = headline_of(view, 1, rounds, seed)
+    head = headline_of(view, ledger, rounds, seed)
+    head.pop("_correction")
     d, (lo, hi) = test_head["difference_pts"], head["ci95_pts"]
     same = d is not None and head["difference_pts"] is not None and np.sign(d) == np.sign(head["difference_pts"]) != 0
     replicated = bool(same and (lo > 0 if d > 0 else hi < 0))
@@ -178,38 +215,82 @@ def _need(view: View, split: str) -> None:
         raise ValueError("mode 'best_fixed' has no plans; give the plan it played on every problem.")
 
 
-def build(test: Table, modes: Mapping[str, ModeResult], *, ledger_count: int,
+def _secondary(report: dict[str, Any]) -> dict[str, Any]:
+    """Holm over the report's own secondary comparisons (every paired comparison but the headline and the replication):
+    each member's ``p_holm`` is set where it stands; returns the family (``m``, ``members``, ``note``)."""
+    members: list[tuple[str, dict[str, Any]]] = []
+    for name, m in report["modes"].items():
+        if name not in ("trained", "best_fixed"):
+            members.append((f"modes.{name}.vs_best_fixed", m["vs_best_fixed"]))
+    c = report["ceilings"]
+    members += [(f"ceilings.{k}.headroom", c[k]["headroom"]) for k in ("per_task_on_test", "oracle") if k in c]
+    if "per_task_policy" in c:  # its vs_best_fixed is mode per_task's comparison: one member, not two
+        members += [(f"ceilings.per_task_policy.{k}", c["per_task_policy"][k]) for k in ("vs_best_fixed", "trained_vs")
+                    if k == "trained_vs" or "per_task" not in report["modes"]]
+    for key in ("without_top_1", "without_top_3"):
+        members.append((f"concentration.{key}", (report["concentration"] or {}).get(key)))
+    for key in ("value_vs_modal_plan", "value_vs_per_task"):
+        members.append((f"within_task.{key}", (report["within_task"] or {}).get(key)))
+    members.append(("headline.seeds (sign test)", report["headline"]["seeds"]))
+    if "reward" in report["headline"]:
+        members.append(("headline.reward", report["headline"]["reward"]))
+    members = [(k, v) for k, v in members if isinstance(v, dict) and v.get("p_value") is not None]
+    adjusted = holm([v["p_value"] for _, v in members])
+    for (_, v), a in zip(members, adjusted):
+        v["p_holm"] = a
+    if "per_task_policy" in c and "per_task" in report["modes"]:
+        c["per_task_policy"]["vs_best_fixed"]["p_holm"] = report["modes"]["per_task"]["vs_best_fixed"].get("p_holm")
+    return {"m": len(members), "members": [{"where": k, "p_value": v["p_value"], "p_holm": v["p_holm"]}
+                                           for k, v in members],
+            "note": f"the report's {len(members)} secondary comparisons, Holm-corrected over this family alone (the "
+                    "headline is corrected over the test set's ledger instead)"}
+
+
+def _ledger_section(corr: Mapping[str, Any]) -> dict[str, Any]:
+    """The report's ``ledger`` key from :func:`correction`'s result."""
+    return {"path": corr["path"], "test_set": corr["test_set"], "configurations_scored": corr["m"],
+            "p_as_one": corr["p_as_one"], "historical": corr["historical"], "this": corr["this"],
+            "family": corr["family"],
+            "note": "the family is every look at this test set (any scoring that included any of its problems, by any "
+                    "command, one per distinct configuration); the headline p-value is Holm's step-down adjusted p "
+                    "over their p-values, a look with none kept counted as p = 1"}
+
+
+def build(test: Table, modes: Mapping[str, ModeResult], *, ledger: Mapping[str, Any],
           replication: tuple[Table, Mapping[str, ModeResult]] | None, meta: Mapping[str, Any],
-          rounds: int = ROUNDS, seed: int = 0) -> dict[str, Any]:
+          replication_ledger: Mapping[str, Any] | None = None, rounds: int = ROUNDS, seed: int = 0) -> dict[str, Any]:
     """The report as a JSON-able dict (module docstring for its keys).
 
     Args:
         test: The test split's read-back table.
         modes: Every mode scored on it (``trained`` and ``best_fixed`` required).
-        ledger_count: How many configurations have been scored on this test tree (this one included).
+        ledger: The test set's ledger as :func:`algos.study.ledger.holm_of` gives it, with ``hash``: this scoring's
+            configuration hash (its look must be in the family with the p-value the scores give).
         replication: The replication split's table and modes, or None when it was not scored.
         meta: JSON-able facts about the study (reasoner, data, tree dir, configuration hash, ...), copied as is.
+        replication_ledger: The replication set's ledger, the same way (None: its p-value is not corrected).
         rounds: Bootstrap and permutation replicates.
         seed: Their RNG seed.
     """
     from .sentences import sentences
 
-    if ledger_count < 1:
-        raise ValueError(f"ledger_count={ledger_count}: this scoring is itself in the ledger, so the count is ≥ 1; "
-                         "pass ledger.record(...)'s return value.")
+    if ledger is None or "family" not in ledger or "hash" not in ledger:
+        raise ValueError("build: ledger must be the test set's ledger (algos.study.ledger.holm_of(...) with 'hash'); "
+                         "the headline p-value is corrected over its looks.")
     try:
         meta = json.loads(json.dumps(dict(meta)))
     except TypeError as e:
         raise ValueError(f"meta must be JSON-able (strings, numbers, lists, dicts): {e}") from None
     view = View.of(test, modes)
     _need(view, "test")
-    head = headline_of(view, ledger_count, rounds, seed)
+    head = headline_of(view, ledger, rounds, seed)
+    corr = head.pop("_correction")
     rva = _reward_vs_accuracy(view)
     if not rva["headline_constant"]:
         head["reward"] = ci_pts(paired(view.modes["trained"].pooled("reward"), view.modes["best_fixed"].pooled("reward"),
                                        rounds, seed))
     ceilings = _ceilings(view, rounds, seed)
-    rep = None if replication is None else _replication(replication, head, rounds, seed)
+    rep = None if replication is None else _replication(replication, head, rounds, seed, replication_ledger)
     head["replicated"] = None if rep is None else rep["replicated"]
     report = {"schema": SCHEMA, "meta": {**meta, "split": test.split, "problems": len(view.ids),
                                          "tasks": len(view.task_names())},
@@ -217,10 +298,8 @@ def build(test: Table, modes: Mapping[str, ModeResult], *, ledger_count: int,
               "per_task": per_task(view, {t: tuple(p) for t, p in ceilings["test_best_plans"].items()}),
               "concentration": concentration(view, rounds, seed), "within_task": within_task(view, rounds, seed),
               "reward_vs_accuracy": rva,
-              "ledger": {"configurations_scored": ledger_count,
-                         "note": "every scoring of this test tree with a distinct configuration is one entry; the "
-                                 "headline p-value is corrected by Holm for this many"},
-              "replication": rep}
+              "ledger": _ledger_section(corr), "replication": rep}
+    report["secondary"] = _secondary(report)
     head["sentences"] = sentences(report)
     return report
 

@@ -52,15 +52,39 @@ def _replication(r: Mapping[str, Any]) -> list[str]:
     return ["", "## Replication", "", r["headline"]["sentences"]["replication"], "", *lines]
 
 
+def _p(x: Any) -> str:
+    return "–" if x is None else "< 0.001" if x < 0.001 else f"{x:.3f}"
+
+
+def _corrections(r: Mapping[str, Any]) -> list[str]:
+    """The headline's family (every look in the test set's ledger) and the secondary family, each with Holm's p."""
+    lg = r["ledger"]
+    lines = ["", "## Multiple comparisons", "", f"Ledger `{lg.get('path')}` (test set `{str(lg.get('test_set'))[:16]}…`):"
+             f" Holm's step-down over its {lg['configurations_scored']} looks; a look with no p-value kept counts as "
+             "p = 1.", "", "| when | by | what was scored | p | p kept | Holm p |", "| --- | --- | --- | --- | --- | --- |"]
+    for f in lg.get("family", []):
+        who = "**this report**" if f["hash"] == lg.get("this") else f.get("command") or "–"
+        what = str(f.get("scored", "")).replace("|", "/")
+        lines.append(f"| {str(f.get('time', ''))[:10]} | {who} | {what[:160]}{'…' if len(what) > 160 else ''} | "
+                     f"{_p(f['p'])} | {'yes' if f['p_kept'] else 'no (p = 1)'} | {_p(f.get('p_holm'))} |")
+    sec = r.get("secondary")
+    if sec and sec["m"]:
+        lines += ["", f"Secondary comparisons: {sec['note']}.", "", "| comparison | p | Holm p (secondary family) |",
+                  "| --- | --- | --- |"]
+        lines += [f"| {m['where']} | {_p(m['p_value'])} | {_p(m['p_holm'])} |" for m in sec["members"]]
+    return lines
+
+
 def markdown(r: Mapping[str, Any]) -> str:
     """The whole report: the headline first, then seeds, ceilings, modes, per task, concentration, within-task
-    conditioning, reward vs accuracy, the ledger, replication and the study's setup."""
+    conditioning, reward vs accuracy, the ledger, replication, the multiple-comparison families and the study's
+    setup."""
     s = r["headline"]["sentences"]
     lines = ["# Does a trained planner help this reasoner?", "", f"**{s['headline']}**", "", s["replication"], "",
              s["ledger"], "", "## Seeds (secondary)", "", s["seeds"], "", "## Ceilings", "", s["ceiling"], "",
              "## Modes (same test problems)", "", *_modes(r), "", s["reward"], "", "## Per task", "", *_per_task(r),
              "", "## Concentration", "", s["concentration"], "", "## Within a task", "", s["within_task"],
-             *_replication(r), "", "## Setup", "", "| key | value |", "| --- | --- |"]
+             *_replication(r), *_corrections(r), "", "## Setup", "", "| key | value |", "| --- | --- |"]
     lines += [f"| {k} | `{v}` |" for k, v in r["meta"].items() if not isinstance(v, (dict, list))]
     nested = [k for k, v in r["meta"].items() if isinstance(v, (dict, list))]
     if nested:

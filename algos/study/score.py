@@ -6,9 +6,12 @@ tables the plan baselines are chosen on. The trained heads (this study's ``heads
 computed once and kept in the features folder (:mod:`algos.study.features`): a rerun runs no forward pass. The modes
 are those of :mod:`algos.study.modes`; ``none`` and ``sc`` are read from episodes where the study has them.
 
-Every scoring is recorded in the split tree's ledger (:mod:`algos.study.ledger`); the result is kept in
-``<out>/scores/<split>.json`` under the configuration's hash, so rescoring an identical configuration reads it back
-and adds no ledger entry.
+Every scoring is a look at the split's problems, recorded with its primary comparison's p-value (:func:`primary_p`)
+in the ledger of the split's test set and in every other ledger its problems touch (:mod:`algos.study.ledger`); the
+result is kept in ``<out>/scores/<split>.json`` under the configuration's hash (the settings, the tree, the heads'
+weights, the features played on: :func:`features_digest`, and the episodes read), with the test set's key and the
+p-value, so rescoring an identical configuration reads it back and adds no look. The report stage only reads that
+file.
 """
 
 from __future__ import annotations
@@ -24,10 +27,10 @@ from .config import StudyConfig
 from .features import feature_store
 from .heads import Head, HeadPlanner, find_heads, greedy_plans, load_head
 from .paths import StudyPaths
-from .tables import split_table
+from .tables import split_table, tree_problems
 from .types import ModeResult, Table, mode_from_json, mode_to_json, table_from_json, table_to_json
 
-__all__ = ["score", "heads", "write_scores", "read_scores"]
+__all__ = ["score", "heads", "features_digest", "primary_p", "write_scores", "read_scores"]
 
 
 def _log(msg: str) -> None:
@@ -51,6 +54,42 @@ def heads(cfg: StudyConfig) -> list[Head]:
         config = json.loads((ckpt / "config.json").read_text())
         found.append(Head(s, ckpt, str(config.get("model", {}).get("planner", cfg.planner))))
     return found
+
+
+def features_digest(cfg: StudyConfig, split: str, ensure: bool = False) -> str:
+    """SHA-256 of the planner features the heads play on ``split``'s contexts (each head's backbone; the keys and the
+    vectors): part of the configuration hash, so other features are another look. ``"missing"`` when a context has
+    none; with ``ensure`` the missing ones are computed first (:func:`algos.study.features.feature_store`)."""
+    import hashlib
+
+    from .features import FeatureStore, context_key, tree_contexts
+
+    tree, items = tree_problems(cfg, split)
+    contexts = tree_contexts(tree, items)
+    keys = sorted({context_key(q, path[:d]) for q, path, n in contexts for d in range(n)})
+    h = hashlib.sha256()
+    for spec in sorted({hd.spec for hd in heads(cfg)}):
+        store = (feature_store(cfg, spec, tree, items) if ensure
+                 else FeatureStore.load(StudyPaths.of(cfg).features_file(spec), spec))
+        if any(k not in store for k in keys):
+            return "missing"
+        h.update(spec.encode())
+        for k in keys:
+            h.update(k.encode())
+            h.update(store[k].float().cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+def primary_p(test: Table, modes: dict[str, ModeResult]) -> float | None:
+    """The primary comparison's p-value: ``trained`` (pooled over seeds) vs ``best_fixed``, paired by problem
+    (:func:`algos.study.stats.paired`, the report's replicates and seed); None when either mode is missing."""
+    from .stats import paired
+    from .view import View
+
+    if "trained" not in modes or "best_fixed" not in modes:
+        return None
+    view = View.of(test, modes)
+    return paired(view.modes["trained"].pooled(), view.modes["best_fixed"].pooled())["p_value"]
 
 
 def _episodes(cfg: StudyConfig, kind: str, split: str) -> tuple[list[dict[str, Any]], str] | None:
@@ -101,11 +140,12 @@ def _modes(cfg: StudyConfig, split: str, test: Table) -> dict[str, ModeResult]:
     return out
 
 
-def write_scores(path: str | Path, hash_: str, test: Table, modes: dict[str, ModeResult]) -> Path:
-    """Keep a scoring (its configuration hash, the table and every mode) as JSON."""
+def write_scores(path: str | Path, hash_: str, test: Table, modes: dict[str, ModeResult], **extra: Any) -> Path:
+    """Keep a scoring (its configuration hash, ``extra``: the test set's key and the p-value, the table and every
+    mode) as JSON."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"hash": hash_, "table": table_to_json(test),
+    path.write_text(json.dumps({"hash": hash_, **extra, "table": table_to_json(test),
                                 "modes": {k: mode_to_json(v) for k, v in modes.items()}}) + "\n")
     return path
 
@@ -122,20 +162,28 @@ def read_scores(path: str | Path, hash_: str | None = None) -> tuple[Table, dict
 
 
 def score(cfg: StudyConfig, split: str = "test") -> tuple[Table, dict[str, ModeResult]]:
-    """Every mode on ``split``'s tree (module docstring): ``(table, {mode: ModeResult})``. Recorded in the tree's
-    ledger; an identical configuration scored before is read back from ``<out>/scores/<split>.json``."""
+    """Every mode on ``split``'s tree (module docstring): ``(table, {mode: ModeResult})``. The look is recorded in the
+    ledgers its problems touch; an identical configuration scored before is read back from ``<out>/scores/<split>.json``
+    and adds no look."""
     if split in ("train", "val"):
         raise ValueError(f"score(split={split!r}): the modes are chosen and trained on train and val; score a held-out "
                          "split (test, or replication).")
-    h, settings = ledger.scoring_hash(cfg, split)
+    h, settings = ledger.scoring_hash(cfg, split, {"features": features_digest(cfg, split, ensure=True)})
     path = StudyPaths.of(cfg).split_scores(split)
     kept = read_scores(path, h)
+    _, items = tree_problems(cfg, split)
     if kept is None:
         test = split_table(cfg, split)
         modes = _modes(cfg, split, test)
-        write_scores(path, h, test, modes)
         kept = (test, modes)
+        questions = [p.question for p in items if p.id in test.outcomes]
+        write_scores(path, h, test, modes, test_set=ledger.test_set_key(questions), p_value=primary_p(test, modes))
         _log(f"scored {len(test.outcomes)} {split} problems: {', '.join(modes)} -> {path}")
-    n = ledger.record(cfg, h, split=split, scored=", ".join(kept[1]), settings=settings)
-    _log(f"{split} tree scored under {n} configuration{'s' if n != 1 else ''} (ledger {ledger.ledger_path(cfg, split)})")
+    questions = [p.question for p in items if p.id in kept[0].outcomes]
+    line = ledger.look(h, command="rsim study", scored=f"{split} split: {', '.join(kept[1])}",
+                       p_value=primary_p(*kept), problems=len(questions), settings=settings, split=split)
+    written = ledger.record_scoring(questions, line, own=ledger.study_folders(cfg), create_in=StudyPaths.of(cfg).trees,
+                                    described=f"{cfg.name} {split} split of {cfg.data}")
+    for lg in written:
+        _log(f"{split} problems looked at {len(ledger.family(lg))} time(s) (ledger {lg.path})")
     return kept

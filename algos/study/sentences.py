@@ -42,8 +42,24 @@ def _headline(r: Mapping[str, Any]) -> str:
     return (f"Trained planner vs the best fixed plan {plan} (chosen on {h['best_fixed_chosen_on'] or 'train+val'}): "
             f"{ci(h)} on {meta['problems']} test problems of {meta['tasks']} tasks ({h['trained_accuracy_pct']:.1f} % vs "
             f"{h['best_fixed_accuracy_pct']:.1f} %; paired by problem, seeds averaged); p {_eq(h['p_value'])}; "
-            f"Holm-corrected for {m} configuration{'s' if m != 1 else ''} scored on this test tree, "
-            f"p {_eq(h['p_holm'])}: {verdict}." + _replicated(r))
+            f"Holm's step-down over the {m} look{'s' if m != 1 else ''} at this test set in its ledger"
+            f"{_as_one(h.get('p_as_one', 0))}, p {_eq(h['p_holm'])}: {verdict}." + _replicated(r))
+
+
+def _as_one(k: int) -> str:
+    return f" ({k} with no p-value kept, counted as p = 1)" if k else ""
+
+
+def _ledger(r: Mapping[str, Any]) -> str:
+    lg = r["ledger"]
+    m, k, hist = lg["configurations_scored"], lg.get("p_as_one", 0), lg.get("historical", 0)
+    sec = r.get("secondary") or {}
+    return (f"The test set has been looked at {m} time{'s' if m != 1 else ''} (its ledger: one look per distinct "
+            f"configuration of any command that scored any of its problems; {hist} historical, from git history); "
+            f"{k} look{'s have' if k != 1 else ' has'} no p-value kept and count{'s' if k == 1 else ''} as p = 1 in "
+            "Holm's step-down that corrects the headline."
+            + (f" The report's {sec['m']} secondary comparisons are Holm-corrected over their own family "
+               "(`p_holm` beside each in report.json)." if sec.get("m") else ""))
 
 
 def _replicated(r: Mapping[str, Any]) -> str:
@@ -119,9 +135,8 @@ def _replication(r: Mapping[str, Any]) -> str:
 
 def sentences(r: Mapping[str, Any]) -> dict[str, str]:
     """Every statement of the report (module docstring), from the report dict's figures."""
-    m = r["ledger"]["configurations_scored"]
     return {"headline": _headline(r), "seeds": _seeds(r["headline"], r["meta"]["problems"]),
             "ceiling": _ceiling(r["ceilings"], r["headline"]), "concentration": _concentration(r["concentration"]),
             "within_task": _within(r["within_task"]), "replication": _replication(r),
-            "ledger": f"This test tree has been scored under {m} configuration{'s' if m != 1 else ''} (the ledger).",
+            "ledger": _ledger(r),
             "reward": r["reward_vs_accuracy"]["sentence"]}

@@ -6,9 +6,11 @@ on one test set count as one draw of problems, not six.
 
 * :func:`paired` -- mean of per-problem differences, a percentile bootstrap 95 % interval over problems, and a
   two-sided sign-flip permutation p-value (the paired randomisation test);
-* :func:`holm_bound` -- a p-value corrected by Holm for the ``m`` configurations scored on the same test tree. The
-  report knows its own p and the count ``m`` (the ledger), not the other scorings' p-values: ``min(1, m p)`` is
-  Holm's adjusted p when this p is the smallest of the ``m`` and an upper bound on it otherwise;
+* :func:`holm` -- Holm's (1979) step-down adjusted p-values of a family of hypotheses: sorted ascending, the ``j``-th
+  smallest p (1-based) is multiplied by ``m - j + 1``, a running maximum keeps the adjusted values monotone, and each
+  is capped at 1. The report applies it to the looks its test set's ledger holds (:mod:`algos.study.ledger`; a look
+  without a p-value enters as p = 1, which is always a valid p-value and the most conservative one for the others)
+  and, apart, to the report's own secondary comparisons;
 * :func:`sign_test` -- exact two-sided sign test over paired per-seed accuracies (a statement about training noise);
 * :func:`mean_ci` -- one arm's mean with the same bootstrap over problems.
 """
@@ -20,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["paired", "mean_ci", "holm_bound", "sign_test", "ROUNDS"]
+__all__ = ["paired", "mean_ci", "holm", "sign_test", "ROUNDS"]
 
 ROUNDS = 10_000
 """Bootstrap and permutation replicates unless told otherwise."""
@@ -77,12 +79,28 @@ def paired(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, rou
     return {"difference": float(d.mean()), "sum": float(d.sum()), "ci95": ci, "p_value": float(p), "n": int(d.size)}
 
 
-def holm_bound(p: float | None, m: int) -> float | None:
-    """``p`` corrected by Holm for ``m`` hypotheses when only this one's p is known: ``min(1, m p)`` (module doc)."""
-    if m < 1:
-        raise ValueError(f"holm_bound: m={m}; the number of configurations scored on the test tree is at least 1 "
-                         "(this one).")
-    return None if p is None else min(1.0, m * p)
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjusted p-values, in the order given (module docstring); a None stays None and is not
+    counted in the family (pass 1.0 for a member whose p is unknown: it is counted, as the largest).
+
+    ``holm([0.01, 0.04, 0.03, 0.005]) == [0.03, 0.06, 0.06, 0.02]``. Ties keep their given order (the adjusted
+    values of tied p-values are equal either way).
+
+    Raises:
+        ValueError: a p-value outside [0, 1] or not finite.
+    """
+    known = [(i, float(p)) for i, p in enumerate(p_values) if p is not None]
+    bad = [p for _, p in known if not (0.0 <= p <= 1.0)]
+    if bad:
+        raise ValueError(f"holm: p-values must lie in [0, 1]; got {bad[:3]}. Pass each test's p-value (or 1.0 for "
+                         "one that is unknown).")
+    m = len(known)
+    out: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for j, (i, p) in enumerate(sorted(known, key=lambda ip: ip[1])):
+        running = max(running, min(1.0, (m - j) * p))
+        out[i] = running
+    return out
 
 
 def sign_test(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:

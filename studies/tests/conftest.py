@@ -4,4 +4,4 @@
 nothing from studies/ (tests/test_no_studies.py).
 """
 
-from tests.conftest import _torch_threads_restored, gguf, scripted_lm, single_thread  # noqa: F401
+from tests.conftest import _ledgers_kept_apart, _torch_threads_restored, gguf, scripted_lm, single_thread  # noqa: F401

@@ -28,7 +28,7 @@ from typing import Any
 from rsim_env import EnvConfig, novelty, rewards
 from rsim_env.sources import curriculum
 from rsim_env.game import Episode
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 
 FILES = ("docs/interaction_results/after2.json", "docs/interaction_results/proto_chat+lead.json",
          "docs/interaction_results/proto_chat.json", "docs/interaction_results/proto_lead.json",

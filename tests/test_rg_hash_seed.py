@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 from rsim_env.sources.rg_tasks import entries
 
 SALTED = "isomorphic_strings"  # its questions move with the salt when made in-process (checked below)

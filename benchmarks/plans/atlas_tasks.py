@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 
 __all__ = ["LADDERS", "SAMPLES", "AtlasTask", "rg_label", "catalogue"]
 

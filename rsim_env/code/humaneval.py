@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from ..sources.loaders import _require, _rows, _take
-from ..sources.problems import Problem
+from ..problem import Problem
 from ..render import code_question
 
 

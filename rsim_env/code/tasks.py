@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any, Callable
 
-from ..sources.problems import Problem
+from ..problem import Problem
 from ..render import code_question
 from .result import pairs_to_check
 

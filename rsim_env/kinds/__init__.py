@@ -10,7 +10,7 @@ Built in: ``math`` (:mod:`rsim_env.kinds.math`), ``code`` (:mod:`rsim_env.kinds.
 is one module that subclasses :class:`Kind` (importing it from :mod:`rsim_env.kinds.base`, not from this
 package, so that no import circle forms) and calls :func:`register` (or, for the length of a ``with``
 block, :func:`registered`); tests/test_kinds.py plays a toy kind defined in a test module.
-:func:`validate` is the kind check of a :class:`~rsim_env.sources.problems.Problem` (plain data itself).
+:func:`validate` is the kind check of a :class:`~rsim_env.problem.Problem` (plain data itself).
 """
 
 from .base import KINDS, Grade, Kind, KindTexts, get, names, register, registered, validate

@@ -25,7 +25,7 @@ from .base import Grade, Kind, KindTexts
 
 if TYPE_CHECKING:
     from ..answers import CheckConfig
-    from ..sources.problems import Problem
+    from ..problem import Problem
 
 CODE_REASONER_SYSTEM = (
     "You are a careful Python programmer. Solve the task one step at a time. Before each step you get an "

@@ -62,7 +62,7 @@ from .math import MathKind
 from ..sources.rg_tasks import HASH_SEED, REFUSED, is_number, spec  # noqa: F401  (re-exported: the kind's vocabulary)
 
 if TYPE_CHECKING:
-    from ..sources.problems import Problem
+    from ..problem import Problem
 
 __all__ = ["RG", "REFUSED", "MAX_ANSWER_CHARS", "answer_cap", "extract", "is_number", "score", "spec"]
 

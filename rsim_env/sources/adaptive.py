@@ -36,7 +36,7 @@ import dataclasses
 import zlib
 from typing import Callable
 
-from .problems import Problem
+from ..problem import Problem
 
 __all__ = ["TASKS", "SEEDS", "SPLITS", "adaptive_problems", "split_of"]
 

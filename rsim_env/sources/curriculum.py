@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .problems import Problem
+from ..problem import Problem
 
 __all__ = ["Task", "TASKS", "DEFAULT_MIX", "SPLITS", "split_of", "task_problems", "curriculum_problems"]
 

@@ -44,7 +44,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
 from .. import kinds
-from .problems import Problem, default_source, iter_jsonl, reasoning_gym_problems
+from ..problem import Problem
+from .problems import default_source, iter_jsonl, reasoning_gym_problems
 
 __all__ = ["DataArgs", "load_problems", "load_jsonl", "check_spec", "SOURCES", "PREFIXES", "spec_help"]
 

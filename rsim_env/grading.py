@@ -19,7 +19,6 @@ from typing import Callable, Mapping, Sequence
 
 from . import answers, kinds
 from .kinds import Grade
-from .kinds.code import _pending  # noqa: F401  (tests read it: every prefetched run is consumed)
 from .kinds.code import CODE, DEFAULT_CODE_TIMEOUT_S
 from .kinds.math import MATH
 from .problem import Problem

@@ -55,6 +55,12 @@ _pending: dict[tuple[str, str, str], list] = {}  # key -> [future, episodes stil
 _pending_lock = threading.Lock()
 
 
+def pending_runs() -> int:
+    """How many prefetched sandbox runs no episode has consumed yet (0 once every prefetch was graded)."""
+    with _pending_lock:
+        return len(_pending)
+
+
 def _program(final_step: str) -> str | None:
     from ..code import extract_program, program_parses
 

@@ -14,7 +14,7 @@ spec                                       problems
                                            plan (:mod:`rsim_env.sources.adaptive`; splits by question hash)
 ``tiny``                                   one-digit sums (toy runs and tests; offline, seeded)
 ``code_tasks``                             procedural function-writing tasks with tests (code kind;
-                                           offline, seeded; :mod:`rsim_env.code.tasks`)
+                                           offline, seeded; :mod:`rsim_env.sources.code_tasks`)
 ``mix:SPEC,SPEC[,...]``                    the named sources interleaved round-robin (``limit`` each),
                                            e.g. ``mix:default,code_tasks`` for math + code in one run
 a hub set by name                          a key of :data:`rsim_env.sources.loaders.LOADERS` (``gsm8k``,
@@ -78,7 +78,7 @@ def _tiny(rest: str, a: DataArgs) -> list[Problem]:
 
 
 def _code_tasks(rest: str, a: DataArgs) -> list[Problem]:
-    from ..code.tasks import code_tasks
+    from .code_tasks import code_tasks
 
     return code_tasks(size=a.limit or PROCEDURAL_SIZE, seed=a.seed)
 

@@ -207,12 +207,12 @@ _ALIASES = {"openai/gsm8k": "gsm8k", "hendrycks_math": "math", "math-500": "math
 
 
 def _code_loader(name: str) -> Callable[..., list[Problem]]:
-    """Code datasets (kind="code") live one file each in rsim_env/code/; imported on first use
+    """Code datasets (kind="code") live one file each beside this module; imported on first use
     because they build on the row helpers of this module."""
     def load(**kwargs: Any) -> list[Problem]:
         import importlib
 
-        return getattr(importlib.import_module(f"rsim_env.code.{name}"), name)(**kwargs)
+        return getattr(importlib.import_module(f".{name}", __package__), name)(**kwargs)
     load.__name__ = load.__qualname__ = name
     return load
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from ..problem import Problem
-from .rg_tasks import REFUSED, is_number, spec
-from .rg_tasks import entries as rg_entries
-from .scorer_check import require_sound
+from ..kinds.rg_tasks import REFUSED, is_number, spec
+from ..kinds.rg_tasks import entries as rg_entries
+from ..kinds.scorer_check import require_sound
 
 DEFAULT_TASKS = ("gsm_symbolic", "basic_arithmetic")
 """reasoning-gym tasks mixed into the embedded default source."""
@@ -36,7 +36,7 @@ def reasoning_gym_problems(
             any other task is graded by its generator's own ``score_answer`` (kind ``rg``,
             :mod:`rsim_env.kinds.rgym`) unless that scorer is refused (:data:`rsim_env.kinds.rgym.REFUSED`:
             then ``math``); ``"math"`` or ``"rg"`` forces the kind for every task. A task graded by its own
-            scorer must pass the scorer sanity check (:mod:`rsim_env.sources.scorer_check`: no full credit to a known-wrong
+            scorer must pass the scorer sanity check (:mod:`rsim_env.kinds.scorer_check`: no full credit to a known-wrong
             answer), else it is refused.
         **options: Passed to every task's generator (``reasoning_gym.create_dataset``), e.g. ``min_terms=3``.
 

@@ -46,7 +46,7 @@ install: $(VENV)/.installed
 demo: install
 	$(VENV)/bin/rsim train --preset demo
 
-# PYTHONHASHSEED=0: reasoning-gym entries are made under that seed (rsim_env/sources/rg_tasks.py); a suite started
+# PYTHONHASHSEED=0: reasoning-gym entries are made under that seed (rsim_env/kinds/rg_tasks.py); a suite started
 # so makes them in-process instead of asking a worker process for each dataset (3x faster on the data tests).
 # tests/test_rg_hash_seed.py starts its own processes under other seeds, so the worker route stays tested.
 # The library's suite is tests/ (pytest's testpaths), run once: everything but LOAD_TESTS, then LOAD_TESTS with

@@ -63,7 +63,7 @@ def summary_text(cfg: Any, shown: dict[str, Any]) -> str:
         frozen = cfg.learner == "planner_only" and cfg.model.reasoner != "default"
         reasoner = f" --reasoner {shlex.quote(cfg.model.reasoner)}" if frozen else ""
         lines.append(f"  rsim eval --planner {q}{reasoner} --modes none,fixed:3,8,trained --limit 100 --out {q}/eval"
-                     "   # does the trained planner help? (held-out problems)")
+                     "   # score the trained planner (held-out problems)")
     else:
         lines.append(f"  rsim eval --reasoner {q} --modes none --limit 100 --out {q}/eval"
                      "   # the trained reasoner on held-out problems")

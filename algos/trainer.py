@@ -37,7 +37,7 @@ from agents.base import check_trainable
 from agents.runs import check_base
 from rsim_env.game import EnvConfig
 from rsim_env.group import EnvGroup
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 
 from . import checkpoint as ckpt
 from . import threads

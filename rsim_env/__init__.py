@@ -8,7 +8,8 @@ from .install import check_top_level_packages
 
 check_top_level_packages()  # agents / algos / benchmarks must be ours (see rsim_env/install.py)
 
-from .sources.problems import Problem, default_source, reasoning_gym_problems  # noqa: E402
+from .problem import Problem  # noqa: E402
+from .sources.problems import default_source, reasoning_gym_problems  # noqa: E402
 from .strategies import STRATEGIES, Strategy, detect, num_strategies  # noqa: E402
 
 __all__ = [

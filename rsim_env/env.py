@@ -21,7 +21,8 @@ from pettingzoo.utils import wrappers
 
 from . import kinds, render
 from .game import EnvConfig, Episode
-from .sources.problems import Problem, default_source
+from .problem import Problem
+from .sources.problems import default_source
 from .rewards import RewardWeights
 from .strategies import TERMINATION, num_strategies
 

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import answers, kinds, protocols, render, scoring
-from .sources.problems import Problem
+from .problem import Problem
 from .record import EpisodeRecord
 from .rewards import Component, Rubric, RewardWeights, rubric
 from .strategies import TERMINATION, num_strategies as _strategy_count

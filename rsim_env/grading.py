@@ -19,10 +19,9 @@ from typing import Callable, Mapping, Sequence
 
 from . import answers, kinds
 from .kinds import Grade
-from .kinds.code import _pending  # noqa: F401  (tests read it: every prefetched run is consumed)
 from .kinds.code import CODE, DEFAULT_CODE_TIMEOUT_S
 from .kinds.math import MATH
-from .sources.problems import Problem
+from .problem import Problem
 
 __all__ = ["Grade", "GRADERS", "DEFAULT_CODE_TIMEOUT_S", "GradeCache", "UNSTABLE_REASONS", "grade", "grade_code",
            "grade_math", "prefetch"]

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 from .env import env as make_env
 from .game import is_int_action
-from .sources.problems import Problem
+from .problem import Problem
 
 
 class EnvGroup:

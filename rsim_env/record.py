@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
 from . import kinds
-from .sources.problems import Problem
+from .problem import Problem
 
 __all__ = ["RECORD_VERSION", "EpisodeRecord", "from_outcome", "read_row"]
 
@@ -43,7 +43,7 @@ class EpisodeRecord:
     answer: str
     """The gold answer (code: a reference solution or "")."""
     answer_type: str = "auto"
-    """How the answer is compared (:data:`rsim_env.sources.problems.ANSWER_TYPES`)."""
+    """How the answer is compared (:data:`rsim_env.problem.ANSWER_TYPES`)."""
     protocol: str = ""
     """Turn protocol (:mod:`rsim_env.protocols`); "none" without a planner, "" if not recorded."""
     planner: bool = True

@@ -29,7 +29,7 @@ from .kinds import Grade
 from .strategies import TERMINATION
 
 if TYPE_CHECKING:
-    from .sources.problems import Problem
+    from .problem import Problem
     from .record import EpisodeRecord
 
 __all__ = ["Components", "DEFAULT_CHECK", "score"]

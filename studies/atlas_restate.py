@@ -2,7 +2,7 @@
 
 1. **Leaks**: a test problem whose question text is also a validation problem of the same task is dropped (the
    greedy reasoner plays the same text the same way, so its validation outcome is its test outcome).
-2. **Scorers**: a reasoning-gym task whose scorer fails the sanity check (:mod:`rsim_env.sources.scorer_check`) is dropped
+2. **Scorers**: a reasoning-gym task whose scorer fails the sanity check (:mod:`rsim_env.kinds.scorer_check`) is dropped
    with the reason (``game_of_life_halting``: every non-empty answer gets full credit).
 
 Then ``mix_all`` again (every remaining task; per-task plan vs best single plan, each chosen on validation, on test,
@@ -53,7 +53,7 @@ class Config:
 
 def _scorer_reason(setting: str) -> str:
     from rsim_env.sources.data import _option
-    from rsim_env.sources.scorer_check import check
+    from rsim_env.kinds.scorer_check import check
 
     if not setting.startswith("rg:"):
         return ""

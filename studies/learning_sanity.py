@@ -28,7 +28,7 @@ from algos.trainer import OptimConfig, TrainConfig, Trainer, make_accelerator
 from algos.grpo import GRPOConfig
 from algos.rollout import rollout
 from rsim_env import EnvGroup, STRATEGIES
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 from rsim_env.game import EnvConfig
 from rsim_env.strategies import TERMINATION, by_name, example
 

@@ -29,7 +29,7 @@ from typing import Any
 from rsim_env import EnvConfig, novelty, rewards
 from rsim_env.sources import curriculum
 from rsim_env.game import Episode
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 
 FILES = tuple(f"docs/interaction_results/{n}.json.gz" for n in ("after2", "proto_chat+lead", "proto_chat", "proto_lead",
                                                                  "proto_none", "before"))

@@ -90,7 +90,7 @@ def test_tasks_are_the_committed_atlas_main_pass():
     """TASKS is the atlas's mix_all (every main-pass task at its setting), the mix whose headroom excluded 0, less the
     reasoning-gym tasks whose scorer fails the sanity check (checked here, not named)."""
     from rsim_env.sources.data import _option
-    from rsim_env.sources.scorer_check import check
+    from rsim_env.kinds.scorer_check import check
 
     def sound(setting: str) -> bool:
         if not setting.startswith("rg:"):

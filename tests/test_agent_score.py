@@ -13,7 +13,7 @@ from algos.trainer import OptimConfig, TrainConfig, Trainer, make_accelerator
 from rsim_env import rewards
 from rsim_env.game import EnvConfig
 from rsim_env.group import EnvGroup
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 
 PROBLEMS = [Problem(id=f"p{i}", question=f"What is {i} + 1?", answer=str(i + 1)) for i in range(4)]
 

@@ -7,12 +7,12 @@ import pytest
 
 from rsim_env import EnvGroup, Problem, kinds
 from rsim_env.code import default_executor
-from rsim_env.code.humaneval import prompt_helpers
-from rsim_env.code.mbpp import main_function
+from rsim_env.sources.humaneval import prompt_helpers
+from rsim_env.sources.mbpp import main_function
 from rsim_env.sources.data import load_problems
-from rsim_env.code.tasks import FAMILIES, code_tasks
-from rsim_env import grading
+from rsim_env.sources.code_tasks import FAMILIES, code_tasks
 from rsim_env.grading import grade
+from rsim_env.kinds.code import pending_runs
 from tests.sandbox import module_opt_in  # noqa: F401 - code problems: bubblewrap, else the explicit opt-in
 
 pytestmark = pytest.mark.usefixtures("module_opt_in")
@@ -156,7 +156,7 @@ def test_mixed_math_and_code_envgroup_episode_with_hand_computed_rewards():
     assert [r["info"]["correct"] for r in res] == [True, False, True, False]
     assert res[3]["info"]["tests_fraction"] == pytest.approx(1 / 3) and res[0]["info"]["tests_fraction"] is None
     assert res[3]["info"]["reason"] == "failed" and res[3]["info"]["extracted"].startswith("def double")
-    assert grading._pending == {}  # every prefetched sandbox run was consumed by its episode
+    assert pending_runs() == 0  # every prefetched sandbox run was consumed by its episode
 
 
 def test_group_runs_each_distinct_program_once_and_grades_every_copy(monkeypatch):
@@ -171,4 +171,4 @@ def test_group_runs_each_distinct_program_once_and_grades_every_copy(monkeypatch
     group.step([f"```python\n{p}\n```" for p in (right, wrong, right, right)])
     assert sorted(submitted) == sorted([right, wrong])
     assert [r["info"]["correct"] for r in group.results()] == [True, False, True, True]
-    assert grading._pending == {}
+    assert pending_runs() == 0

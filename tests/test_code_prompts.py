@@ -7,10 +7,11 @@ import pytest
 
 from agents.scripted.policies import WRONG_PROGRAM, FixedPlanner, TemplateReasoner
 from algos.rollout import rollout
-from rsim_env import EnvGroup, Problem, env, grading, render
+from rsim_env import EnvGroup, Problem, env, render
 from rsim_env.code.extract import answer_text, closes_program, extract_program, leaves_open, prose
 from rsim_env.code.follow import detect_code_step
-from rsim_env.code.tasks import code_tasks
+from rsim_env.kinds.code import pending_runs
+from rsim_env.sources.code_tasks import code_tasks
 from rsim_env.strategies import CONTINUATION, TERMINATION, detect
 from tests.sandbox import module_opt_in  # noqa: F401 - code problems: bubblewrap, else the explicit opt-in
 
@@ -188,7 +189,7 @@ def test_mixed_math_and_code_envgroup_episode_under_the_kind_aware_prompts():
     assert res[2]["info"]["extracted"] == "def double(x):\n    return 2 * x" and res[2]["info"]["reason"] == "ok"
     # the program's continue/next/check/plan show nothing; the prose line after it counts (default rule)
     assert res[3]["info"]["detected"] == [[CONTINUATION], [CONTINUATION, TERMINATION]]
-    assert grading._pending == {}  # the prefetched runs (lead-in + step) were the ones graded
+    assert pending_runs() == 0  # the prefetched runs (lead-in + step) were the ones graded
 
 
 # -- the template reasoner on code ---------------------------------------------------------------

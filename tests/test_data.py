@@ -9,7 +9,8 @@ import pytest
 
 from rsim_env.sources import loaders
 from rsim_env.sources.data import check_spec, load_problems
-from rsim_env.sources.problems import Problem, default_source
+from rsim_env.problem import Problem
+from rsim_env.sources.problems import default_source
 
 FIX = Path(__file__).parent / "fixtures" / "datasets"
 HUB_SETS = ("gsm8k", "math", "math500", "aime2024", "mmlu_pro", "theoremqa")

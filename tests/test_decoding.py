@@ -20,7 +20,7 @@ from agents.reasoner import Reasoner, ReasonerConfig  # noqa: E402
 from agents.scripted.policies import FixedPlanner  # noqa: E402
 from algos.rollout import rollout  # noqa: E402
 from rsim_env import EnvGroup  # noqa: E402
-from rsim_env.sources.problems import Problem  # noqa: E402
+from rsim_env.problem import Problem  # noqa: E402
 
 AGENTS = Path(__file__).resolve().parents[1] / "agents"
 

@@ -11,7 +11,7 @@ import rsim_env  # noqa: F401  (registers rsim/Planner-v0)
 from agents.planners.gym import PlannerEnv, TextFeatures, hashed_bag_of_words
 from agents.scripted.policies import TemplateReasoner
 from agents.scripted.families import FamilyReasoner, family_split
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 from rsim_env.strategies import TERMINATION
 
 PROBLEMS = [Problem(id=f"p{i}", question=f"What is {i} + 1?", answer=str(i + 1)) for i in range(5)]

@@ -207,3 +207,108 @@ def test_the_cycle_check_sees_lazy_relative_and_package_imports(tmp_path):
     (pkg / "sub" / "__init__.py").write_text("from .b import f\n")
     (pkg / "sub" / "b.py").write_text("from . import f\n")  # a submodule importing its own package's __init__
     assert import_cycles(module_graph("pkg", root=tmp_path)) == [["pkg.sub", "pkg.sub.b", "pkg.sub"]]
+
+
+def _member(module: str) -> str:
+    """The layer member of a module of ``rsim_env``: its subpackage or top-level module (``__init__``: the package)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def layer_violations(package: str, layers, root: Path = ROOT) -> list[str]:
+    """``"a (layer) imports b (layer)"`` for each import of a module of a higher layer, every import statement counted.
+
+    ``layers`` is bottom first, each ``(name, members, job)`` (:data:`tools.layout.RSIM_ENV_LAYERS`); a module whose
+    member is in no layer is a violation too, so that a new module must be placed.
+    """
+    rank = {m: (i, name) for i, (name, members, _) in enumerate(layers) for m in members}
+    out = []
+    for mod, targets in sorted(module_graph(package, root).items()):
+        if _member(mod) not in rank:
+            out.append(f"{mod} is in no layer: add {_member(mod)!r} to one")
+            continue
+        for target in sorted(targets):
+            here, there = rank[_member(mod)], rank.get(_member(target), (-1, "?"))
+            if there[0] > here[0]:
+                out.append(f"{mod} ({here[1]}) imports {target} ({there[1]})")
+    return out
+
+
+def private_imports(package: str, root: Path = ROOT) -> list[str]:
+    """``"a imports b._c"`` for each import of a ``_name`` (a name or a module on the path) held in another package
+    than the importer's: a helper two packages share is public, in the lower one. Modules of one package may share
+    their private helpers."""
+    out = []
+    for path in sorted((root / package).rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        mod = _module_name(path, root)
+        own = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom):
+                here = own.split(".")
+                base = here[: len(here) - node.level + 1] if node.level else []
+                frm = ".".join([*base, node.module] if node.module else base)
+                names = [f"{frm}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                private = [i for i, p in enumerate(parts) if p.startswith("_") and not p.startswith("__")]
+                if not private:
+                    continue
+                holder = parts[: private[0]]  # the package that holds the private name (a module's own package)
+                if not (root / Path(*holder)).is_dir():
+                    holder = holder[:-1]
+                if ".".join(holder) != own:
+                    out.append(f"{mod} imports {name}")
+    return out
+
+
+def test_rsim_env_imports_follow_its_layers():
+    """Inside rsim_env every import points down the layers of docs/layout.md (tools.layout.RSIM_ENV_LAYERS): plain
+    data, then checking, kinds, texts, sources, and the game on top. Fix a violation by moving what is shared down,
+    never by importing up."""
+    from tools.layout import RSIM_ENV_LAYERS
+
+    members = [m for _, ms, _ in RSIM_ENV_LAYERS for m in ms]
+    assert len(members) == len(set(members)), "a member sits in two layers"
+    assert layer_violations("rsim_env", RSIM_ENV_LAYERS) == []
+
+
+def test_no_module_imports_another_packages_private_name():
+    assert private_imports("rsim_env") == []
+
+
+def test_problem_is_plain_data_at_the_bottom():
+    """Problem is defined in rsim_env/problem.py, which imports nothing of rSIM, and every file reads it from there
+    (or from ``rsim_env`` itself)."""
+    from rsim_env import Problem
+
+    assert Problem.__module__ == "rsim_env.problem"
+    assert not {n for n in imported_modules(ROOT / "rsim_env" / "problem.py") if n.split(".")[0] == "rsim_env"}
+    files = [p for d in ("rsim_env", "agents", "algos", "benchmarks", "studies", "tests", "integrations")
+             for p in (ROOT / d).rglob("*.py") if "__pycache__" not in p.parts]
+    assert [str(p.relative_to(ROOT)) for p in files
+            if "rsim_env.sources.problems.Problem" in imported_modules(p)] == []
+
+
+LAYERS_PROBE = (("bottom", ("low",), ""), ("top", ("high", "__init__"), ""))
+
+
+def test_the_layer_check_sees_upward_and_private_imports(tmp_path):
+    """The checkers themselves: an upward import (lazy, relative) and another package's private name are found; the
+    same imports pointing down, or a package's own private helper, are not."""
+    pkg = tmp_path / "pkg"
+    (pkg / "low").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "low" / "__init__.py").write_text("")
+    (pkg / "low" / "a.py").write_text("from ._b import _helper\n\ndef f():\n    from ..high import g\n")
+    (pkg / "low" / "_b.py").write_text("_helper = 1\n")
+    (pkg / "high.py").write_text("from .low.a import _secret\nfrom .low import a\n\ndef g():\n    pass\n")
+    assert layer_violations("pkg", LAYERS_PROBE, root=tmp_path) == ["pkg.low.a (bottom) imports pkg.high (top)"]
+    assert private_imports("pkg", root=tmp_path) == ["pkg.high imports pkg.low.a._secret"]
+    (pkg / "extra.py").write_text("")
+    assert layer_violations("pkg", LAYERS_PROBE, root=tmp_path)[0] == "pkg.extra is in no layer: add 'extra' to one"

@@ -12,7 +12,7 @@ from agents.registry import AgentContext, build_agent
 from algos.cli import main
 from algos.config import resolve
 from rsim_env.group import EnvGroup
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 
 LORA = LoraSpec(enabled=True, rank=4, alpha=8.0)
 SMALL = {"reasoner.max_step_tokens": 6, "reasoner.max_answer_tokens": 12}

@@ -33,7 +33,7 @@ for agent in e.agent_iter():
         e.step(None); continue
     e.step((p if agent == "planner" else r).act([0], [obs])[0])
 assert info["correct"] is True, info
-import rsim_env.code, rsim_env.code.humaneval, rsim_env.code.mbpp, rsim_env.code.codealpaca, rsim_env.code.tasks
+import rsim_env.code, rsim_env.sources.humaneval, rsim_env.sources.mbpp, rsim_env.sources.codealpaca, rsim_env.sources.code_tasks
 assert rsim_env.code.execute("def solution():\n    return 1\n", "def check(c):\n    assert c() == 1\n").passed
 assert "torch" not in {m.split(".")[0] for m, v in sys.modules.items() if v is not None}
 print("OK")

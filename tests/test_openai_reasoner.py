@@ -9,7 +9,7 @@ from agents.served.reasoner import APIError, OpenAIConfig, OpenAIReasoner, parse
 from agents.scripted.policies import FixedPlanner
 from algos.rollout import rollout
 from rsim_env import EnvGroup
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 from rsim_env.render import CHAT_API_PROTOCOL, INSTRUCTIONS, NO_PLANNER_SYSTEM, PROTOCOLS, reasoner_messages
 from tests.chat_server import ChatServer, llama_cpp_validation_500
 

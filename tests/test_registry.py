@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents.registry import PREFIXES, AgentContext, Built, build_agent, lazy
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 
 PROBLEMS = [Problem(id="p", question="What is 1 + 1?", answer="2")]
 

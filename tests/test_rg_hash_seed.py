@@ -1,4 +1,4 @@
-"""Reasoning-gym entries do not depend on Python's string-hash salt (rsim_env.sources.rg_tasks.entries).
+"""Reasoning-gym entries do not depend on Python's string-hash salt (rsim_env.kinds.rg_tasks.entries).
 
 Some generators iterate over sets of strings, so the same seed used to give other questions in every process:
 problem sets were not reproducible across runs, and the rg scorer's worker (which re-creates the entry) refused
@@ -14,11 +14,11 @@ import sys
 
 import pytest
 
-from rsim_env.sources.problems import Problem
-from rsim_env.sources.rg_tasks import entries
+from rsim_env.problem import Problem
+from rsim_env.kinds.rg_tasks import entries
 
 SALTED = "isomorphic_strings"  # its questions move with the salt when made in-process (checked below)
-_PROBE = ("import json, sys; from rsim_env.sources.rg_tasks import entries; "
+_PROBE = ("import json, sys; from rsim_env.kinds.rg_tasks import entries; "
           "print(json.dumps(entries(sys.argv[1], 6, 0)))")
 _RAW = ("import json, sys, reasoning_gym; "
         "print(json.dumps([str(e['question']) for e in reasoning_gym.create_dataset(sys.argv[1], size=6, seed=0)]))")
@@ -51,7 +51,7 @@ def test_entries_are_the_same_under_any_salt(dataset):
 def test_rg_problem_of_a_salted_generator_grades_in_the_worker():
     """The worker re-creates the entry and checks its question: it must meet the same question."""
     from rsim_env.kinds import rgym
-    from rsim_env.sources.rg_tasks import spec
+    from rsim_env.kinds.rg_tasks import spec
 
     (q, gold), = entries(SALTED, 1, 3)
     p = Problem(id=f"{SALTED}/0", question=q, answer=gold, answer_type="text", source=f"reasoning_gym:{SALTED}",
@@ -63,7 +63,7 @@ def test_rg_problem_of_a_salted_generator_grades_in_the_worker():
 def test_global_random_entry_grades_in_the_worker_out_of_order():
     """The worker re-creates one entry (index 3) without making 0-2 first: each entry is seeded on its own."""
     from rsim_env.kinds import rgym
-    from rsim_env.sources.rg_tasks import spec
+    from rsim_env.kinds.rg_tasks import spec
 
     q, gold = entries("list_functions", 4, 0)[3]
     p = Problem(id="list_functions/3", question=q, answer=gold, answer_type="text",
@@ -79,7 +79,7 @@ def test_generator_errors_are_named():
 def test_long_questions_come_back_in_smaller_replies():
     """rectangle_count's questions run to ~7,000 characters: 200 of them exceed one worker reply line
     (MAX_REPLY_BYTES), so the worker route halves its chunk; the entries are still all there, in order."""
-    code = ("import hashlib, json, sys; from rsim_env.sources.rg_tasks import entries; e = entries('rectangle_count', 200, 0); "
+    code = ("import hashlib, json, sys; from rsim_env.kinds.rg_tasks import entries; e = entries('rectangle_count', 200, 0); "
             "print(json.dumps([len(e), hashlib.md5(json.dumps(e).encode()).hexdigest()]))")
     salted, seeded = _run(code, "1"), _run(code, "0")
     assert salted == seeded and salted[0] == 200

@@ -1,4 +1,4 @@
-"""rsim_env.sources.scorer_check: a reasoning-gym task whose scorer gives full credit to a known-wrong answer is refused,
+"""rsim_env.kinds.scorer_check: a reasoning-gym task whose scorer gives full credit to a known-wrong answer is refused,
 by rule (not by name), in the ``rg`` data source and in the atlas's catalogue; ordinary tasks pass.
 
 Deterministic: the check scores the first entries of seed 0, made under ``PYTHONHASHSEED=0`` (in a worker when this
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from rsim_env.sources.scorer_check import check, failures, require_sound, wrong_answers
+from rsim_env.kinds.scorer_check import check, failures, require_sound, wrong_answers
 
 pytest.importorskip("reasoning_gym")
 

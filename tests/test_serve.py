@@ -9,7 +9,7 @@ import pytest
 
 from agents.served.reasoner import OpenAIConfig, OpenAIReasoner
 from rsim_env import EnvGroup
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 from rsim_env.render import PROTOCOLS
 
 

@@ -14,7 +14,7 @@ from agents.reasoner import Reasoner, ReasonerConfig
 from agents.scripted.policies import FixedPlanner
 from algos.rollout import rollout
 from rsim_env import EnvGroup
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 from tests.vllm_fake import ModelVLLM
 
 CAPS = dict(max_step_tokens=24, max_answer_tokens=40)

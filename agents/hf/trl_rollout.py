@@ -42,7 +42,7 @@ from typing import Any, Callable, Sequence
 
 from rsim_env.game import EnvConfig
 from rsim_env.group import EnvGroup
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 from rsim_env.render import no_planner_chat
 from rsim_env.strategies import num_strategies
 

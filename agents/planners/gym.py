@@ -41,7 +41,8 @@ import numpy as np
 from gymnasium import spaces
 
 from rsim_env.env import raw_env
-from rsim_env.sources.problems import Problem, default_source
+from rsim_env.problem import Problem
+from rsim_env.sources.problems import default_source
 from rsim_env.strategies import num_strategies
 
 from ..scripted.families import DEFAULT_FAMILIES, FamilyReasoner, family_split

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 from pettingzoo import AECEnv
 
 from rsim_env.env import env as aec_env
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 from rsim_env.strategies import STRATEGIES, TERMINATION, example, num_strategies
 
 from .policies import TemplateReasoner

@@ -24,7 +24,7 @@ from agents.registry import AgentContext, Built, build_agent
 from rsim_env.sources.data import load_problems
 from rsim_env import record
 from rsim_env.group import EnvGroup
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 
 from .. import analysis, threads
 from ..preflight import check_sandbox

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rsim_env.kinds import Grade
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 from rsim_env.record import EpisodeRecord, read_row
 from rsim_env.scoring import Components, score
 

@@ -8,7 +8,7 @@ rung per task. Four families:
   refused by the ``rg`` kind (:data:`rsim_env.kinds.rgym.REFUSED`), every gold is a single answer (not
   ``"None"``, which marks generators whose answer is any solution a simulator accepts), every gold has
   at most ``max_gold_chars`` characters and every question at most ``max_question_chars``, and its scorer
-  passes the sanity check (:func:`rsim_env.sources.scorer_check.check`: no full credit to another entry's gold, the
+  passes the sanity check (:func:`rsim_env.kinds.scorer_check.check`: no full credit to another entry's gold, the
   opposite boolean or an empty answer; ``game_of_life_halting`` fails it). The rest are left out, each with
   its reason.
 * ``curriculum``: each task of :data:`rsim_env.sources.curriculum.TASKS` (one rung: its difficulty is the task).
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 
 __all__ = ["LADDERS", "SAMPLES", "AtlasTask", "rg_label", "catalogue"]
 
@@ -127,8 +127,8 @@ def _rules(max_gold: int, max_question: int) -> tuple[tuple[str, str], ...]:
 def _rule(generator: str, options: dict[str, Any], max_gold: int, max_question: int) -> str:
     """"" if the generator is in the catalogue, else why it is left out (module docstring)."""
     from rsim_env.kinds.rgym import REFUSED
-    from rsim_env.sources.rg_tasks import entries
-    from rsim_env.sources.scorer_check import check
+    from rsim_env.kinds.rg_tasks import entries
+    from rsim_env.kinds.scorer_check import check
 
     if generator in REFUSED:
         return "refused by the rg kind: its scorer runs sympy.parse_expr on the answer"

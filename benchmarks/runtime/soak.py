@@ -343,7 +343,7 @@ def soak_served(cfg: SoakConfig, work: Path) -> dict[str, Any]:
     from agents.scripted.policies import FixedPlanner
     from algos.rollout import rollout
     from rsim_env import EnvGroup
-    from rsim_env.sources.problems import Problem
+    from rsim_env.problem import Problem
 
     server = _Server(_free_port())
     server.start()

@@ -22,7 +22,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from ..sources.problems import ANSWER_TYPES
+from ..problem import ANSWER_TYPES
 from .compare import equal
 from .extract import choice_letter, extract
 from .idioms import engineering_j, same_clock, within_rel_tol
@@ -193,7 +193,7 @@ def check(response: str, gold: str, answer_type: str = "auto", config: CheckConf
     Args:
         response: Full response text (chain of thought included).
         gold: Ground truth as the dataset writes it (``"72"``, ``"\\frac{1}{2}"``, ``"B"``, ``"True"``).
-        answer_type: One of :data:`rsim_env.sources.problems.ANSWER_TYPES`.
+        answer_type: One of :data:`rsim_env.problem.ANSWER_TYPES`.
         config: Timeout and extraction knobs; defaults to :class:`CheckConfig()`.
         rel_tol: The gold's own tolerance, for a decimal gold of a tolerance-graded set (TheoremQA: 0.04): a
             plain-number answer within ``rel_tol * |gold|`` is right (:func:`.idioms.within_rel_tol`).

@@ -107,7 +107,8 @@ def _from_boxed(text: str) -> Extraction | None:
     return Extraction(last[2].strip(), "boxed", hedged)
 
 
-def _from_answer_is(text: str) -> Extraction | None:
+def from_answer_is(text: str) -> Extraction | None:
+    """The answer after the last "the answer is ..." anchor (or GSM8K's ``#### 72`` marker), or None."""
     found = None
     for found in _ANSWER_IS.finditer(text):  # noqa: B007 - keep the last anchor
         pass
@@ -132,7 +133,7 @@ def _choice(text: str) -> Extraction | None:
     letter = choice_letter(text)
     if letter is None:
         return None
-    phrase = _from_answer_is(text)
+    phrase = from_answer_is(text)
     letters = {a.upper() or b for a, b in _CHOICE_IN_PHRASE.findall(phrase.text)} if phrase else set()
     return Extraction(letter, "choice", len(letters) > 1)
 
@@ -195,7 +196,7 @@ def _last_number(text: str) -> Extraction | None:
     return Extraction(found.group().rstrip(","), "last_number") if found else None
 
 
-def _last_tag(text: str) -> str | None:
+def last_answer_tag(text: str) -> str | None:
     """Content of the last ``<answer>...</answer>`` (two ``rfind`` calls: linear time)."""
     low = text.lower()
     end = low.rfind("</answer>")
@@ -204,13 +205,13 @@ def _last_tag(text: str) -> str | None:
 
 
 def _search(text: str, choice: bool) -> Extraction | None:
-    inner = _last_tag(text)
+    inner = last_answer_tag(text)
     if inner is not None:
         boxed = _from_boxed(inner)
         if boxed:
             return Extraction(boxed.text, "answer_tag", boxed.hedged)
         if _PROSE.search(inner):  # "<answer>The total is 7 apples.</answer>": a sentence
-            inside = _from_answer_is(inner) or (_choice(inner) if choice else _last_number(inner))
+            inside = from_answer_is(inner) or (_choice(inner) if choice else _last_number(inner))
             if inside:
                 return Extraction(inside.text, "answer_tag", inside.hedged)
         return Extraction(inner.strip(), "answer_tag")  # empty: an explicit "no answer"
@@ -221,7 +222,7 @@ def _search(text: str, choice: bool) -> Extraction | None:
         found = _choice(text)
         if found:
             return found
-    found = _from_answer_is(text)
+    found = from_answer_is(text)
     if found:
         return found
     if not choice:

@@ -1,4 +1,6 @@
-"""Code problems: a sandbox for model-written programs, program extraction, code datasets.
+"""Code problems: a sandbox for model-written programs and program extraction (the code datasets are sources:
+:mod:`rsim_env.sources.code_tasks`, :mod:`~rsim_env.sources.humaneval`, :mod:`~rsim_env.sources.mbpp`,
+:mod:`~rsim_env.sources.codealpaca`).
 
 Public entry point: :func:`execute` (``rsim_env.code.execute(program, tests, timeout_s=10.0,
 entry_point="solution")``) returning an :class:`ExecResult`. See :mod:`.execute` for how the

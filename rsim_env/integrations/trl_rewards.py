@@ -43,7 +43,7 @@ from typing import Any, Callable, Sequence
 
 from .. import kinds
 from ..game import EnvConfig, Episode
-from ..sources.problems import ANSWER_TYPES, Problem
+from ..problem import ANSWER_TYPES, Problem
 from ..render import PROTOCOLS, STEP_DELIMITER
 from ..strategies import by_name, num_strategies
 

@@ -6,11 +6,13 @@ how it is graded (:class:`Grade`), and the stop rule agents apply while generati
 code asks the problem's kind (``kinds.get(problem.kind)``) and never tests its name.
 
 Built in: ``math`` (:mod:`rsim_env.kinds.math`), ``code`` (:mod:`rsim_env.kinds.code`) and ``rg``
-(:mod:`rsim_env.kinds.rgym`: reasoning-gym tasks graded by their own scorers). A new kind
+(:mod:`rsim_env.kinds.rgym`: reasoning-gym tasks graded by their own scorers; its machinery beside it:
+:mod:`.rg_tasks` makes and re-creates the entries, :mod:`.scorer_check` refuses a scorer that accepts a wrong
+answer, :mod:`.eval_guard` and :mod:`.rg_worker` run the scorers safely). A new kind
 is one module that subclasses :class:`Kind` (importing it from :mod:`rsim_env.kinds.base`, not from this
 package, so that no import circle forms) and calls :func:`register` (or, for the length of a ``with``
 block, :func:`registered`); tests/test_kinds.py plays a toy kind defined in a test module.
-:func:`validate` is the kind check of a :class:`~rsim_env.sources.problems.Problem` (plain data itself).
+:func:`validate` is the kind check of a :class:`~rsim_env.problem.Problem` (plain data itself).
 """
 
 from .base import KINDS, Grade, Kind, KindTexts, get, names, register, registered, validate

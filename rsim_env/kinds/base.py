@@ -16,7 +16,7 @@ from ..strategies import TERMINATION, example
 
 if TYPE_CHECKING:
     from ..answers import CheckConfig
-    from ..sources.problems import Problem
+    from ..problem import Problem
 
 __all__ = ["Grade", "Kind", "KindTexts", "KINDS", "get", "names", "register", "registered", "validate"]
 
@@ -189,7 +189,7 @@ def names() -> tuple[str, ...]:
 def validate(problem: Problem) -> Problem:
     """``problem`` itself, once its kind is registered and has what the kind needs.
 
-    :class:`~rsim_env.sources.problems.Problem` is plain data; this is the kind check, run where problems enter
+    :class:`~rsim_env.problem.Problem` is plain data; this is the kind check, run where problems enter
     (:func:`rsim_env.sources.data.load_problems`, :func:`rsim_env.sources.data.load_jsonl`, :class:`rsim_env.game.Episode`).
 
     Raises:

@@ -25,7 +25,7 @@ from .base import Grade, Kind, KindTexts
 
 if TYPE_CHECKING:
     from ..answers import CheckConfig
-    from ..sources.problems import Problem
+    from ..problem import Problem
 
 CODE_REASONER_SYSTEM = (
     "You are a careful Python programmer. Solve the task one step at a time. Before each step you get an "
@@ -53,6 +53,12 @@ DEFAULT_CODE_TIMEOUT_S = 5.0
 
 _pending: dict[tuple[str, str, str], list] = {}  # key -> [future, episodes still to grade with it]
 _pending_lock = threading.Lock()
+
+
+def pending_runs() -> int:
+    """How many prefetched sandbox runs no episode has consumed yet (0 once every prefetch was graded)."""
+    with _pending_lock:
+        return len(_pending)
 
 
 def _program(final_step: str) -> str | None:

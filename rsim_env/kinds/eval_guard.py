@@ -2,7 +2,7 @@
 :func:`literal_only` says whether an answer is safe to hand them.
 
 Standard library only, and below both users: the ``rg`` worker (:mod:`rsim_env.kinds.rg_worker`) grades behind it,
-and the scorer sanity check (:mod:`rsim_env.sources.scorer_check`) hands those scorers only answers it allows.
+and the scorer sanity check (:mod:`rsim_env.kinds.scorer_check`) hands those scorers only answers it allows.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from ..strategies import STRATEGIES, TERMINATION, example
 from .base import Grade, Kind, KindTexts
 
 if TYPE_CHECKING:
-    from ..sources.problems import Problem
+    from ..problem import Problem
 
 REASONER_SYSTEM = (
     "You are a careful math tutor. Solve the problem one step at a time. Before each step you get an "

@@ -14,9 +14,9 @@ answer), ``"entry_mismatch"`` (the re-created entry's question differs: another 
 config) or ``"bad_request"`` (the dataset could not be created).
 
 ``{"op": "entries", "dataset", "config", "seed", "size", "start", "stop"}`` asks for the ``[question, answer]``
-pairs of entries ``start`` to ``stop`` instead (:func:`rsim_env.sources.rg_tasks.entries`: the pool's workers run under
+pairs of entries ``start`` to ``stop`` instead (:func:`rsim_env.kinds.rg_tasks.entries`: the pool's workers run under
 ``PYTHONHASHSEED=0``, so they make the same entries in every run), and ``{"op": "scorer_check", "dataset",
-"config", "seed", "samples"}`` for the scorer sanity check's failures (:func:`rsim_env.sources.scorer_check.check`).
+"config", "seed", "samples"}`` for the scorer sanity check's failures (:func:`rsim_env.kinds.scorer_check.check`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import math
 from collections import OrderedDict
 from typing import Any
 
-from ..sources.rg_tasks import make_entry
+from .rg_tasks import make_entry
 from .eval_guard import PYTHON_EVAL, literal_only  # noqa: F401  (this worker's guard; re-exported)
 
 CACHE_SIZE = 16
@@ -49,7 +49,7 @@ def _dataset(req: dict) -> Any:
 
 def make_entries(req: dict) -> dict:
     """``{"entries": [[question, answer], ...] of indices [start, stop), "reason": "ok"}`` of a dataset, or
-    ``{"reason": "bad_request", "detail": ...}`` when the generator refuses (:func:`rsim_env.sources.rg_tasks.entries`)."""
+    ``{"reason": "bad_request", "detail": ...}`` when the generator refuses (:func:`rsim_env.kinds.rg_tasks.entries`)."""
     try:
         ds = _dataset(req)
         entries = (make_entry(ds, req["dataset"], req["seed"], i) for i in range(req["start"], min(req["stop"], len(ds))))
@@ -60,9 +60,9 @@ def make_entries(req: dict) -> dict:
 
 
 def scorer_check(req: dict) -> dict:
-    """``{"failures": [...], "reason": "ok"}`` of :func:`rsim_env.sources.scorer_check.dataset_failures`, or
+    """``{"failures": [...], "reason": "ok"}`` of :func:`rsim_env.kinds.scorer_check.dataset_failures`, or
     ``{"reason": "bad_request", "detail": ...}`` when the generator refuses the options."""
-    from ..sources.scorer_check import dataset_failures
+    from .scorer_check import dataset_failures
 
     try:
         ds = _dataset({**req, "size": max(req["samples"], 2)})

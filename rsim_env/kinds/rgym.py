@@ -54,15 +54,15 @@ import threading
 from typing import TYPE_CHECKING, Sequence
 
 from .. import answers
-from ..sources import rg_tasks, scorer_check
-from ..answers.extract import _from_answer_is, _last_tag, boxed_spans
+from . import rg_tasks, scorer_check
+from ..answers.extract import from_answer_is, last_answer_tag, boxed_spans
 from ..answers.sandbox import ProtocolError, WorkerFailure, WorkerPool
 from .base import Grade, Kind, KindTexts
 from .math import MathKind
-from ..sources.rg_tasks import HASH_SEED, REFUSED, is_number, spec  # noqa: F401  (re-exported: the kind's vocabulary)
+from .rg_tasks import HASH_SEED, REFUSED, is_number, spec  # noqa: F401  (re-exported: the kind's vocabulary)
 
 if TYPE_CHECKING:
-    from ..sources.problems import Problem
+    from ..problem import Problem
 
 __all__ = ["RG", "REFUSED", "MAX_ANSWER_CHARS", "answer_cap", "extract", "is_number", "score", "spec"]
 
@@ -99,10 +99,10 @@ def extract(response: str) -> str | None:
     from ..answers.extract import MAX_SCAN
 
     text = response[-MAX_SCAN:].replace("\x00", "")
-    inner = _last_tag(text)
+    inner = last_answer_tag(text)
     if inner is None:
         spans = boxed_spans(text)
-        found = _from_answer_is(text) if not spans else None
+        found = from_answer_is(text) if not spans else None
         inner = spans[-1][2] if spans else found.text if found else None
     if inner is None:
         return None
@@ -153,7 +153,7 @@ def score(problem: Problem, answer: str, timeout_s: float) -> tuple[float, str]:
 
 def make_entries(dataset: str, size: int, seed: int, config: dict) -> tuple[tuple[str, str], ...]:
     """``(question, answer)`` of the dataset's entries, made by this kind's workers (started under
-    ``PYTHONHASHSEED=0``): the route of :func:`rsim_env.sources.rg_tasks.entries` in a process started without it."""
+    ``PYTHONHASHSEED=0``): the route of :func:`rsim_env.kinds.rg_tasks.entries` in a process started without it."""
     out: list[tuple[str, str]] = []
     chunk = rg_tasks.ENTRIES_CHUNK
     while len(out) < size:
@@ -181,7 +181,7 @@ rg_tasks.set_entries_maker(make_entries)
 
 
 def check_scorer(dataset: str, config: dict, seed: int, samples: int) -> list[str]:
-    """The scorer sanity check's failures (:func:`rsim_env.sources.scorer_check.check`), computed in this kind's workers
+    """The scorer sanity check's failures (:func:`rsim_env.kinds.scorer_check.check`), computed in this kind's workers
     (started under ``PYTHONHASHSEED=0``): the route of a process started without it."""
     req = {"op": "scorer_check", "dataset": dataset, "config": config, "seed": seed, "samples": samples}
     try:

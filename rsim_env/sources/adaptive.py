@@ -25,7 +25,7 @@ text from every other split, the test split included).
 
 Problems are interleaved round-robin over the tasks; ids are ``adaptive/SPLIT/ID``.
 
-:data:`TASKS` is the atlas's list less the tasks the scorer sanity check refuses (:mod:`rsim_env.sources.scorer_check`:
+:data:`TASKS` is the atlas's list less the tasks the scorer sanity check refuses (:mod:`rsim_env.kinds.scorer_check`:
 ``game_of_life_halting``, whose scorer gives every non-empty answer full credit); a test checks it against the
 committed atlas JSON.
 """
@@ -36,7 +36,7 @@ import dataclasses
 import zlib
 from typing import Callable
 
-from .problems import Problem
+from ..problem import Problem
 
 __all__ = ["TASKS", "SEEDS", "SPLITS", "adaptive_problems", "split_of"]
 

@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .problems import Problem
+from ..problem import Problem
 
 __all__ = ["Task", "TASKS", "DEFAULT_MIX", "SPLITS", "split_of", "task_problems", "curriculum_problems"]
 
@@ -69,7 +69,7 @@ def task_problems(name: str, size: int, seed: int) -> list[Problem]:
     """``size`` problems of task ``name`` (duplicates included) from reasoning-gym."""
     if name not in TASKS:
         raise ValueError(f"unknown curriculum task {name!r}; choose from {sorted(TASKS)}.")
-    from .rg_tasks import entries
+    from ..kinds.rg_tasks import entries
 
     t = TASKS[name]
     return [Problem(id=f"{name}/{seed}/{i}", question=q, answer=a, answer_type=t.answer_type, source=f"curriculum:{name}")

@@ -14,7 +14,7 @@ spec                                       problems
                                            plan (:mod:`rsim_env.sources.adaptive`; splits by question hash)
 ``tiny``                                   one-digit sums (toy runs and tests; offline, seeded)
 ``code_tasks``                             procedural function-writing tasks with tests (code kind;
-                                           offline, seeded; :mod:`rsim_env.code.tasks`)
+                                           offline, seeded; :mod:`rsim_env.sources.code_tasks`)
 ``mix:SPEC,SPEC[,...]``                    the named sources interleaved round-robin (``limit`` each),
                                            e.g. ``mix:default,code_tasks`` for math + code in one run
 a hub set by name                          a key of :data:`rsim_env.sources.loaders.LOADERS` (``gsm8k``,
@@ -44,7 +44,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
 from .. import kinds
-from .problems import Problem, default_source, iter_jsonl, reasoning_gym_problems
+from ..problem import Problem
+from .problems import default_source, iter_jsonl, reasoning_gym_problems
 
 __all__ = ["DataArgs", "load_problems", "load_jsonl", "check_spec", "SOURCES", "PREFIXES", "spec_help"]
 
@@ -77,7 +78,7 @@ def _tiny(rest: str, a: DataArgs) -> list[Problem]:
 
 
 def _code_tasks(rest: str, a: DataArgs) -> list[Problem]:
-    from ..code.tasks import code_tasks
+    from .code_tasks import code_tasks
 
     return code_tasks(size=a.limit or PROCEDURAL_SIZE, seed=a.seed)
 

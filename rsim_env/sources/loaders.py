@@ -1,4 +1,4 @@
-"""Loaders for the paper's datasets, returning lists of :class:`~rsim_env.sources.problems.Problem`.
+"""Loaders for the paper's datasets, returning lists of :class:`~rsim_env.problem.Problem`.
 
 Each loader reads a hub dataset by name through ``datasets.load_dataset`` (imported lazily, so
 ``rsim_env`` never needs it at import time) or a local file/dir (``.jsonl``, ``.json``,
@@ -16,7 +16,8 @@ from typing import Any, Callable, Iterable
 
 from ..answers.extract import boxed_spans
 from ..answers.idioms import THEOREMQA_REL_TOL
-from .problems import Problem, iter_jsonl
+from ..problem import Problem
+from .problems import iter_jsonl
 
 _LOCAL_EXT = (".jsonl", ".json", ".parquet", ".arrow")
 
@@ -176,7 +177,7 @@ _THEOREMQA_REL_TOL = {"float": THEOREMQA_REL_TOL}
 def theoremqa(source: str | None = None, split: str = "test", limit: int | None = None) -> list[Problem]:
     """TIGER-Lab/TheoremQA: ``Question``, ``Answer``, ``Answer_type``, ``Picture``.
 
-    ``Answer_type`` maps to :data:`~rsim_env.sources.problems.ANSWER_TYPES`: integer/float -> number,
+    ``Answer_type`` maps to :data:`~rsim_env.problem.ANSWER_TYPES`: integer/float -> number,
     bool -> bool, option -> choice, ``list of integer``/``list of float`` -> list. Float answers carry
     ``metadata["rel_tol"] = 0.04``, TheoremQA's own tolerance (:func:`rsim_env.answers.check`).
     """
@@ -206,12 +207,12 @@ _ALIASES = {"openai/gsm8k": "gsm8k", "hendrycks_math": "math", "math-500": "math
 
 
 def _code_loader(name: str) -> Callable[..., list[Problem]]:
-    """Code datasets (kind="code") live one file each in rsim_env/code/; imported on first use
+    """Code datasets (kind="code") live one file each beside this module; imported on first use
     because they build on the row helpers of this module."""
     def load(**kwargs: Any) -> list[Problem]:
         import importlib
 
-        return getattr(importlib.import_module(f"rsim_env.code.{name}"), name)(**kwargs)
+        return getattr(importlib.import_module(f".{name}", __package__), name)(**kwargs)
     load.__name__ = load.__qualname__ = name
     return load
 

@@ -1,9 +1,7 @@
-"""Problems and problem sources.
+"""Problem sources: the embedded default and the reasoning-gym builder behind it.
 
-A :class:`Problem` is one question with its ground-truth answer. A *problem source* is any
-object with ``__len__`` and ``__getitem__(i) -> Problem`` (a plain ``list`` of problems works);
-on ``reset(seed=...)`` the environment picks an index with a generator seeded by ``seed`` (same
-seed, same problem).
+A problem source is any object with ``__len__`` and ``__getitem__(i) -> Problem``
+(:class:`rsim_env.problem.Problem`; a plain ``list`` of problems works).
 
 The offline default source is procedural and comes from the PyPI package ``reasoning-gym``
 (no network, deterministic for a seed). Hub datasets (GSM8K, MATH, ...) live in
@@ -13,72 +11,16 @@ The offline default source is procedural and comes from the PyPI package ``reaso
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from .rg_tasks import REFUSED, is_number, spec
-from .rg_tasks import entries as rg_entries
-from .scorer_check import require_sound
-
-ANSWER_TYPES = ("auto", "number", "expression", "choice", "bool", "list", "text")
-"""Answer types understood by :func:`rsim_env.answers.check` (``auto`` guesses from the gold)."""
-
+from ..problem import Problem
+from ..kinds.rg_tasks import REFUSED, is_number, spec
+from ..kinds.rg_tasks import entries as rg_entries
+from ..kinds.scorer_check import require_sound
 
 DEFAULT_TASKS = ("gsm_symbolic", "basic_arithmetic")
 """reasoning-gym tasks mixed into the embedded default source."""
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One question with its ground truth.
-
-    Attributes:
-        id: Stable identifier, unique within its source (e.g. ``"gsm_symbolic/17"``).
-        question: The question text shown to both agents.
-        answer: Ground truth as the dataset writes it (``"72"``, ``"\\frac{1}{2}"``, ``"B"``).
-        answer_type: One of :data:`ANSWER_TYPES`; tells the checker how to compare.
-        source: Name of the dataset or generator the problem came from.
-        choices: Multiple-choice options in letter order, empty when not multiple choice.
-        metadata: Free-form JSON-serialisable extras (difficulty, reference solution, ...).
-        kind: A registered kind (:data:`rsim_env.kinds.KINDS`: math, code); decides the answer-asking
-            texts and how the episode is graded. A Problem is plain data: the kind is checked by
-            :func:`rsim_env.kinds.validate`, which the loaders and :class:`~rsim_env.game.Episode` run.
-        tests: Code problems: HumanEval-style source defining ``check(candidate)`` (see
-            :func:`rsim_env.code.execute`); ``answer`` then holds a reference solution (or "").
-        entry_point: Code problems: the function the program must define.
-    """
-
-    id: str
-    question: str
-    answer: str
-    answer_type: str = "auto"
-    source: str = "custom"
-    choices: tuple[str, ...] = ()
-    metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
-    kind: str = "math"
-    tests: str = ""
-    entry_point: str = ""
-
-    def __post_init__(self) -> None:
-        for name in ("id", "question", "answer", "source"):
-            value = getattr(self, name)
-            if not isinstance(value, str):
-                raise TypeError(f"Problem.{name} must be str, got {type(value).__name__} ({value!r:.60}).")
-        if not self.question.strip():
-            raise ValueError(f"Problem {self.id!r} has an empty question; every problem needs question text.")
-        if self.answer_type not in ANSWER_TYPES:
-            raise ValueError(
-                f"Problem.answer_type={self.answer_type!r} is not one of {ANSWER_TYPES}; "
-                "use 'auto' if unsure."
-            )
-        object.__setattr__(self, "choices", tuple(self.choices))
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form (inverse of ``Problem(**d)``)."""
-        d = asdict(self)
-        d["choices"] = list(self.choices)
-        return d
 
 
 def reasoning_gym_problems(
@@ -94,7 +36,7 @@ def reasoning_gym_problems(
             any other task is graded by its generator's own ``score_answer`` (kind ``rg``,
             :mod:`rsim_env.kinds.rgym`) unless that scorer is refused (:data:`rsim_env.kinds.rgym.REFUSED`:
             then ``math``); ``"math"`` or ``"rg"`` forces the kind for every task. A task graded by its own
-            scorer must pass the scorer sanity check (:mod:`rsim_env.sources.scorer_check`: no full credit to a known-wrong
+            scorer must pass the scorer sanity check (:mod:`rsim_env.kinds.scorer_check`: no full credit to a known-wrong
             answer), else it is refused.
         **options: Passed to every task's generator (``reasoning_gym.create_dataset``), e.g. ``min_terms=3``.
 

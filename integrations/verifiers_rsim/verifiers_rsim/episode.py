@@ -21,7 +21,7 @@ from agents.served.decoder import ChatDecoder
 from rsim_env.game import EnvConfig
 from rsim_env.group import EnvGroup
 from rsim_env.render import reasoner_messages_from_observation
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 
 __all__ = ["RsimEpisode", "MODEL_PLANNER"]
 

@@ -1,6 +1,6 @@
 """rSIM's problems as a verifiers v1 ``Taskset``: one :class:`RsimTask` per problem of any rSIM data spec.
 
-A task carries its whole :class:`rsim_env.sources.problems.Problem` as wire data (question, answer, answer type,
+A task carries its whole :class:`rsim_env.problem.Problem` as wire data (question, answer, answer type,
 kind, task label, code tests), so an env worker that receives only the task (prime-rl's env servers) rebuilds the
 same problem without loading the data again. Scoring is not the task's: the episode's rewards depend on both
 agents, so :meth:`verifiers_rsim.env.RsimEnv.finalize` records them.
@@ -14,7 +14,7 @@ import verifiers.v1 as vf
 from pydantic import Field
 
 from rsim_env.sources.data import load_problems
-from rsim_env.sources.problems import Problem
+from rsim_env.problem import Problem
 
 __all__ = ["RsimTaskData", "RsimTask", "RsimTasksetConfig", "RsimTaskset"]
 

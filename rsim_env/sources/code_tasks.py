@@ -12,9 +12,9 @@ from __future__ import annotations
 import random
 from typing import Any, Callable
 
-from ..sources.problems import Problem
+from ..problem import Problem
 from ..render import code_question
-from .result import pairs_to_check
+from ..code.result import pairs_to_check
 
 Family = Callable[[random.Random], tuple[str, str, str, Callable[..., Any], list[tuple]]]
 """rng -> (entry point, task text, reference source, reference function, list of argument tuples)."""

@@ -11,8 +11,8 @@ import gzip
 import json
 from typing import Any
 
-from ..sources.loaders import _require, _rows, _take
-from ..sources.problems import Problem
+from .loaders import _require, _rows, _take
+from ..problem import Problem
 from ..render import code_question
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import ast
 
-from ..sources.loaders import _require, _rows, _take
-from ..sources.problems import Problem
+from .loaders import _require, _rows, _take
+from ..problem import Problem
 from ..render import code_question
 
 

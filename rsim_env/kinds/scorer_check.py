@@ -20,7 +20,7 @@ that as ``"scorer_error"``, score 0). The answers are generator golds and fixed 
 scorer that would ``eval`` Python code (:data:`rsim_env.kinds.eval_guard.PYTHON_EVAL`) is still only handed
 literals (:func:`rsim_env.kinds.eval_guard.literal_only`).
 
-**Where it runs**: in the process when it was started with ``PYTHONHASHSEED=0`` (:data:`rsim_env.sources.rg_tasks.HASH_SEED`),
+**Where it runs**: in the process when it was started with ``PYTHONHASHSEED=0`` (:data:`rsim_env.kinds.rg_tasks.HASH_SEED`),
 else in the ``rg`` scorer's workers (started so): some generators iterate over sets of strings, so the sampled
 entries -- and the verdict -- are the same in every process only under one hash seed. Verdicts are cached per
 (task, options, seed, samples) for the process.
@@ -88,7 +88,7 @@ def failures(entries: list[dict[str, Any]], score_answer: Callable[[str, dict[st
 
 def dataset_failures(ds: Any, dataset: str, seed: int, samples: int) -> list[str]:
     """:func:`failures` on the first ``samples`` entries of a created dataset (what the process or worker runs)."""
-    from ..kinds.eval_guard import PYTHON_EVAL, literal_only
+    from .eval_guard import PYTHON_EVAL, literal_only
 
     entries = [make_entry(ds, dataset, seed, i) for i in range(min(samples, len(ds)))]
     return failures(entries, ds.score_answer, literal_only if dataset in PYTHON_EVAL else (lambda a: True))
@@ -129,9 +129,8 @@ _WORKER_CHECK: list = []
 def set_worker_check(check_in_workers) -> None:
     """Name the function that runs the check in the ``rg`` scorer's workers (:func:`rsim_env.kinds.rgym.check_scorer`).
 
-    The workers' pool lives in :mod:`rsim_env.kinds.rgym`, above this module (which :mod:`rsim_env.sources.problems`, and so
-    the answer checker, imports): it registers itself here when it loads, as it does with
-    :func:`rsim_env.sources.rg_tasks.set_entries_maker`, so that no import circle runs through the answer checker.
+    The workers' pool lives in :mod:`rsim_env.kinds.rgym`, which imports this module: it registers itself here when it
+    loads, as it does with :func:`rsim_env.kinds.rg_tasks.set_entries_maker`, so that no import circle forms.
     """
     _WORKER_CHECK[:] = [check_in_workers]
 
@@ -146,4 +145,4 @@ def require_sound(dataset: str, config: dict[str, Any] | None = None) -> None:
     if why:
         raise ValueError(f"reasoning-gym task {dataset!r} is refused: {why}. Its grades would not tell right from "
                          "wrong; leave it out, or fix its scorer (a kind with its own grading) and check it again "
-                         "(rsim_env.sources.scorer_check).")
+                         "(rsim_env.kinds.scorer_check).")

@@ -8,8 +8,8 @@ format and the plan, never to measure accuracy (``metadata["weak_tests"]`` marks
 
 from __future__ import annotations
 
-from ..sources.loaders import _require, _rows, _take
-from ..sources.problems import Problem
+from .loaders import _require, _rows, _take
+from ..problem import Problem
 from ..render import code_question
 from .mbpp import main_function
 

@@ -118,7 +118,7 @@ _MAKER: list = []
 def set_entries_maker(maker) -> None:
     """Name the function that makes entries in the ``rg`` scorer's workers (:func:`rsim_env.kinds.rgym.make_entries`).
 
-    The workers' pool lives in :mod:`rsim_env.kinds.rgym`, above this module (which :mod:`rsim_env.sources.problems` and the
-    answer checker import): so it registers itself here when it loads, as :mod:`rsim_env.echo`'s references are.
+    The workers' pool lives in :mod:`rsim_env.kinds.rgym`, which imports this module (as do :mod:`.scorer_check` and
+    :mod:`rsim_env.sources.problems`): so it registers itself here when it loads, as :mod:`rsim_env.echo`'s references are.
     """
     _MAKER[:] = [maker]

@@ -13,7 +13,7 @@ import pytest
 
 from algos import cli
 from algos.study import cli as study_cli
-from algos.study import ledger
+from algos.study import jsonfile, ledger
 from algos.study.config import PRESETS, StudyConfig, resolve
 from algos.study.paths import StudyPaths
 from algos.study.types import ModeResult, Outcome, Table
@@ -158,14 +158,13 @@ def _fakes(monkeypatch, calls):
         h, settings = ledger.scoring_hash(cfg, split, {"features": "features"})
         questions = [p.question for p in tree_problems(cfg, split)[1]]
         path = scores_path(cfg, split)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"hash": h, "test_set": ledger.test_set_key(questions), "p_value": 0.25}))
+        jsonfile.write(path, {"hash": h, "test_set": ledger.test_set_key(questions), "p_value": 0.25})
         line = ledger.look(h, command="rsim study", scored="fake", p_value=0.25, problems=2, settings=settings)
         ledger.record_scoring(questions, line, own=ledger.study_folders(cfg), create_in=StudyPaths.of(cfg).trees)
         return Table(split, table.tasks, table.outcomes), modes
 
     def read_scores(path, hash_=None):
-        data = json.loads(Path(path).read_text())
+        data = jsonfile.read(path)
         return (table, modes) if hash_ in (None, data["hash"]) else None
 
     def build(test, modes, *, ledger, replication, meta, **kw):

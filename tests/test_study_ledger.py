@@ -8,7 +8,6 @@ step-down over the ledger's p-values; ``--stage report`` run twice changes no fi
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 import types
 from dataclasses import replace
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from algos.study import ledger
+from algos.study import jsonfile, ledger
 from algos.study.stats import holm
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -213,7 +212,7 @@ def test_the_study_records_its_look_and_the_report_only_reads_it(tmp_path, monke
                     learner=replace(cfg.learner, seeds=1))
     score(moved)
     assert len(ledger.read(lg.path).looks) == 4 and not list((copy / "trees").glob("*.ledger.jsonl"))
-    assert json.loads((copy / "study" / "scores" / "test.json").read_text())["test_set"] == lg.key
+    assert jsonfile.read(copy / "study" / "scores" / "test.json.gz")["test_set"] == lg.key
 
 
 def test_rsim_eval_end_to_end_adds_its_look_to_a_sealed_split_it_touches(tmp_path):

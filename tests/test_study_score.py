@@ -144,9 +144,9 @@ def test_every_mode_is_scored_recorded_once_and_reused(scripted):
     assert accuracy(modes["best_fixed"]) == pytest.approx(0.5) and accuracy(modes["per_task"]) == 1.0
     assert sorted(modes["trained"].outcomes) == [0, 1]
     assert all(accuracy(modes["trained"], s) == 1.0 for s in (0, 1))  # the families are told apart by the text
-    saved = (Path(cfg.out) / "scores" / "test.json").read_text()
+    saved = (Path(cfg.out) / "scores" / "test.json.gz").read_bytes()
     again_test, again = score(cfg)  # identical configuration: read back, no new ledger entry
-    assert (Path(cfg.out) / "scores" / "test.json").read_text() == saved
+    assert (Path(cfg.out) / "scores" / "test.json.gz").read_bytes() == saved
     assert again["trained"].plans == modes["trained"].plans and again_test.outcomes == test.outcomes
     from algos.study.score import primary_p
 

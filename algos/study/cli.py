@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from . import fill, report, score, train
+from . import fill, jsonfile, report, score, train
 from .config import DOCS_OUT, PRESETS, StudyConfig, as_dict, resolve
 from .paths import StudyPaths
 
@@ -119,7 +119,7 @@ def _kept(cfg: StudyConfig, split: str) -> tuple[Table, dict[str, ModeResult], d
     if not path.is_file():
         raise ValueError(f"--stage report: no {split} scores at {path}; {redo}.")
     h, _ = ledger.scoring_hash(cfg, split, {"features": features_digest(cfg, split)})
-    data = json.loads(path.read_text())
+    data = jsonfile.read(path)
     if data.get("hash") != h or "test_set" not in data:
         raise ValueError(f"--stage report: the {split} scores at {path} are of another configuration (hash "
                          f"{str(data.get('hash'))[:16]}…, these settings {h[:16]}…): stale; {redo}.")

@@ -90,12 +90,12 @@ class StudyPaths:
         return self.features / f"{safe}.safetensors"
 
     def split_scores(self, split: str) -> Path:
-        """``<out>/scores/<split>.json``: a held-out split's scoring under its configuration hash."""
-        return self.scores / f"{split}.json"
+        """``<out>/scores/<split>.json.gz``: a held-out split's scoring under its configuration hash."""
+        return self.scores / f"{split}.json.gz"
 
     def table_cache(self, split: str) -> Path:
-        """``<out>/scores/tables/<split>.json``: ``split``'s read-back table beside its tree's fingerprint."""
-        return self.scores / "tables" / f"{split}.json"
+        """``<out>/scores/tables/<split>.json.gz``: ``split``'s read-back table beside its tree's fingerprint."""
+        return self.scores / "tables" / f"{split}.json.gz"
 
     def episodes(self, kind: str, split: str) -> Path:
         """``<out>/episodes/<kind>_<split>.jsonl.gz``: ``rsim eval`` episodes of mode ``kind`` (``none``, ``sc``)

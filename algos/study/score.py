@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import ledger
+from . import jsonfile, ledger
 from .config import StudyConfig
 from .features import feature_store
 from .heads import Head, HeadPlanner, find_heads, greedy_plans, load_head
@@ -144,9 +144,8 @@ def write_scores(path: str | Path, hash_: str, test: Table, modes: dict[str, Mod
     """Keep a scoring (its configuration hash, ``extra``: the test set's key and the p-value, the table and every
     mode) as JSON."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"hash": hash_, **extra, "table": table_to_json(test),
-                                "modes": {k: mode_to_json(v) for k, v in modes.items()}}) + "\n")
+    jsonfile.write(path, {"hash": hash_, **extra, "table": table_to_json(test),
+                          "modes": {k: mode_to_json(v) for k, v in modes.items()}})
     return path
 
 
@@ -155,7 +154,7 @@ def read_scores(path: str | Path, hash_: str | None = None) -> tuple[Table, dict
     path = Path(path)
     if not path.is_file():
         return None
-    data = json.loads(path.read_text())
+    data = jsonfile.read(path)
     if hash_ is not None and data.get("hash") != hash_:
         return None
     return table_from_json(data["table"]), {k: mode_from_json(v) for k, v in data["modes"].items()}

@@ -134,9 +134,8 @@ def tree_problems(cfg: StudyConfig, split: str) -> tuple[PlanTree, list[Problem]
 
 
 def split_table(cfg: StudyConfig, split: str, grader: GradeCache | None = None) -> Table:
-    """``split``'s read-back table (kept in ``<out>/scores/tables/<split>.json`` beside its tree's fingerprint)."""
-    import json
-
+    """``split``'s read-back table (kept in ``<out>/scores/tables/<split>.json.gz`` beside its tree's fingerprint)."""
+    from . import jsonfile
     from .ledger import tree_fingerprint
     from .splits import task_of
 
@@ -144,11 +143,10 @@ def split_table(cfg: StudyConfig, split: str, grader: GradeCache | None = None) 
     cache = paths.table_cache(split)
     fingerprint = tree_fingerprint(paths.tree(split))
     if cache.is_file():
-        data = json.loads(cache.read_text())
+        data = jsonfile.read(cache)
         if data.get("tree") == fingerprint and data.get("per_task") == cfg.per_task(split):
             return table_from_json(data)
     tree, items = tree_problems(cfg, split)
     t = read_table(tree, items, split, task_of, grader)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps({"tree": fingerprint, "per_task": cfg.per_task(split), **table_to_json(t)}) + "\n")
+    jsonfile.write(cache, {"tree": fingerprint, "per_task": cfg.per_task(split), **table_to_json(t)})
     return t

@@ -122,6 +122,9 @@ def score_look(cfg: StudyConfig, look: dict[str, Any], problems: Sequence[Any], 
         planner = make_planner(look["mode"], ecfg, None)
     rows, stats = evaluate_mode(look["mode"], problems, reasoner, planner, ecfg, journal=journal)
     compact = [_compact(r) for r in rows]
+    if look["mode"].startswith("fixed:"):  # the scripted planner reads nothing
+        for r in compact:
+            r["tokens"] = dict(r.get("tokens") or {}, planner_read=0)
     path.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(path, "wt", encoding="utf-8") as f:
         f.writelines(json.dumps(r) + "\n" for r in compact)

@@ -66,14 +66,19 @@ def report(cfg: StudyConfig) -> dict[str, Any]:
     built = rep.build(test["looks"], test["problems"], tasks, records, ledger_count=test["ledger_count"],
                       readbacks=_readbacks(cfg, "test", arms), replication=replication,
                       meta={"reasoner": cfg.reasoner, "route": cfg.arm.route, "data": cfg.data, "config": as_dict(cfg)})
-    _record_headline(cfg, built)
+    n = _record_headline(cfg, built)
+    if n is not None:  # the headline's own look counted too: the same m on every rerun
+        from ..stats import holm_bound
+
+        built["headline"]["configurations_scored"] = n
+        built["headline"]["p_corrected"] = holm_bound(built["headline"]["p_value"], n)
     paths = rep.write(built, Path(cfg.out) / "arms" / "report")
     for p in paths:
         _log(f"wrote {p}")
     return {"paths": [str(p) for p in paths], "headline": built.get("headline"), "report": built}
 
 
-def _record_headline(cfg: StudyConfig, built: dict[str, Any]) -> None:
+def _record_headline(cfg: StudyConfig, built: dict[str, Any]) -> int | None:
     """The headline's look in the test ledger, with its p where the ledger takes one (``p=``, added by the ledger's
     Holm step-down; an older ledger records the look without it)."""
     from .. import ledger
@@ -81,15 +86,15 @@ def _record_headline(cfg: StudyConfig, built: dict[str, Any]) -> None:
 
     h = built.get("headline")
     if not h:
-        return
+        return None
     settings = {"arms_headline": "rsim vs grpo", "route": cfg.arm.route, "arm": as_dict(cfg)["arm"],
                 "difference": h["difference"]}
     digest = ledger.config_hash(settings, ledger.tree_fingerprint(tree_path(cfg, "test")))
     try:
-        ledger.record(cfg, digest, split="test", scored="arms:headline rsim vs grpo", settings=settings,
-                      p=h["p_value"])  # type: ignore[call-arg]
+        return ledger.record(cfg, digest, split="test", scored="arms:headline rsim vs grpo", settings=settings,
+                             p=h["p_value"])  # type: ignore[call-arg]
     except TypeError:  # a ledger without p-values
-        ledger.record(cfg, digest, split="test", scored="arms:headline rsim vs grpo", settings=settings)
+        return ledger.record(cfg, digest, split="test", scored="arms:headline rsim vs grpo", settings=settings)
 
 
 def run(cfg: StudyConfig, stage: str) -> dict[str, Any] | None:

@@ -132,6 +132,9 @@ def _agents(run: Any, arm: str, plan: tuple[int, ...] | None, device: Any, probl
     from algos.cli import build_agents
     from algos.grpo_baseline import GRPOBaseline
 
+    # every seed starts from the same base models, the ones the untrained arms are scored with (agent seed 0: a
+    # random-init model's weights depend on it); the run's seed still orders its problems and seeds its sampling
+    run = dataclasses.replace(run, train=dataclasses.replace(run.train, seed=0))
     if arm != "grpo_fixed":
         from algos.cli import build_learner
 

@@ -252,26 +252,23 @@ def _num(x: float | None, fmt: str = ".2f") -> str:
     return "--" if x is None else format(x, fmt)
 
 
-def markdown(rep: Mapping[str, Any]) -> str:
-    """The report as Markdown (the headline first)."""
-    m = rep["meta"]
-    lines = [f"# Does training with a planner beat training alone? ({m.get('problems')} test problems, "
-             f"{m.get('tasks')} tasks)", ""]
-    h = rep.get("headline")
-    if h:
-        seeds = h.get("seeds")
-        lines += [f"**Headline (rsim vs grpo, equal episodes):** {h['verdict']}; p = {_num(h['p_value'], '.3f')} "
-                  f"(corrected for {h['configurations_scored']} configurations scored on the test tree: "
-                  f"{_num(h['p_corrected'], '.3f')}); the design detects a difference of "
-                  f"{_num(None if h['mdd'] is None else 100 * h['mdd'], '.1f')} points (80 % power)."
-                  + (f" Seeds: rsim above grpo in {seeds['above']}, below in {seeds['below']}, tied in "
-                     f"{seeds['tied']} (sign test p = {seeds['p_value']:.3f})." if seeds else ""), ""]
-    else:
-        lines += ["No headline: score both `rsim` and `grpo` (`--arms ...,grpo,rsim`).", ""]
-    lines += ["| arm | seeds | accuracy % (95 % CI) | by seed | strategies / answer | injected performed % | "
-              "r(strategies, correct) | reasoner tokens / problem | planner tokens / problem |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for name, a in rep["arms"].items():
+def _headline_md(h: Mapping[str, Any] | None) -> list[str]:
+    if not h:
+        return ["No headline: score both `rsim` and `grpo` (`--arms ...,grpo,rsim`).", ""]
+    seeds = h.get("seeds")
+    return [f"**Headline (rsim vs grpo, equal episodes):** {h['verdict']}; p = {_num(h['p_value'], '.3f')} "
+            f"(corrected for {h['configurations_scored']} configurations scored on the test tree: "
+            f"{_num(h['p_corrected'], '.3f')}); the design detects a difference of "
+            f"{_num(None if h['mdd'] is None else 100 * h['mdd'], '.1f')} points (80 % power)."
+            + (f" Seeds: rsim above grpo in {seeds['above']}, below in {seeds['below']}, tied in "
+               f"{seeds['tied']} (sign test p = {seeds['p_value']:.3f})." if seeds else ""), ""]
+
+
+def _arms_md(arms: Mapping[str, Any]) -> list[str]:
+    lines = ["| arm | seeds | accuracy % (95 % CI) | by seed | strategies / answer | injected performed % | "
+             "r(strategies, correct) | reasoner tokens / problem | planner tokens / problem |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, a in arms.items():
         lo, hi = a.get("ci95", [None, None])
         tok = a.get("tokens_per_problem", {})
         lines.append(f"| `{name}`{' (tree read-back)' if a.get('read_back') else ''} | {a['seeds']} | "
@@ -280,19 +277,29 @@ def markdown(rep: Mapping[str, Any]) -> str:
                      f"{_num(a.get('strategies_per_answer'))} | {_pct(a.get('injected_performed'))} | "
                      f"{_num(a.get('strategies_vs_correct_r'))} | {_num(tok.get('reasoner'), '.0f')} | "
                      f"{_num(tok.get('planner_read'), '.0f')} |")
-    lines += ["", "| comparison | difference, points (95 % CI) | p | p (Holm, this family) | detectable | verdict |",
-              "| --- | --- | --- | --- | --- | --- |"]
-    for c in rep["comparisons"]:
+    return lines
+
+
+def _pts(x: float | None, fmt: str = "+.1f") -> str:
+    return _num(None if x is None else 100 * x, fmt)
+
+
+def _comparisons_md(family: Sequence[Mapping[str, Any]]) -> list[str]:
+    lines = ["", "| comparison | difference, points (95 % CI) | p | p (Holm, this family) | detectable | verdict |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for c in family:
         lo, hi = c["ci95"]
-        lines.append(f"| {c['a']} vs {c['b']} | {_num(None if c['difference'] is None else 100 * c['difference'], '+.1f')}"
-                     f" ({_num(None if lo is None else 100 * lo, '+.1f')}, {_num(None if hi is None else 100 * hi, '+.1f')})"
-                     f" | {_num(c['p_value'], '.3f')} | {_num(c['p_holm'], '.3f')} | "
-                     f"{_num(None if c['mdd'] is None else 100 * c['mdd'], '.1f')} | {c['verdict']}"
-                     f"{'; ' + c['note'] if c['note'] else ''} |")
-    lines += ["", "| trained arm | runs | episodes a run | reasoner tokens decoded / trained a run | planner token "
-              "share % | groups / steps with signal % | wall / CPU s a run | effective lr (reasoner; planner) |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for name, a in rep["arms"].items():
+        lines.append(f"| {c['a']} vs {c['b']} | {_pts(c['difference'])} ({_pts(lo)}, {_pts(hi)}) | "
+                     f"{_num(c['p_value'], '.3f')} | {_num(c['p_holm'], '.3f')} | {_pts(c['mdd'], '.1f')} | "
+                     f"{c['verdict']}{'; ' + c['note'] if c['note'] else ''} |")
+    return lines
+
+
+def _training_md(arms: Mapping[str, Any]) -> list[str]:
+    lines = ["", "| trained arm | runs | episodes a run | reasoner tokens decoded / trained a run | planner token "
+             "share % | groups / steps with signal % | wall / CPU s a run | effective lr (reasoner; planner) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, a in arms.items():
         t = a.get("training") or {}
         if not t:
             continue
@@ -303,16 +310,32 @@ def markdown(rep: Mapping[str, Any]) -> str:
                      f"{_pct(t['steps_with_signal'])} | {t['wall_s']:.1f} / {t['cpu_s']:.1f} | "
                      f"{', '.join(f'{x:.2g}' for x in lr['reasoner_lr']) or '--'}; "
                      f"{', '.join(f'{x:.2g}' for x in lr['planner_lr']) or '--'} |")
+    return lines
+
+
+def _tasks_md(rep: Mapping[str, Any]) -> list[str]:
     names = list(next(iter(rep["per_task"].values()), {}).keys())[1:]
+    lines: list[str] = []
     if names:
         lines += ["", "| task | problems | " + " | ".join(f"`{n}` %" for n in names) + " |",
                   "| --- | --- | " + " | ".join("---" for _ in names) + " |"]
         for t, row in rep["per_task"].items():
             lines.append(f"| {t} | {row['problems']} | " + " | ".join(_pct(row[n]) for n in names) + " |")
+    h = rep.get("headline")
     if h and h["concentration"]["tasks_carrying"]:
         lines += ["", f"The headline's {h['concentration']['gain_problems']:.1f} problems come from "
                   f"{len(h['concentration']['tasks_carrying'])} task(s): "
                   f"{', '.join(h['concentration']['tasks_carrying'])}."]
+    return lines
+
+
+def markdown(rep: Mapping[str, Any]) -> str:
+    """The report as Markdown (the headline first)."""
+    m = rep["meta"]
+    lines = [f"# Does training with a planner beat training alone? ({m.get('problems')} test problems, "
+             f"{m.get('tasks')} tasks)", ""]
+    lines += _headline_md(rep.get("headline")) + _arms_md(rep["arms"]) + _comparisons_md(rep["comparisons"])
+    lines += _training_md(rep["arms"]) + _tasks_md(rep)
     rep_h = (rep.get("replication") or {}).get("headline")
     if rep_h:
         lines += ["", f"**Replication:** {rep_h['verdict']} (p = {_num(rep_h['p_value'], '.3f')})."]

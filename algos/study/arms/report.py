@@ -266,8 +266,8 @@ def _headline_md(h: Mapping[str, Any] | None) -> list[str]:
 
 def _arms_md(arms: Mapping[str, Any]) -> list[str]:
     lines = ["| arm | seeds | accuracy % (95 % CI) | by seed | strategies / answer | injected performed % | "
-             "r(strategies, correct) | reasoner tokens / problem | planner tokens / problem |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "r(strategies, correct) | reasoner tokens / problem | planner tokens / problem | live decode s |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, a in arms.items():
         lo, hi = a.get("ci95", [None, None])
         tok = a.get("tokens_per_problem", {})
@@ -276,7 +276,7 @@ def _arms_md(arms: Mapping[str, Any]) -> list[str]:
                      f"{', '.join(_pct(x) for x in a.get('accuracy_by_seed', []))} | "
                      f"{_num(a.get('strategies_per_answer'))} | {_pct(a.get('injected_performed'))} | "
                      f"{_num(a.get('strategies_vs_correct_r'))} | {_num(tok.get('reasoner'), '.0f')} | "
-                     f"{_num(tok.get('planner_read'), '.0f')} |")
+                     f"{_num(tok.get('planner_read'), '.0f')} | {_num(a.get('decode_wall_s'), '.1f')} |")
     return lines
 
 

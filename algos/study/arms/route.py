@@ -1,4 +1,4 @@
-"""``rsim study --arms ... --stage route``: which route the reasoner trains on, measured on val.
+"""Which route the arms' reasoner trains on (torch or llama.cpp rollouts), measured on val by ``--stage route``.
 
 For each route of :data:`algos.study.arms.spec.ROUTES` the study's reasoner can take (torch rollouts; llama.cpp
 rollouts of the adapter with truncated importance sampling), the trained arms asked (``grpo`` when none is) are

@@ -103,7 +103,7 @@ def score_look(cfg: StudyConfig, look: dict[str, Any], problems: Sequence[Any], 
     path = Path(cfg.out) / "arms" / "scores" / split / f"{name}.jsonl.gz"
     ids = [p.id for p in problems]
     digest = weights_digest([look["planner"], look["reasoner"]])
-    meta_path = path.with_suffix("").with_suffix(".json")
+    meta_path = _meta_path(cfg, split, look)
     if path.is_file() and meta_path.is_file():
         meta = json.loads(meta_path.read_text())
         if meta.get("ids") == ids and meta.get("weights") == digest and meta.get("look") == look:
@@ -130,6 +130,11 @@ def score_look(cfg: StudyConfig, look: dict[str, Any], problems: Sequence[Any], 
         f.writelines(json.dumps(r) + "\n" for r in compact)
     meta_path.write_text(json.dumps({"ids": ids, "weights": digest, "look": look, "timing": stats}) + "\n")
     return compact
+
+
+def _meta_path(cfg: StudyConfig, split: str, look: dict[str, Any]) -> Path:
+    """Beside a look's episodes: its problems, weights digest, look and decode timing."""
+    return Path(cfg.out) / "arms" / "scores" / split / f"{look['name']}_s{look['seed']}.json"
 
 
 def read(path: str | Path) -> list[dict[str, Any]]:
@@ -190,11 +195,14 @@ def score(cfg: StudyConfig, split: str = "test", arms: Sequence[str] | None = No
     arms = list(arms if arms is not None else parse_arms(cfg.arms))
     problems = _problems(cfg, split)
     out: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    seconds: dict[str, float] = {}
     n = ledger.count(cfg, split)
     for arm in arms:
         arm_looks = looks(cfg, arm)
         for lk in arm_looks:
             out.setdefault(lk["name"], {})[lk["seed"]] = score_look(cfg, lk, problems, split)
+            meta = json.loads(_meta_path(cfg, split, lk).read_text())
+            seconds[lk["name"]] = seconds.get(lk["name"], 0.0) + float(meta["timing"]["wall_s"])
         n = _record(cfg, arm, split, arm_looks)
         _log(f"{arm}: {len(arm_looks)} look(s) on {len(problems)} {split} problems (ledger: {n} configurations)")
-    return {"looks": out, "ledger_count": n, "problems": [p.id for p in problems]}
+    return {"looks": out, "ledger_count": n, "problems": [p.id for p in problems], "decode_wall_s": seconds}

@@ -66,6 +66,8 @@ def report(cfg: StudyConfig) -> dict[str, Any]:
     built = rep.build(test["looks"], test["problems"], tasks, records, ledger_count=test["ledger_count"],
                       readbacks=_readbacks(cfg, "test", arms), replication=replication,
                       meta={"reasoner": cfg.reasoner, "route": cfg.arm.route, "data": cfg.data, "config": as_dict(cfg)})
+    for name, secs in test["decode_wall_s"].items():  # the live scoring's cost, every seed's looks together
+        built["arms"][name]["decode_wall_s"] = secs
     n = _record_headline(cfg, built)
     if n is not None:  # the headline's own look counted too: the same m on every rerun
         from ..stats import holm_bound

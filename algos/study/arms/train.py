@@ -172,8 +172,9 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def train_run(cfg: StudyConfig, arm: str, seed: int, problems: Sequence[Any],
-              plan: tuple[int, ...] | None = None) -> dict[str, Any]:
-    """Train (or reuse, or resume) ``arm``'s seed ``seed`` on ``problems``; its record (``<run>/arm.json``)."""
+              plan: tuple[int, ...] | None = None, bar: Any = None) -> dict[str, Any]:
+    """Train (or reuse, or resume) ``arm``'s seed ``seed`` on ``problems``; its record (``<run>/arm.json``).
+    ``bar``: a progress bar over every run's steps (one of its own when None)."""
     from accelerate.utils import set_seed
 
     from agents.runs import find_checkpoint
@@ -184,6 +185,8 @@ def train_run(cfg: StudyConfig, arm: str, seed: int, problems: Sequence[Any],
     record_path = out / "arm.json"
     kept = json.loads(record_path.read_text()) if record_path.is_file() else None
     if kept and kept.get("complete") and kept["totals"]["steps"] >= cfg.arm.steps:
+        if bar is not None:
+            bar.update(cfg.arm.steps)
         return kept | {"reused": True}
     run = run_config(cfg, arm, seed)
     acc = make_accelerator(run.train)
@@ -201,7 +204,7 @@ def train_run(cfg: StudyConfig, arm: str, seed: int, problems: Sequence[Any],
             rows = [r for r in kept["rows"] if r["step"] <= trainer.step]
             wall, cpu = kept["wall_s"], kept["cpu_s"]
         _log(f"{arm} seed {seed}: resumed at step {trainer.step} ({ckpt})")
-    rows, wall, cpu = _steps(cfg, arm, seed, trainer, rows, wall, cpu, record_path, plan)
+    rows, wall, cpu = _steps(cfg, arm, seed, trainer, (rows, wall, cpu), record_path, plan, bar)
     return _record(cfg, arm, seed, rows, wall, cpu, record_path, plan, complete=True)
 
 
@@ -217,12 +220,17 @@ def _record(cfg: StudyConfig, arm: str, seed: int, rows: list[dict[str, Any]], w
     return rec
 
 
-def _steps(cfg: StudyConfig, arm: str, seed: int, trainer: Any, rows: list[dict[str, Any]], wall: float, cpu: float,
-           path: Path, plan: tuple[int, ...] | None) -> tuple[list[dict[str, Any]], float, float]:
+def _steps(cfg: StudyConfig, arm: str, seed: int, trainer: Any, done: tuple[list[dict[str, Any]], float, float],
+           path: Path, plan: tuple[int, ...] | None, bar: Any) -> tuple[list[dict[str, Any]], float, float]:
+    """Run ``trainer`` to ``arm.steps`` from ``done`` (the rows, wall and CPU seconds so far), recording each step and
+    checkpointing on schedule."""
     from tqdm.auto import tqdm
 
+    rows, wall, cpu = done
     steps = cfg.arm.steps
-    bar = tqdm(total=steps, initial=trainer.step, desc=f"{arm} seed {seed}", unit="step", dynamic_ncols=True)
+    own = bar is None
+    bar = tqdm(total=steps, desc=f"{arm} seed {seed}", unit="step", dynamic_ncols=True) if own else bar
+    bar.update(trainer.step)
     try:
         while trainer.step < steps:
             t0, c0 = time.perf_counter(), time.process_time()
@@ -231,12 +239,13 @@ def _steps(cfg: StudyConfig, arm: str, seed: int, trainer: Any, rows: list[dict[
             wall, cpu = wall + dt, cpu + dc
             rows.append(_row(trainer.step, m, trainer.seen, dt))
             bar.update(1)
-            bar.set_postfix(reward=f"{m.get('reasoner/reward', 0.0):.3f}")
+            bar.set_postfix(arm=arm, seed=seed, reward=f"{m.get('reasoner/reward', 0.0):.3f}")
             if trainer.step % trainer.cfg.save_every == 0 or trainer.step == steps:
                 trainer.save()
                 _record(cfg, arm, seed, rows, wall, cpu, path, plan, complete=False)
     finally:
-        bar.close()
+        if own:
+            bar.close()
         trainer.acc.end_training()
     return rows, wall, cpu
 
@@ -283,9 +292,13 @@ def train(cfg: StudyConfig) -> dict[str, Any]:
     plan = best_fixed_plan(cfg) if "grpo_fixed" in arms else None
     a = cfg.arm
     _log(f"{len(arms)} arm(s) x {a.seeds} seed(s) x {a.steps} steps x {a.groups_per_step} problems x G {a.group_size}"
-         f" = {a.episodes} episodes a run, on {len(problems)} train problems (route {a.route})")
-    runs = [train_run(cfg, arm, s, problems, plan if arm == "grpo_fixed" else None)
-            for arm in arms for s in range(a.seeds)]
+         f" = {a.episodes} episodes a run, {len(arms) * a.seeds * a.episodes} in all, on {len(problems)} train "
+         f"problems (route {a.route}); the bar's ETA is measured from the steps run so far")
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(arms) * a.seeds * a.steps, desc="arms", unit="step", dynamic_ncols=True) as bar:
+        runs = [train_run(cfg, arm, s, problems, plan if arm == "grpo_fixed" else None, bar)
+                for arm in arms for s in range(a.seeds)]
     check_equal_budget(contract(summaries(cfg, arms)))
     return {"runs": [{k: r[k] for k in ("arm", "seed", "reused", "wall_s", "cpu_s", "run_dir")} for r in runs],
             "fixed_plan": list(plan) if plan else None}

@@ -151,7 +151,9 @@ def _row(step: int, m: dict[str, float], seen: dict[str, Any], seconds: float) -
             "reasoner_tokens_decoded": seen["reasoner_written"], "reasoner_tokens_read": seen["reasoner_read"],
             "planner_tokens_read": seen["planner_read"], "reasoner_tokens_trained": m.get("reasoner/tokens", 0.0),
             "reasoner_lr": m.get("reasoner/learning_rate"), "planner_lr": m.get("planner/learning_rate"),
-            "reasoner_skipped": m.get("reasoner/skipped", 0.0), "stage": m.get("stage"), "lambda": m.get("lambda"),
+            "reasoner_skipped": m.get("reasoner/skipped", 0.0), "planner_skipped": m.get("planner/skipped"),
+            "planner_groups_zero_std": m.get("planner/frac_reward_zero_std"), "stage": m.get("stage"),
+            "lambda": m.get("lambda"),
             "seconds": seconds}
 
 
@@ -168,6 +170,7 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
             if planner + read + dec else 0.0,
             "groups_with_signal": 1 - sum(zero) / len(zero) if zero else None,
             "steps_with_signal": sum(1 for r in rows if not r["reasoner_skipped"]) / len(rows) if rows else None,
+            "planner_steps_updated": sum(1 for r in rows if r.get("planner_skipped") == 0.0),
             "effective_lr": lrs, "problems": [p for r in rows for p in r["problems"]]}
 
 

@@ -41,3 +41,9 @@ def test_every_arm_runs_end_to_end_on_tiny_models_and_a_rerun_reuses_everything(
     again = cli.main(argv)
     assert all(r["reused"] for r in again["arms"]["train"]["runs"])
     assert ledger.count(cfg, "test") == n
+    # the route, measured on val (never test): every route the reasoner has, side by side; the test ledger untouched
+    route = cli.main(argv[:-1] + ["grpo", "--stage", "route", "--set", "arm.seeds=1"])["route"]["routes"]
+    assert route["torch"]["arms"]["grpo"]["episodes"] == 8 and route["torch"]["val_problems"] == 4
+    assert 0 <= route["torch"]["arms"]["grpo"]["val_accuracy"] <= 1
+    assert route["torch"]["arms"]["grpo"]["seconds_per_episode"] > 0 and "skipped" in route["llamacpp"]
+    assert ledger.count(cfg, "test") == n

@@ -99,7 +99,7 @@ class ArmSettings:
     @property
     def stage1_steps(self) -> int:
         """Stackelberg steps in stage 1."""
-        return round(self.steps * self.stage1_share)
+        return int(self.steps * self.stage1_share + 0.5)
 
 
 def parse_arms(text: str) -> tuple[str, ...]:

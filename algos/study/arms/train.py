@@ -187,6 +187,7 @@ def train_run(cfg: StudyConfig, arm: str, seed: int, problems: Sequence[Any],
     out = run_dir(cfg, arm, seed)
     record_path = out / "arm.json"
     kept = json.loads(record_path.read_text()) if record_path.is_file() else None
+    _check_same_settings(cfg, kept, out)
     if kept and kept.get("complete") and kept["totals"]["steps"] >= cfg.arm.steps:
         if bar is not None:
             bar.update(cfg.arm.steps)
@@ -209,6 +210,23 @@ def train_run(cfg: StudyConfig, arm: str, seed: int, problems: Sequence[Any],
         _log(f"{arm} seed {seed}: resumed at step {trainer.step} ({ckpt})")
     rows, wall, cpu = _steps(cfg, arm, seed, trainer, (rows, wall, cpu), record_path, plan, bar)
     return _record(cfg, arm, seed, rows, wall, cpu, record_path, plan, complete=True)
+
+
+IGNORED = ("seeds", "batch")
+"""Arm settings that do not change a run (how many runs there are, the scoring's decode batch)."""
+
+
+def _check_same_settings(cfg: StudyConfig, kept: dict[str, Any] | None, out: Path) -> None:
+    """A kept run (finished or not) trained under other arm settings is refused, not continued or reused."""
+    if not kept:
+        return
+    now = dataclasses.asdict(cfg.arm)
+    diff = sorted(k for k in now if k not in IGNORED and kept["settings"].get(k) != now[k])
+    if diff:
+        was = ", ".join(f"{k}={kept['settings'].get(k)!r}" for k in diff)
+        raise ValueError(f"{out} was trained with other arm settings ({was}; now "
+                         f"{', '.join(f'{k}={now[k]!r}' for k in diff)}): a run keeps its settings; delete the run dir "
+                         "to retrain it, or use another --out.")
 
 
 def _record(cfg: StudyConfig, arm: str, seed: int, rows: list[dict[str, Any]], wall: float, cpu: float, path: Path,

@@ -81,7 +81,7 @@ def test_bad_command_lines_are_one_line_errors():
         study_cli.parse(["--preset", "nope"])
     with pytest.raises(ValueError, match="learner.foo"):
         study_cli.parse(["--set", "learner.foo=1"])
-    assert cli.main.__module__ == "algos.cli" and sorted(PRESETS) == ["adaptive", "tiny"]
+    assert cli.main.__module__ == "algos.cli" and sorted(PRESETS) == ["adaptive", "arms", "tiny"]
 
 
 def test_the_wheel_ships_the_command():

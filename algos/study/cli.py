@@ -15,11 +15,14 @@ Stages, each resumable (what is done is not done again) and each selectable with
    per-task table, concentration, within-task conditioning. With ``--replicate`` the replication tree (a second test
    draw) is scored too, once, and the headline says whether the result replicated.
 
-``all`` runs them in order. ::
+``all`` runs them in order. With ``--arms base,planner,grpo,grpo_fixed,rsim,rsim_warm`` each stage also runs the
+arms' part (:mod:`algos.study.arms`: the reasoner trained alone, under a fixed plan, with a planner, at equal
+episodes, scored live; ``<out>/arms/report/``); ``--stage route`` measures the arms' training route on val. ::
 
     rsim study --preset adaptive                                  # the committed trees and heads: no decoding
     rsim study --reasoner openai:MODEL@http://HOST:8000/v1 --data rg:gcd+lcm --out runs/my_study
     rsim study --preset tiny --stage fill --print-config
+    rsim study --preset arms                                      # the paper's headline on the embedded reasoner
 """
 
 from __future__ import annotations
@@ -158,6 +161,13 @@ def run(cfg: StudyConfig) -> dict[str, Any]:
     stages = ORDER if cfg.stage == "all" else (cfg.stage,)
     out: dict[str, Any] = {"config": as_dict(cfg)}
     scored: dict[str, tuple[Table, dict[str, ModeResult]]] = {}
+    if cfg.arms or cfg.stage == "route":  # algos/study/arms: refused before anything runs, else after each stage
+        from .arms import stages as arms
+
+        arms.check(cfg)
+        if cfg.stage == "route":
+            out["route"] = arms.run(cfg, "route")
+            return out
     for stage in stages:
         print(f"[rsim study] stage {stage}", file=sys.stderr, flush=True)
         if stage == "fill":
@@ -181,6 +191,10 @@ def run(cfg: StudyConfig) -> dict[str, Any]:
             out["report"] = _report(cfg)
             for p in out["report"]["paths"]:
                 print(f"[rsim study] wrote {p}", file=sys.stderr)
+        if cfg.arms:
+            got = arms.run(cfg, stage)
+            if got is not None:
+                out.setdefault("arms", {})[stage] = got
     return out
 
 

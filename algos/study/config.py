@@ -10,7 +10,10 @@ learner.lr=3e-4``). Presets (:data:`PRESETS`) are override dicts on top of the d
   and features (``docs/study_results/adaptive/features``): ``rsim study --preset adaptive`` decodes and trains nothing
   and writes its scores and report under ``runs/study_adaptive`` (its looks go to the test set's one ledger); only
   ``--docs`` without ``--out`` writes them into the committed folder (:data:`DOCS_OUT`);
-* ``tiny``: tiny random-init models on two reasoning-gym tasks, a few problems a split (tests; seconds).
+* ``tiny``: tiny random-init models on two reasoning-gym tasks, a few problems a split (tests; seconds);
+* ``arms``: the adaptive study's trees and heads, and every arm of :mod:`algos.study.arms` on the embedded SmolLM2
+  (3 seeds x 24 steps x 2 problems x G 8 = 384 episodes a run; hours of CPU), written under ``runs/study_arms``
+  (``--docs``: :data:`DOCS_OUT`).
 
 :func:`game` and :func:`run_overrides` say how the study's game is an ``rsim train`` run (the fill decodes through it,
 the train stage trains through it), so every stage plays the same game.
@@ -24,15 +27,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..dataclass_cli import apply_overrides
+from .arms.spec import ArmSettings, parse_arms
 
 if TYPE_CHECKING:
     from rsim_env.game import EnvConfig
 
-__all__ = ["LearnerSettings", "StudyConfig", "PRESETS", "DOCS_OUT", "STAGES", "SPLITS", "resolve", "game",
-           "run_overrides", "as_dict"]
+__all__ = ["ArmSettings", "LearnerSettings", "StudyConfig", "PRESETS", "DOCS_OUT", "STAGES", "SPLITS", "resolve",
+           "game", "run_overrides", "as_dict"]
 
-STAGES = ("fill", "train", "score", "report", "all")
-"""``--stage``: one stage, or every stage in order (each resumes: what is done is not done again)."""
+STAGES = ("fill", "train", "score", "report", "all", "route")
+"""``--stage``: one stage, or every stage in order (each resumes: what is done is not done again); ``route``
+(not in ``all``): the arms' training route measured on val (:mod:`algos.study.arms.route`)."""
 SPLITS = ("train", "val", "test", "replication")
 """The splits a study has trees for (``replication``: a second test draw, scored once with ``--replicate``)."""
 VARIANTS = ("last_round", "both")
@@ -91,7 +96,8 @@ class StudyConfig:
     out: str = "runs/study"
     """The study folder: trees/, heads/, features/, scores/, report/ (each stage resumes from what is there)."""
     stage: str = "all"
-    """Which stage to run: fill, train, score, report, or all (in that order)."""
+    """Which stage to run: fill, train, score, report, or all (in that order); route: measure the arms' training
+    route on val."""
     reasoner: str = "llamacpp:default#threads=1"
     """The frozen reasoner, decoded greedily once into the plan trees: any agent spec (llamacpp:, a hub id or model
     dir, openai:MODEL@URL, package.module:factory; replay: is added when missing)."""
@@ -156,8 +162,14 @@ class StudyConfig:
     ``sc_<split>.jsonl.gz`` there; without them ``sc`` is left out)."""
     threads: int = 0
     """Torch CPU threads (0 = chosen for the machine)."""
+    arms: str = ""
+    """Also run these arms (comma list of base, planner, grpo, grpo_fixed, rsim, rsim_warm; :mod:`algos.study.arms`):
+    the reasoner trained alone, under the best fixed plan, with a planner, ... at equal episodes, scored live."""
+    arm: ArmSettings = field(default_factory=ArmSettings)
+    """How every trained arm trains and how the arms are scored (``--set arm.KEY=VALUE``)."""
 
     def __post_init__(self) -> None:
+        parse_arms(self.arms)
         if self.stage not in STAGES:
             raise ValueError(f"StudyConfig.stage={self.stage!r} is invalid: use one of {STAGES}.")
         for name in ("out", "reasoner", "data", "planner", "name"):
@@ -223,10 +235,21 @@ PRESETS: dict[str, dict[str, Any]] = {
         "train_per_task": 3, "val_per_task": 2, "test_per_task": 2, "max_step_tokens": 4, "max_answer_tokens": 6,
         "max_copies": 16, "increment": 2, "learner.seeds": 2, "learner.steps": 2, "learner.groups_per_step": 2,
         "learner.group_size": 4, "learner.eval_every": 1,
+        "arm.seeds": 2, "arm.steps": 2, "arm.groups_per_step": 2, "arm.group_size": 2, "arm.lr": 1e-2,
+        "arm.planner_lr": 1e-2, "arm.lora_rank": 2, "arm.batch": 4,
     },
 }
+# the paper's headline on the embedded reasoner: the adaptive study's trees and heads (the plug-in column), and every
+# arm trained on its train split at 384 episodes a run (24 steps x 2 problems x G 8), 3 seeds, scored live on test
+PRESETS["arms"] = {
+    **PRESETS["adaptive"], "out": "runs/study_arms",
+    "arms": "base,planner,grpo,grpo_fixed,rsim,rsim_warm",
+    "arm.seeds": 3, "arm.steps": 24, "arm.groups_per_step": 2, "arm.group_size": 8, "arm.lr": 2e-4,
+    "arm.planner_lr": 1e-3, "arm.lora_rank": 16, "arm.kl": 0.0, "arm.temperature": 0.7, "arm.lambda1": 0.7,
+    "arm.lambda2": 0.3, "arm.stage1_share": 0.5, "arm.route": "torch", "arm.batch": 16,
+}
 """Override dicts on top of :class:`StudyConfig`'s defaults (module docstring)."""
-DOCS_OUT: dict[str, str] = {"adaptive": "docs/study_results/adaptive"}
+DOCS_OUT: dict[str, str] = {"adaptive": "docs/study_results/adaptive", "arms": "docs/study_results/arms"}
 """A preset's committed study folder: ``rsim study --preset NAME --docs`` without ``--out`` writes its scores and
 report there (the only way the command writes into tracked ``docs/`` files besides the ledger of item 1)."""
 

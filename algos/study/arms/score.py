@@ -1,0 +1,236 @@
+"""The arms' score stage: every arm played live, greedily, on one decode route with a fixed batch, on a held-out split.
+
+A trained reasoner has no plan tree, so every arm is decoded live, and so that a difference between arms is never a
+difference between decoders, the untrained ones are decoded live on the same route too (beside their tree
+read-backs in the report): the reasoner spec of ``arm.route`` (:func:`algos.study.arms.spec.route_reasoner`), the
+study's game and step lengths, greedy, ``arm.batch`` problems a batched decode (llama.cpp's greedy output depends on
+the batch), on exactly the problems of the split's tree (the read-backs' problems, so every comparison is paired).
+
+=============  ==========================================================  ==================
+arm            planner seat                                                reasoner
+=============  ==========================================================  ==================
+base           none (``base``), and the best fixed plan (``base_fixed``)   untrained
+planner        the study's heads, one look a seed                          untrained
+grpo           none                                                        the run's adapter
+grpo_fixed     the best fixed plan (the one it trained under)              the run's adapter
+rsim(_warm)    the run's planner                                           the run's adapter
+=============  ==========================================================  ==================
+
+Each (arm, seed) is an ``rsim eval`` journal under ``<out>/arms/eval/<split>/`` (an interrupted scoring resumes by
+batch) and its compact episodes go to ``<out>/arms/scores/<split>/<look>.jsonl.gz``. Every arm's scoring is one look
+at the split's tree, recorded in its ledger (:mod:`algos.study.ledger`; its hash covers the arm, the settings, the
+route and the weights of every seed's run): an identical rescoring adds no entry. The replication split is scored
+once: another configuration of an arm already scored on it is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from .. import ledger
+from ..config import StudyConfig
+from ..paths import StudyPaths
+from .spec import TRAINED, parse_arms, route_reasoner
+from .train import best_fixed_plan, run_dir
+
+__all__ = ["looks", "eval_config", "score_look", "score", "read", "weights_digest", "split_problems", "exact_ledger",
+           "COMPACT"]
+
+COMPACT = ("problem_id", "correct", "strategies", "detected", "tokens", "rewards", "extracted", "terminated")
+"""The episode fields kept per scored problem."""
+
+
+def _log(msg: str) -> None:
+    print(f"[rsim study arms] {msg}", file=sys.stderr, flush=True)
+
+
+def looks(cfg: StudyConfig, arm: str) -> list[dict[str, Any]]:
+    """The live scorings of ``arm``: ``{"name", "seed", "mode", "planner", "reasoner"}`` each (the route's reasoner
+    spec, or a run dir; mode as ``rsim eval``'s)."""
+    route = route_reasoner(cfg.reasoner, cfg.arm.route)
+    if arm == "base":
+        plan = ",".join(map(str, best_fixed_plan(cfg)))
+        return [{"name": "base", "seed": 0, "mode": "none", "planner": "", "reasoner": route},
+                {"name": "base_fixed", "seed": 0, "mode": f"fixed:{plan}", "planner": "", "reasoner": route}]
+    if arm == "planner":
+        return [{"name": "planner", "seed": s, "mode": "trained", "planner": str(StudyPaths.of(cfg).head(s)), "reasoner": route}
+                for s in range(cfg.learner.seeds)]
+    out = []
+    for s in range(cfg.arm.seeds):
+        run = str(run_dir(cfg, arm, s))
+        if arm == "grpo":
+            out.append({"name": arm, "seed": s, "mode": "none", "planner": "", "reasoner": run})
+        elif arm == "grpo_fixed":
+            plan = json.loads((Path(run) / "arm.json").read_text())["fixed_plan"]
+            out.append({"name": arm, "seed": s, "mode": "fixed:" + ",".join(map(str, plan)), "planner": "",
+                        "reasoner": run})
+        else:
+            out.append({"name": arm, "seed": s, "mode": "trained", "planner": run, "reasoner": run})
+    return out
+
+
+def eval_config(cfg: StudyConfig, look: dict[str, Any], out: Path) -> Any:
+    """The ``rsim eval`` config of one look: the study's game (``rsim train --preset study`` with the study's
+    rounds), its step lengths, greedy, the fixed batch; the env and reasoner settings are the study's for every arm
+    (never a run's own)."""
+    from algos.config import ModelConfig, resolve
+    from algos.evaluation import EvalConfig
+
+    run = resolve("study", {"env.max_steps": cfg.rounds, "env.terminate_last_round": cfg.terminate_last_round,
+                            "reasoner.max_step_tokens": cfg.max_step_tokens,
+                            "reasoner.max_answer_tokens": cfg.max_answer_tokens})
+    return EvalConfig(model=ModelConfig(planner=look["planner"], reasoner=look["reasoner"]), env=run.env,
+                      reasoner=run.reasoner, modes=(look["mode"],), k=1, seed=0, batch=cfg.arm.batch,
+                      from_run=False, max_answer_tokens=cfg.max_answer_tokens, out=str(out), plots=False,
+                      progress=False)
+
+
+def _compact(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: row.get(k) for k in COMPACT}
+
+
+def score_look(cfg: StudyConfig, look: dict[str, Any], problems: Sequence[Any], split: str,
+               decode: bool = True) -> list[dict[str, Any]]:
+    """One look's compact episodes on ``problems`` (kept in ``<out>/arms/scores/<split>/``; a kept scoring of the
+    same problems and weights is read back). ``decode=False`` (the report stage) only reads: a look not kept raises
+    with the command that scores it."""
+    from algos.evaluation.journal import Journal, settings_of
+    from algos.evaluation.run import build_reasoner, evaluate_mode, load_planner
+
+    name = f"{look['name']}_s{look['seed']}"
+    path = Path(cfg.out) / "arms" / "scores" / split / f"{name}.jsonl.gz"
+    ids = [p.id for p in problems]
+    digest = weights_digest([look["planner"], look["reasoner"]])
+    meta_path = _meta_path(cfg, split, look)
+    if path.is_file() and meta_path.is_file():
+        meta = json.loads(meta_path.read_text())
+        if meta.get("ids") == ids and meta.get("weights") == digest and meta.get("look") == look:
+            return read(path)
+    if not decode:
+        raise ValueError(f"--stage report: no kept {split} scoring of {name} with these weights at {path}; run rsim "
+                         f"study --arms {cfg.arms} --stage score (--out {cfg.out}) first, then --stage report.")
+    out = Path(cfg.out) / "arms" / "eval" / split / name
+    ecfg = eval_config(cfg, look, out)
+    journal = Journal(out, settings_of(ecfg, ids, digest), True)
+    shared: dict = {}
+    reasoner = build_reasoner(look["reasoner"], ecfg, problems, shared).agent
+    planner = None
+    if look["mode"] == "trained":
+        planner = load_planner(look["planner"], ecfg, shared).agent
+    elif look["mode"].startswith("fixed:"):
+        from algos.evaluation.run import make_planner
+
+        planner = make_planner(look["mode"], ecfg, None)
+    rows, stats = evaluate_mode(look["mode"], problems, reasoner, planner, ecfg, journal=journal)
+    compact = [_compact(r) for r in rows]
+    if look["mode"].startswith("fixed:"):  # the scripted planner reads nothing
+        for r in compact:
+            r["tokens"] = dict(r.get("tokens") or {}, planner_read=0)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.writelines(json.dumps(r) + "\n" for r in compact)
+    meta_path.write_text(json.dumps({"ids": ids, "weights": digest, "look": look, "timing": stats}) + "\n")
+    return compact
+
+
+def _meta_path(cfg: StudyConfig, split: str, look: dict[str, Any]) -> Path:
+    """Beside a look's episodes: its problems, weights digest, look and decode timing."""
+    return Path(cfg.out) / "arms" / "scores" / split / f"{look['name']}_s{look['seed']}.json"
+
+
+def read(path: str | Path) -> list[dict[str, Any]]:
+    """A kept look's compact episodes."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def weights_digest(specs: Sequence[str]) -> str:
+    """SHA-256 of the weights files (``model.*``) of the newest checkpoint of every run dir in ``specs`` (other specs
+    by name): a retrained run is another look."""
+    from agents.runs import find_checkpoint
+
+    h = hashlib.sha256()
+    for spec in specs:
+        h.update(spec.encode())
+        ck = find_checkpoint(Path(spec)) if spec and Path(spec).is_dir() else None
+        if ck is not None:
+            for p in sorted(ck.glob("model.*")):
+                h.update(p.name.encode())
+                h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def split_problems(cfg: StudyConfig, split: str) -> list[Any]:
+    """The split tree's complete problems, in its table's order (the read-backs' problems)."""
+    from ..tables import split_table, tree_problems
+
+    ids = split_table(cfg, split).ids()
+    _, items = tree_problems(cfg, split)
+    by = {p.id: p for p in items}
+    return [by[i] for i in ids]
+
+
+def _settings(cfg: StudyConfig, arm: str, split: str, arm_looks: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"arms": arm, "looks": arm_looks, "route": cfg.arm.route, "batch": cfg.arm.batch, "split": split,
+            "arm_settings": dataclasses.asdict(cfg.arm) if arm in TRAINED else None,
+            "weights": weights_digest([s for lk in arm_looks for s in (lk["planner"], lk["reasoner"])]),
+            "study": ledger.score_settings(cfg)}
+
+
+def exact_ledger(cfg: StudyConfig, problems: Sequence[Any]) -> ledger.Ledger | None:
+    """The ledger of exactly the split's scored ``problems`` (None before the first look at them)."""
+    return ledger.find(ledger.test_set_key([p.question for p in problems]), ledger.study_folders(cfg))
+
+
+def _record(cfg: StudyConfig, arm: str, split: str, arm_looks: list[dict[str, Any]], problems: Sequence[Any]) -> int:
+    """Record ``arm``'s scoring of ``split`` as one look (p = null: an arm's scoring has no primary comparison of its
+    own; the headline's look keeps the p) in every ledger its problems touch; returns the exact ledger's family
+    size. On the replication split another configuration of an arm already scored there is refused."""
+    settings = _settings(cfg, arm, split, arm_looks)
+    h = ledger.config_hash(settings, ledger.tree_fingerprint(StudyPaths.of(cfg).tree(split)))
+    found = exact_ledger(cfg, problems)
+    if split == "replication" and found is not None:
+        rows = [r for r in found.looks if str(r.get("scored", "")).startswith(f"arms:{arm} ")]
+        if rows and all(r["hash"] != h for r in rows):
+            raise ValueError(f"arm {arm!r} was already scored on the replication split under another configuration "
+                             f"({found.path}): it is scored once, at the end of a study.")
+    line = ledger.look(h, command="rsim study --arms", scored=f"arms:{arm} live on route {cfg.arm.route}, "
+                       f"{len(arm_looks)} look(s)", p_value=None, problems=len(problems), settings=settings,
+                       split=split)
+    written = ledger.record_scoring([p.question for p in problems], line, own=ledger.study_folders(cfg),
+                                    create_in=StudyPaths.of(cfg).trees,
+                                    described=f"{cfg.name} {split} split of {cfg.data}")
+    return len(ledger.family(written[0]))
+
+
+def score(cfg: StudyConfig, split: str = "test", arms: Sequence[str] | None = None,
+          read_only: bool = False) -> dict[str, Any]:
+    """Every look of every arm of ``cfg.arms`` on ``split`` (module docstring): ``{look name: {seed: rows}}`` and
+    the ledger count after recording them. ``read_only`` (the report stage): kept scorings only, nothing decoded or
+    recorded."""
+    if split in ("train", "val"):
+        raise ValueError(f"arms score(split={split!r}): score a held-out split (test, or replication); the route is "
+                         "measured on val by --stage route.")
+    arms = list(arms if arms is not None else parse_arms(cfg.arms))
+    problems = split_problems(cfg, split)
+    out: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    seconds: dict[str, float] = {}
+    found = exact_ledger(cfg, problems)
+    n = len(ledger.family(found)) if found is not None else 0
+    for arm in arms:
+        arm_looks = looks(cfg, arm)
+        for lk in arm_looks:
+            out.setdefault(lk["name"], {})[lk["seed"]] = score_look(cfg, lk, problems, split, decode=not read_only)
+            meta = json.loads(_meta_path(cfg, split, lk).read_text())
+            seconds[lk["name"]] = seconds.get(lk["name"], 0.0) + float(meta["timing"]["wall_s"])
+        if read_only:
+            continue
+        n = _record(cfg, arm, split, arm_looks, problems)
+        _log(f"{arm}: {len(arm_looks)} look(s) on {len(problems)} {split} problems (ledger: {n} configurations)")
+    return {"looks": out, "ledger_count": n, "problems": [p.id for p in problems], "decode_wall_s": seconds}

@@ -113,6 +113,7 @@ def _score(cfg: StudyConfig, split: str) -> tuple[Any, Any]:
 def _report(cfg: StudyConfig, scored: dict[str, Any]) -> dict[str, Any]:
     from . import ledger
     from .fill import tree_path
+    from .splits import external
 
     report = _stage("report")
     test, modes = scored.get("test") or _score(cfg, "test")
@@ -125,6 +126,7 @@ def _report(cfg: StudyConfig, scored: dict[str, Any]) -> dict[str, Any]:
     meta = {"reasoner": cfg.reasoner, "data": cfg.data, "planner": cfg.planner, "rounds": cfg.rounds,
             "terminate_last_round": cfg.terminate_last_round, "test_tree": str(tree_path(cfg, "test")),
             "ledger": str(ledger.ledger_path(cfg, "test")), "config_hash": h, "heads_from": cfg.heads_from,
+            "test_data": external(cfg, "test"), "replication_data": external(cfg, "replication"),
             "config": as_dict(cfg)}
     built = report.build(test, modes, ledger_count=n, replication=rep, meta=meta)
     paths = report.write(built, Path(cfg.out) / "report")

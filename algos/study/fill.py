@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .config import StudyConfig, run_overrides, tree_dir
-from .splits import first_per_task, problems
+from .splits import external, first_per_task, problems
 
 __all__ = ["tree_path", "info_path", "load_tree", "plans", "steps_per_problem", "missing_steps", "measured_rate", "cost",
            "print_cost", "reasoner_spec", "build_reasoner", "fill_split", "run"]
@@ -40,13 +40,19 @@ reasoner is built)."""
 
 
 def tree_path(cfg: StudyConfig, split: str) -> Path:
-    """``split``'s plan tree: ``<tree_dir>/<name>_<split>.tree.json.gz``."""
+    """``split``'s plan tree: ``<tree_dir>/<name>_<split>.tree.json.gz``; a split read from your own file
+    (``test_data`` / ``replication_data``) has its own, ``<out>/trees/<name>_<split>_<file's sha256[:12]>.tree.json.gz``
+    (the study's committed trees are never written by it)."""
+    own = external(cfg, split)
+    if own is not None:
+        return Path(cfg.out) / "trees" / f"{cfg.name}_{split}_{own['sha256'][:12]}.tree.json.gz"
     return tree_dir(cfg) / f"{cfg.name}_{split}.tree.json.gz"
 
 
 def info_path(cfg: StudyConfig, split: str) -> Path:
     """The info JSON beside ``split``'s tree."""
-    return tree_dir(cfg) / f"{cfg.name}_{split}.tree.json"
+    path = tree_path(cfg, split)
+    return path.with_name(path.name.removesuffix(".gz"))
 
 
 def plans(cfg: StudyConfig) -> list[tuple[int, ...]]:
@@ -196,11 +202,11 @@ def fill_split(cfg: StudyConfig, split: str, reasoner: Any, env: Any, *, limit: 
     info = _read_info(cfg, split)
     _check_info(cfg, split, info)
     everything = problems(cfg, split)
+    top = max(map(len, _columns(everything)))  # per_task, or a file's largest task
     if limit is not None:
         steps = [everything[:limit]]
     else:
-        ks = sorted({min(k, cfg.per_task(split)) for k in range(cfg.increment, cfg.per_task(split) + cfg.increment,
-                                                              cfg.increment)})
+        ks = sorted({min(k, top) for k in range(cfg.increment, top + cfg.increment, cfg.increment)})
         steps = [first_per_task(everything, k) for k in ks]
     tree = load_tree(path)
     left = missing_steps(tree, everything if limit is None else steps[0], game_plans)
@@ -245,7 +251,8 @@ def _write_info(cfg: StudyConfig, split: str, info: dict[str, Any], tree: Any, p
     info.update(config={"split": split, "per_task": cfg.per_task(split), "increment": cfg.increment,
                         "reasoner": cfg.reasoner, "planner": cfg.planner, "tasks": cfg.tasks, "data": cfg.data,
                         "max_step_tokens": cfg.max_step_tokens, "max_answer_tokens": cfg.max_answer_tokens,
-                        "out_dir": str(tree_dir(cfg)), "max_copies": cfg.max_copies},
+                        "out_dir": str(tree_path(cfg, split).parent), "max_copies": cfg.max_copies,
+                        **({"file": external(cfg, split)} if external(cfg, split) else {})},
                 meta={k: tree.meta[k] for k in ("root", "fingerprint", "kind", "env")},
                 problems=n, per_task=per_task, steps=tree.summary().get("steps"))
     info_path(cfg, split).write_text(json.dumps(info, indent=1) + "\n")

@@ -27,7 +27,12 @@ __all__ = ["ledger_path", "tree_fingerprint", "config_hash", "score_settings", "
 
 
 def ledger_path(cfg: StudyConfig, split: str = "test") -> Path:
-    """Where the ledger of ``split``'s tree is: beside the tree."""
+    """Where the ledger of ``split``'s tree is: beside the tree (a split read from your own file: beside its tree)."""
+    from .splits import external
+
+    own = external(cfg, split)
+    if own is not None:
+        return Path(cfg.out) / "trees" / f"{cfg.name}_{split}_{own['sha256'][:12]}.ledger.jsonl"
     return tree_dir(cfg) / f"{cfg.name}_{split}.ledger.jsonl"
 
 

@@ -47,7 +47,7 @@ def table(cfg: StudyConfig, split: str, grader: Any = None) -> Table:
     from .splits import task_of
     from .tables import read_table
 
-    cache = Path(cfg.out) / "scores" / "tables" / f"{split}.json"
+    cache = Path(cfg.out) / "scores" / "tables" / f"{_label(cfg, split)}.json"
     fingerprint = ledger.tree_fingerprint(tree_path(cfg, split))
     if cache.is_file():
         data = json.loads(cache.read_text())
@@ -58,6 +58,14 @@ def table(cfg: StudyConfig, split: str, grader: Any = None) -> Table:
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps({"tree": fingerprint, "per_task": cfg.per_task(split), **_table_json(t)}) + "\n")
     return t
+
+
+def _label(cfg: StudyConfig, split: str) -> str:
+    """``split``, or ``split_<sha256[:12]>`` for a split read from your own file (its scores kept apart)."""
+    from .splits import external
+
+    own = external(cfg, split)
+    return split if own is None else f"{split}_{own['sha256'][:12]}"
 
 
 def _table_json(t: Table) -> dict[str, Any]:
@@ -135,6 +143,7 @@ def _modes(cfg: StudyConfig, split: str, test: Table) -> dict[str, ModeResult]:
     from rsim_env.grading import GradeCache
 
     from . import modes as m
+    from .breakdown import tied_plans
     from .tables import Groups, game_env
 
     grader = GradeCache()  # one grade per (problem, final step) across the tables and every head's episodes
@@ -153,7 +162,7 @@ def _modes(cfg: StudyConfig, split: str, test: Table) -> dict[str, ModeResult]:
     out = {"trained": m.trained_mode(test, plans, heads_from=cfg.heads_from or str(heads_dir(cfg)),
                                      planner=sorted(specs)),
            "best_fixed": m.fixed_mode(test, chosen, "train+val"),
-           "per_task": m.per_task_mode(test, chosen, "train+val"),
+           "per_task": m.per_task_mode(test, chosen, "train+val", tied=tied_plans([train, val])),
            "bandit": m.bandit_mode(train, test, episodes, seeds),
            "random": m.random_mode(test, seeds)}
     none = _episodes(cfg, "none", split)
@@ -210,7 +219,7 @@ def score(cfg: StudyConfig, split: str = "test") -> tuple[Table, dict[str, ModeR
         raise ValueError(f"score(split={split!r}): the modes are chosen and trained on train and val; score a held-out "
                          "split (test, or replication).")
     h, settings = ledger.scoring_hash(cfg, split)
-    path = Path(cfg.out) / "scores" / f"{split}.json"
+    path = Path(cfg.out) / "scores" / f"{_label(cfg, split)}.json"
     kept = read_scores(path, h)
     if kept is None:
         test = table(cfg, split)

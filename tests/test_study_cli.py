@@ -202,7 +202,8 @@ def test_stages_run_in_order_and_the_report_gets_the_ledger_count(tmp_path, monk
     assert calls[-1] == ("build", 2, False) and ledger.count(StudyConfig(out=str(out))) == 2
 
 
-def test_the_replication_tree_is_scored_once(tmp_path, monkeypatch):
+def test_every_look_at_the_replication_tree_is_counted(tmp_path, monkeypatch):
+    """Another configuration (or another draw) on the replication split is allowed: it is another look, counted."""
     out = tmp_path / "study"
     for split in ("test", "replication"):
         _tree(out / "trees" / f"study_{split}.tree.json.gz", {"p1": "a", "p2": "b"})
@@ -211,8 +212,9 @@ def test_the_replication_tree_is_scored_once(tmp_path, monkeypatch):
     cli.main(["study", "--out", str(out), "--stage", "report", "--replicate", "--threads", "1"])
     assert ("score", "replication") in calls and calls[-1] == ("build", 1, True)
     cli.main(["study", "--out", str(out), "--stage", "report", "--replicate", "--threads", "1"])  # the same scoring: reused
-    with pytest.raises(ValueError, match="already scored under another configuration"):
-        cli.main(["study", "--out", str(out), "--stage", "report", "--replicate", "--seeds", "2", "--threads", "1"])
+    assert ledger.count(StudyConfig(out=str(out)), "replication") == 1
+    cli.main(["study", "--out", str(out), "--stage", "report", "--replicate", "--seeds", "2", "--threads", "1"])
+    assert ledger.count(StudyConfig(out=str(out)), "replication") == 2
 
 
 def test_replicate_without_a_replication_tree_says_how_to_fill_it(tmp_path, monkeypatch):

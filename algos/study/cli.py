@@ -11,7 +11,8 @@ Stages, each resumable (what is done is not done again) and each selectable with
 4. ``report``: ``<out>/report/`` (report.md, report.json, plots): the problem-level difference of the trained planner
    vs the best fixed plan with its 95 % CI, corrected for the configurations scored on the test tree; ceilings,
    per-task table, concentration, within-task conditioning. With ``--replicate`` the replication tree (a second test
-   draw) is scored too, once, and the headline says whether the result replicated.
+   draw) is scored too (another configuration or another draw is another look, counted in its ledger), and the
+   headline says whether a significant result replicated.
 
 ``all`` runs them in order. ::
 
@@ -93,19 +94,6 @@ def _ledger_count(cfg: StudyConfig, split: str) -> int:
     return ledger.record(cfg, h, split=split, scored="rsim study score", settings=settings)
 
 
-def _check_replication_once(cfg: StudyConfig) -> None:
-    """The replication tree is scored once: refuse another configuration on it."""
-    from . import ledger
-
-    h, _ = ledger.scoring_hash(cfg, "replication")
-    rows = ledger.entries(cfg, "replication")
-    if rows and all(row["hash"] != h for row in rows):
-        raise ValueError(f"the replication tree was already scored under another configuration "
-                         f"({ledger.ledger_path(cfg, 'replication')}, {len(rows)} entr{'y' if len(rows) == 1 else 'ies'})"
-                         ": it is scored once, at the end of a study; report that scoring, or draw a new replication "
-                         "split (--replication-seed) and fill it.")
-
-
 def _score(cfg: StudyConfig, split: str) -> tuple[Any, Any]:
     return _stage("score").score(cfg, split=split)
 
@@ -157,12 +145,9 @@ def run(cfg: StudyConfig) -> dict[str, Any]:
                 if not tree_path(cfg, "replication").exists():
                     raise ValueError(f"--replicate: no replication tree at {tree_path(cfg, 'replication')}; fill it "
                                      "first (rsim study --stage fill --replicate, or --fill-splits replication).")
-                _check_replication_once(cfg)
                 scored["replication"] = _score(cfg, "replication")
                 out["score"]["replication"] = {"problems": len(scored["replication"][0].outcomes)}
         else:
-            if cfg.replicate and "replication" not in scored:
-                _check_replication_once(cfg)
             out["report"] = _report(cfg, scored)
             for p in out["report"]["paths"]:
                 print(f"[rsim study] wrote {p}", file=sys.stderr)

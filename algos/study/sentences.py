@@ -132,8 +132,8 @@ def _coverage(r: Mapping[str, Any]) -> str:
     if not c["test_short"]:
         return f"Every one of the test split's {len(c['test'])} tasks has {c['per_task']} problems."
     k = len(c["test_short"])
-    return (f"The test split has {c['per_task']} problems a task except {k} task{'s' if k != 1 else ''} whose test "
-            f"hash bucket holds fewer: {_short(c['test_short'])}.")
+    return (f"The test split has {c['per_task']} problems a task except {k} task{'s' if k != 1 else ''} with fewer "
+            f"questions to give (its test hash bucket, less the texts an earlier task asks): {_short(c['test_short'])}.")
 
 
 def _replication(r: Mapping[str, Any]) -> str:
@@ -144,9 +144,10 @@ def _replication(r: Mapping[str, Any]) -> str:
               f"{rep['best_fixed_accuracy_pct']:.1f} %)")
     c, cov = rep["coverage"], rep["test_on_covered_tasks"]
     if c["replication_short"]:
-        gaps = (f"The replication split is short of the test split on {len(c['replication_short'])} task(s) "
-                f"(replicated of test problems: {_short(c['replication_short'])}; a task's test hash bucket holds no "
-                "further text no test problem asks)")
+        why = ("the file has fewer" if r["meta"].get("replication_data") else "their source gives no further "
+               "question in the test hash bucket that the test split does not already ask")
+        gaps = (f"The replication split has fewer problems than the test split on {len(c['replication_short'])} "
+                f"task(s) ({_short(c['replication_short'])}: {why})")
         test = (f"; on the {cov['tasks']} tasks it covers the test difference is {ci(cov)}" if cov else
                 "; it covers no test task")
         lead = f"{gaps}{test}, the replication's {figure}."

@@ -153,3 +153,15 @@ def test_the_adaptive_replication_seed_is_used():
     with pytest.raises(ValueError, match="only the replication split takes a seed"):
         adaptive_problems(load, 5, "test", tasks=tasks, seed=4_000_000)
     assert np.all([p.id.startswith("adaptive/replication/") for p in b])
+
+
+def test_another_replication_draw_has_its_own_tree_and_ledger(tmp_path):
+    from algos.study import fill, ledger
+
+    cfg = resolve("tiny", {"out": str(tmp_path)})
+    other = resolve("tiny", {"out": str(tmp_path), "replication_seed": 4_000_000})
+    assert fill.tree_path(cfg, "replication").name == "study_replication.tree.json.gz"
+    assert fill.tree_path(other, "replication").name == "study_replication_s4000000.tree.json.gz"
+    assert ledger.ledger_path(other, "replication").name == "study_replication_s4000000.ledger.jsonl"
+    assert ledger.ledger_path(cfg, "test") == fill.tree_path(cfg, "test").parent / "study_test.ledger.jsonl"
+    assert fill.tree_path(other, "test") == fill.tree_path(cfg, "test")

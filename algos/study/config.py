@@ -23,13 +23,15 @@ from typing import Any, ClassVar
 
 from ..dataclass_cli import apply_overrides
 
-__all__ = ["LearnerSettings", "StudyConfig", "PRESETS", "STAGES", "SPLITS", "resolve", "game", "run_overrides",
-           "tree_dir", "heads_dir", "head_dir", "as_dict"]
+__all__ = ["LearnerSettings", "StudyConfig", "PRESETS", "STAGES", "SPLITS", "REPLICATION_SEED", "resolve", "game",
+           "run_overrides", "tree_dir", "heads_dir", "head_dir", "as_dict"]
 
 STAGES = ("fill", "train", "score", "report", "all")
 """``--stage``: one stage, or every stage in order (each resumes: what is done is not done again)."""
 SPLITS = ("train", "val", "test", "replication")
-"""The splits a study has trees for (``replication``: a second test draw, scored once with ``--replicate``)."""
+"""The splits a study has trees for (``replication``: a second test draw, scored with ``--replicate``)."""
+REPLICATION_SEED = 3_000_000
+"""The default generator seed of the replication draw (the ``adaptive`` source's own)."""
 VARIANTS = ("last_round", "both")
 """Learner options that keep the planner in the game the tree holds (:mod:`algos.study.train`)."""
 
@@ -105,7 +107,7 @@ class StudyConfig:
     data_seed: int = 0
     """Generator seed of the train / val / test draw of a procedural source (``adaptive`` draws them from its own
     fixed seeds, so only 0 is accepted there; a file is not drawn: only 0)."""
-    replication_seed: int = 3_000_000
+    replication_seed: int = REPLICATION_SEED
     """Generator seed of the replication draw of any procedural source, ``adaptive`` included (another seed: another
     replication draw, which the ledger counts as another look)."""
     test_data: str = ""
@@ -213,7 +215,7 @@ class StudyConfig:
                 raise ValueError(f"StudyConfig.replication_seed={self.replication_seed} is invalid for data 'adaptive':"
                                  " it is the seed of another split (val 0, test 1000000, train 2000000); use another, "
                                  "e.g. 3000000 (the default) or 4000000.")
-        elif _is_file(self.data) and (self.data_seed != 0 or self.replication_seed != 3_000_000):
+        elif _is_file(self.data) and (self.data_seed != 0 or self.replication_seed != REPLICATION_SEED):
             raise ValueError(f"StudyConfig.data_seed / replication_seed ({self.data_seed} / {self.replication_seed}) "
                              f"are invalid for data {self.data!r}: a file is not drawn from a generator seed; leave "
                              "them at 0 / 3000000 (a replication on other problems: --replication-data FILE).")

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .config import StudyConfig, run_overrides, tree_dir
+from .config import REPLICATION_SEED, StudyConfig, run_overrides, tree_dir
 from .splits import external, first_per_task, problems
 
 __all__ = ["tree_path", "info_path", "load_tree", "plans", "steps_per_problem", "missing_steps", "measured_rate", "cost",
@@ -40,12 +40,15 @@ reasoner is built)."""
 
 
 def tree_path(cfg: StudyConfig, split: str) -> Path:
-    """``split``'s plan tree: ``<tree_dir>/<name>_<split>.tree.json.gz``; a split read from your own file
+    """``split``'s plan tree: ``<tree_dir>/<name>_<split>.tree.json.gz`` (another replication draw than the default
+    seed's: ``<name>_replication_s<seed>.tree.json.gz``, as problem ids do not name the seed); a split read from your own file
     (``test_data`` / ``replication_data``) has its own, ``<out>/trees/<name>_<split>_<file's sha256[:12]>.tree.json.gz``
     (the study's committed trees are never written by it)."""
     own = external(cfg, split)
     if own is not None:
         return Path(cfg.out) / "trees" / f"{cfg.name}_{split}_{own['sha256'][:12]}.tree.json.gz"
+    if split == "replication" and cfg.replication_seed != REPLICATION_SEED:  # another draw: its own tree
+        return tree_dir(cfg) / f"{cfg.name}_{split}_s{cfg.replication_seed}.tree.json.gz"
     return tree_dir(cfg) / f"{cfg.name}_{split}.tree.json.gz"
 
 

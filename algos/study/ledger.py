@@ -20,20 +20,19 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from .config import StudyConfig, tree_dir
+from .config import StudyConfig
 
 __all__ = ["ledger_path", "tree_fingerprint", "config_hash", "score_settings", "scoring_hash", "entries", "count",
            "record"]
 
 
 def ledger_path(cfg: StudyConfig, split: str = "test") -> Path:
-    """Where the ledger of ``split``'s tree is: beside the tree (a split read from your own file: beside its tree)."""
-    from .splits import external
+    """Where the ledger of ``split``'s tree is: beside the tree, named as it (``<name>_<split>.ledger.jsonl``; another
+    replication draw's or your own file's tree has its own)."""
+    from .fill import tree_path
 
-    own = external(cfg, split)
-    if own is not None:
-        return Path(cfg.out) / "trees" / f"{cfg.name}_{split}_{own['sha256'][:12]}.ledger.jsonl"
-    return tree_dir(cfg) / f"{cfg.name}_{split}.ledger.jsonl"
+    tree = tree_path(cfg, split)
+    return tree.with_name(tree.name.removesuffix(".tree.json.gz") + ".ledger.jsonl")
 
 
 def tree_fingerprint(path: str | os.PathLike) -> str:

@@ -64,6 +64,21 @@ def test_a_reviewers_file_is_scored_as_the_test_split_of_the_trained_study(tmp_p
     assert own_tree.read_bytes() == before  # the study's own test tree is not written
     assert json.loads((out / "scores" / "test.json").read_text()) == own_scores
 
+    # and a file of yet other problems as the replication split of the same study, beside its own test split
+    others = [p for p in _fresh(cfg, 6) if p.question not in {q.question for q in items}]
+    rep_file = _write(tmp_path / "mine_rep.jsonl", splits.first_per_task(others, 2))
+    r = cli.main(base + ["--replicate", "--replication-data", str(rep_file)])
+    rep_sha = hashlib.sha256(rep_file.read_bytes()).hexdigest()
+    report = r["report"]["report"]
+    assert report["meta"]["replication_data"] == {"file": str(rep_file), "sha256": rep_sha}
+    assert report["meta"]["test_data"] is None and report["meta"]["problems"] == own_scores_problems(own_scores)
+    assert report["replication"]["problems"] == 4 and report["replication"]["coverage"]["replication_short"] == {}
+    assert (out / "trees" / f"study_replication_{rep_sha[:12]}.tree.json.gz").is_file()
+
+
+def own_scores_problems(scores: dict) -> int:
+    return len(scores["table"]["outcomes"])
+
 
 def _ids(file: Path) -> list[str]:
     return [f"{file.stem}/{i}" for i, line in enumerate(file.read_text().splitlines()) if line.strip()]
@@ -77,6 +92,14 @@ def test_a_file_asking_a_train_or_val_text_is_refused_naming_the_problems(tmp_pa
     with pytest.raises(ValueError, match="2 problem\\(s\\) of the file ask a text of the study's train split") as e:
         splits.problems(cfg, "test")
     assert train[0].id in str(e.value) and train[1].id in str(e.value)
+
+
+def test_a_replication_file_asking_a_test_text_is_refused(tmp_path):
+    cfg = resolve("tiny", {"out": str(tmp_path / "study")})
+    file = _write(tmp_path / "rep.jsonl", splits.problems(cfg, "test")[:1])
+    cfg = resolve("tiny", {"out": str(tmp_path / "study"), "replication_data": str(file)})
+    with pytest.raises(ValueError, match="the study's test split"):
+        splits.problems(cfg, "replication")
 
 
 def test_a_file_with_a_task_the_study_lacks_is_refused(tmp_path):

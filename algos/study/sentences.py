@@ -71,7 +71,7 @@ def _ceiling(c: Mapping[str, Any], h: Mapping[str, Any]) -> str:
         v = c[key]
         room = v["headroom"]
         why = ("the headroom's interval is not above 0" if room["ci95_pts"][0] is None or room["ci95_pts"][0] <= 0
-               or room["difference_pts"] <= 0 else "the trained planner's gain has no interval above 0")
+               or room["difference_pts"] <= 0 else "the trained planner's gain does not have its interval above 0")
         cap = (f"; the trained planner's {pts(h['difference_pts'])} points are {v['captured']:.0f} % of it"
                if v["captured"] is not None else f"; no captured figure ({why})")
         parts.append(f"the {label} (a ceiling, not a policy) reaches {v['accuracy_pct']:.1f} %, "

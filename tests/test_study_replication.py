@@ -165,3 +165,37 @@ def test_another_replication_draw_has_its_own_tree_and_ledger(tmp_path):
     assert ledger.ledger_path(other, "replication").name == "study_replication_s4000000.ledger.jsonl"
     assert ledger.ledger_path(cfg, "test") == fill.tree_path(cfg, "test").parent / "study_test.ledger.jsonl"
     assert fill.tree_path(other, "test") == fill.tree_path(cfg, "test")
+
+
+def _vocab_load(vocab: dict[str, int]):
+    """A generator per task with ``vocab[task]`` distinct questions (entry ``i`` of seed ``s`` from ``s + i``, as a
+    reasoning-gym generator)."""
+    from rsim_env.sources.problems import Problem
+
+    def load(spec: str, n: int, seed: int) -> list:
+        return [Problem(id=f"{spec}/{i}", question=f"{spec} question {(seed + i) * 7919 % vocab[spec]}", answer="0")
+                for i in range(n)]
+    return load
+
+
+def test_the_adaptive_replication_is_topped_up_to_the_tests_count_or_stays_short_when_exhausted():
+    from rsim_env.sources.adaptive import adaptive_problems, split_of
+
+    vocab = {"big": 1_000_000, "small": 60, "tiny": 12}
+    load, tasks = _vocab_load(vocab), tuple(vocab)
+    test = adaptive_problems(load, 4 * len(tasks), "test", tasks=tasks)
+    rep = adaptive_problems(load, 4 * len(tasks), "replication", tasks=tasks)
+
+    def texts(items, task):
+        return [p.question for p in items if p.question.startswith(task + " ")]
+
+    for task in tasks:
+        t, r = texts(test, task), texts(rep, task)
+        assert all(split_of(q) == "test" for q in r) and not set(r) & set(t) and len(set(r)) == len(r)
+        if vocab[task] < 1000:  # every question of the task is known: as many as the test has, or all there are
+            bucket = {f"{task} question {k}" for k in range(vocab[task]) if split_of(f"{task} question {k}") == "test"}
+            assert len(r) == min(len(t), len(bucket - set(t))), task
+    assert len(texts(rep, "big")) == 4 and len(texts(rep, "small")) == len(texts(test, "small"))
+    assert len(texts(rep, "tiny")) < len(texts(test, "tiny"))  # exhausted: it stays short
+    # the first draw's problems come first (a tree filled before the top-up keeps them): "big" never needed one
+    assert all(int(p.id.rsplit("/", 1)[1]) < 400 for p in rep if p.question.startswith("big "))

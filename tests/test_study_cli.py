@@ -208,7 +208,8 @@ def test_stages_run_in_order_and_the_report_only_reads(tmp_path, monkeypatch):
         cli.main(["study", "--out", str(tmp_path / "empty"), "--stage", "report", "--threads", "1"])
 
 
-def test_the_replication_tree_is_scored_once(tmp_path, monkeypatch):
+def test_every_look_at_the_replication_tree_is_counted(tmp_path, monkeypatch):
+    """Another configuration (or another draw) on the replication split is allowed: it is another look, counted."""
     out = tmp_path / "study"
     for split in ("test", "replication"):
         _tree(out / "trees" / f"study_{split}.tree.json.gz", {"p1": "a", "p2": "b"})
@@ -218,9 +219,16 @@ def test_the_replication_tree_is_scored_once(tmp_path, monkeypatch):
     assert ("score", "replication") in calls
     cli.main(["study", "--out", str(out), "--stage", "report", "--replicate", "--threads", "1"])
     assert calls[-1] == ("build", 1, True)
+
+    def looks():
+        questions = [f"replication question {p}" for p in ("p1", "p2")]
+        return len(ledger.family(ledger.find(ledger.test_set_key(questions), ledger.study_folders(cfg))))
+
+    cfg = StudyConfig(out=str(out))
     cli.main(["study", "--out", str(out), "--stage", "score", "--replicate", "--threads", "1"])  # the same scoring
-    with pytest.raises(ValueError, match="already scored under another configuration"):
-        cli.main(["study", "--out", str(out), "--stage", "score", "--replicate", "--seeds", "2", "--threads", "1"])
+    assert looks() == 1
+    cli.main(["study", "--out", str(out), "--stage", "score", "--replicate", "--seeds", "2", "--threads", "1"])
+    assert looks() == 2  # another configuration: allowed, and counted
 
 
 def test_replicate_without_a_replication_tree_says_how_to_fill_it(tmp_path, monkeypatch):

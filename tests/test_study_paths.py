@@ -13,7 +13,6 @@ def test_defaults_are_under_out():
     p = StudyPaths.of(StudyConfig(out="runs/s", name="n"))
     assert (p.trees, p.heads, p.features) == (Path("runs/s/trees"), Path("runs/s/heads"), Path("runs/s/features"))
     assert p.tree("test") == Path("runs/s/trees/n_test.tree.json.gz") and p.info("val") == Path("runs/s/trees/n_val.tree.json")
-    assert p.ledger("replication") == Path("runs/s/trees/n_replication.ledger.jsonl")
     assert p.head(3) == Path("runs/s/heads/seed_3") and p.train_summary == Path("runs/s/heads/train.json")
     assert p.split_scores("test") == Path("runs/s/scores/test.json.gz")
     assert p.table_cache("train") == Path("runs/s/scores/tables/train.json.gz") and p.report == Path("runs/s/report")

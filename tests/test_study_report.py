@@ -188,13 +188,17 @@ def test_c_conditioning_is_judged_against_the_seeds_own_lookup():
     assert w["value_vs_per_task"]["difference_pts"] < w["value_vs_modal_plan"]["difference_pts"]
 
 
-@pytest.mark.parametrize("case,replicated", [("b", True), ("a", False)], ids=["gain-replicates", "no-gain"])
+@pytest.mark.parametrize("case,replicated", [("b", True), ("a", None)], ids=["gain-replicates", "no-gain"])
 def test_replication_is_stated_plainly(case, replicated):
+    """A significant gain replicates; with no significant original there is nothing to replicate: both figures are
+    given side by side (tests/test_study_replication.py has the rest)."""
     r = _report(case, reads_text=False, replicate=True)
     assert r["headline"]["replicated"] is replicated and r["replication"]["replicated"] is replicated
     text = r["headline"]["sentences"]["replication"]
-    assert text.startswith("Replicated:" if replicated else "Did not replicate:")
-    assert r["headline"]["sentences"]["headline"].endswith("it replicated." if replicated else "it did not replicate.")
+    if replicated:
+        assert "Replicated:" in text and r["headline"]["sentences"]["headline"].endswith("it replicated.")
+    else:
+        assert "side by side" in text and "replicate" not in r["headline"]["sentences"]["headline"]
 
 
 def test_holm_corrects_for_every_look_in_the_ledger():

@@ -6,6 +6,8 @@ Three sections of the report (:mod:`algos.study.report`), each a JSON-able dict 
   task's best plan on test (a ceiling) and the trained planner's gain over the best fixed plan, in problems;
 * :func:`concentration` -- how many tasks carry the gain (the smallest set of tasks, largest gains first, whose
   gain reaches the total) and the headline recomputed with the top one and top three tasks left out;
+* :func:`tied_plans` / :func:`tie_range` -- the per-task policy's ties on the selection problems and the range of
+  its test accuracy over every tie-break;
 * :func:`within_task` -- whether the planner conditions on more than the task: per seed, distinct plans per task
   and the problems departing from the seed's modal plan for their task, and the value of those departures against
   the seed's own per-task lookup (its modal plan there: the comparison that isolates conditioning on more than the
@@ -19,14 +21,15 @@ Gains are in problems of one seed (the mean over seeds), differences in accuracy
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from .stats import paired, sign_test
+from .types import Plan, Table
 from .view import View, modal_plan
 
-__all__ = ["per_task", "concentration", "within_task", "task_gains", "ci_pts"]
+__all__ = ["per_task", "concentration", "within_task", "task_gains", "ci_pts", "tied_plans", "tie_range", "TIE_RULE"]
 
 
 def ci_pts(r: dict[str, Any]) -> dict[str, Any]:
@@ -129,3 +132,47 @@ def within_task(view: View, rounds: int, seed: int) -> dict[str, Any] | None:
     return {"by_seed": by_seed, "departures_per_seed": float(dep.sum(1).mean()),
             "value_vs_modal_plan": vs_modal, "value_vs_per_task": vs_policy,
             "conditions_on_more_than_task": bool(lo is not None and lo > 0)}
+
+
+TIE_RULE = ("per task, the plan with the highest mean planner reward on train + val; a tie goes to the shortest plan, "
+            "then the smallest (lexicographic) one")
+"""How the per-task policy breaks a tie (:func:`algos.optimisation_gap.best_policies`)."""
+
+
+def tied_plans(tables: Sequence[Table]) -> dict[str, list[list[int]]]:
+    """Per task of ``tables`` pooled (the selection problems), every plan whose summed planner reward equals the best
+    (to 1e-9), in the tie-break order (:data:`TIE_RULE`): the first is the one the per-task policy plays."""
+    sums: dict[str, dict[Plan, float]] = {}
+    for t in tables:
+        for p in t.ids():
+            by = sums.setdefault(t.tasks[p], {})
+            for plan, o in t.outcomes[p].items():
+                by[plan] = by.get(plan, 0.0) + o.reward
+    out = {}
+    for task, by in sorted(sums.items()):
+        top = max(by.values())
+        out[task] = [list(pl) for pl in sorted((pl for pl, v in by.items() if v >= top - 1e-9),
+                                               key=lambda pl: (len(pl), pl))]
+    return out
+
+
+def tie_range(view: View, tied: Mapping[str, Sequence[Sequence[int]]]) -> dict[str, Any]:
+    """The per-task policy's test accuracy over every tie-break: each task's test problems are played with one plan,
+    so the accuracy is a sum over tasks and its least / greatest value is the sum of each task's least / greatest
+    correct count over its tied plans. ``tied_tasks`` (ties on the selection problems), ``tied_tasks_on_test`` (of
+    them, tasks with test problems), ``by_task`` (tied plans and their test correct counts), ``accuracy_range_pct``."""
+    lo = hi = 0
+    by_task = {}
+    for t in view.task_names():
+        rows = view.rows(t)
+        plans = [tuple(pl) for pl in tied.get(t, [])]
+        if not plans:
+            raise ValueError(f"task {t!r} has test problems but no chosen plan among the ties; score the per-task "
+                             "policy on the same tasks.")
+        counts = [int(view.correct[rows, view.plan_index(pl)].sum()) for pl in plans]
+        lo, hi = lo + min(counts), hi + max(counts)
+        if len(plans) > 1:
+            by_task[t] = {"plans": [list(pl) for pl in plans], "test_correct": counts, "problems": int(rows.size)}
+    n = len(view.ids)
+    return {"rule": TIE_RULE, "tied_tasks": sum(len(v) > 1 for v in tied.values()), "tied_tasks_on_test": len(by_task),
+            "by_task": by_task, "accuracy_range_pct": [100 * lo / n, 100 * hi / n]}

@@ -13,7 +13,8 @@ Stages, each resumable (what is done is not done again) and each selectable with
    nothing else (missing or stale scores: refused, naming the command): the problem-level difference of the trained
    planner vs the best fixed plan with its 95 % CI, its p-value corrected by Holm over the ledger's looks; ceilings,
    per-task table, concentration, within-task conditioning. With ``--replicate`` the replication tree (a second test
-   draw) is scored too, once, and the headline says whether the result replicated.
+   draw) is scored too (another configuration or another draw is another look, counted in its ledger), and the
+   headline says whether a significant result replicated.
 
 ``all`` runs them in order. With ``--arms base,planner,grpo,grpo_fixed,rsim,rsim_warm`` each stage also runs the
 arms' part (:mod:`algos.study.arms`: the reasoner trained alone, under a fixed plan, with a planner, at equal
@@ -88,24 +89,6 @@ def _parse(argv: Sequence[str]) -> tuple[StudyConfig, argparse.Namespace]:
     return cfg, a
 
 
-def _check_replication_once(cfg: StudyConfig) -> None:
-    """The replication tree is scored once: refuse another configuration on its problems."""
-    from . import ledger
-    from .score import features_digest
-    from .tables import tree_problems
-
-    _, items = tree_problems(cfg, "replication")
-    found = ledger.find(ledger.test_set_key([p.question for p in items]), ledger.study_folders(cfg))
-    if found is None or not found.looks:
-        return
-    h, _ = ledger.scoring_hash(cfg, "replication", {"features": features_digest(cfg, "replication")})
-    if all(row["hash"] != h for row in found.looks):
-        n = len(ledger.family(found))
-        raise ValueError(f"the replication tree was already scored under another configuration ({found.path}, {n} "
-                         f"look{'s' if n != 1 else ''}): it is scored once, at the end of a study; report that scoring, "
-                         "or draw a new replication split (--replication-seed) and fill it.")
-
-
 def _score(cfg: StudyConfig, split: str) -> tuple[Table, dict[str, ModeResult]]:
     return score.score(cfg, split=split)
 
@@ -136,6 +119,8 @@ def _kept(cfg: StudyConfig, split: str) -> tuple[Table, dict[str, ModeResult], d
 
 def _report(cfg: StudyConfig) -> dict[str, Any]:
     """The report stage: reads the kept scores and the ledgers, writes ``<out>/report/`` and nothing else."""
+    from .splits import external
+
     test, modes, corr = _kept(cfg, "test")
     rep = None
     if cfg.replicate:
@@ -144,7 +129,8 @@ def _report(cfg: StudyConfig) -> dict[str, Any]:
     meta = {"reasoner": cfg.reasoner, "data": cfg.data, "planner": cfg.planner, "rounds": cfg.rounds,
             "terminate_last_round": cfg.terminate_last_round, "test_tree": str(StudyPaths.of(cfg).tree("test")),
             "ledger": corr["path"], "test_set": corr["test_set"], "config_hash": corr["hash"],
-            "heads_from": cfg.heads_from, "config": as_dict(cfg)}
+            "heads_from": cfg.heads_from, "test_data": external(cfg, "test"),
+            "replication_data": external(cfg, "replication"), "config": as_dict(cfg)}
     if cfg.replicate:
         meta["replication_ledger"] = rcorr["path"]
     built = report.build(test, modes, ledger=corr, replication=rep, meta=meta,
@@ -184,7 +170,6 @@ def run(cfg: StudyConfig) -> dict[str, Any]:
                 if not rep_tree.exists():
                     raise ValueError(f"--replicate: no replication tree at {rep_tree}; fill it "
                                      "first (rsim study --stage fill --replicate, or --fill-splits replication).")
-                _check_replication_once(cfg)
                 scored["replication"] = _score(cfg, "replication")
                 out["score"]["replication"] = {"problems": len(scored["replication"][0].outcomes)}
         else:

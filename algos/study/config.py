@@ -32,16 +32,23 @@ from .arms.spec import ArmSettings, parse_arms
 if TYPE_CHECKING:
     from rsim_env.game import EnvConfig
 
-__all__ = ["ArmSettings", "LearnerSettings", "StudyConfig", "PRESETS", "DOCS_OUT", "STAGES", "SPLITS", "resolve",
-           "game", "run_overrides", "as_dict"]
+__all__ = ["ArmSettings", "LearnerSettings", "StudyConfig", "PRESETS", "DOCS_OUT", "STAGES", "SPLITS",
+           "REPLICATION_SEED", "resolve", "game", "run_overrides", "as_dict"]
 
 STAGES = ("fill", "train", "score", "report", "all", "route")
 """``--stage``: one stage, or every stage in order (each resumes: what is done is not done again); ``route``
 (not in ``all``): the arms' training route measured on val (:mod:`algos.study.arms.route`)."""
 SPLITS = ("train", "val", "test", "replication")
-"""The splits a study has trees for (``replication``: a second test draw, scored once with ``--replicate``)."""
+"""The splits a study has trees for (``replication``: a second test draw, scored with ``--replicate``)."""
+REPLICATION_SEED = 3_000_000
+"""The default generator seed of the replication draw (the ``adaptive`` source's own)."""
 VARIANTS = ("last_round", "both")
 """Learner options that keep the planner in the game the tree holds (:mod:`algos.study.train`)."""
+
+
+def _is_file(spec: str) -> bool:
+    """Whether a data spec names a local file (by its suffix)."""
+    return Path(spec.partition("?")[0]).suffix in (".jsonl", ".json", ".parquet", ".arrow")
 
 
 def _int(owner: str, name: str, value: Any, low: int) -> None:
@@ -109,9 +116,16 @@ class StudyConfig:
     tasks: int = 0
     """Only the first this many tasks (0 = every task; fewer for a smoke run)."""
     data_seed: int = 0
-    """Generator seed of the train / val / test draw (procedural sources other than ``adaptive``)."""
-    replication_seed: int = 3_000_000
-    """Generator seed of the replication draw (procedural sources other than ``adaptive``, which has its own)."""
+    """Generator seed of the train / val / test draw of a procedural source (``adaptive`` draws them from its own
+    fixed seeds, so only 0 is accepted there; a file is not drawn: only 0)."""
+    replication_seed: int = REPLICATION_SEED
+    """Generator seed of the replication draw of any procedural source, ``adaptive`` included (another seed: another
+    replication draw, which the ledger counts as another look)."""
+    test_data: str = ""
+    """A file of your own problems (JSONL / parquet, ``task_column`` naming one of the study's tasks) scored as the
+    test split: the study's heads and the plans chosen on its train + val ("" = the study's own test split)."""
+    replication_data: str = ""
+    """A file of your own problems scored as the replication split (as ``test_data``; "" = the study's own draw)."""
     train_per_task: int = 40
     """Problems a task in the train tree (the planner trains on it)."""
     val_per_task: int = 20
@@ -200,6 +214,28 @@ class StudyConfig:
         if self.data_seed == self.replication_seed:
             raise ValueError(f"StudyConfig.replication_seed={self.replication_seed} equals data_seed: the replication "
                              "draw needs its own generator seed (e.g. 3000000).")
+        self._check_seeds()
+        for name in ("test_data", "replication_data"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or (value and not _is_file(value)):
+                raise ValueError(f"StudyConfig.{name}={value!r} is invalid: give a local .jsonl / .json / .parquet "
+                                 f"file of problems with a {self.task_column!r} column, or leave it empty.")
+
+    def _check_seeds(self) -> None:
+        """Refuse a generator seed the data does not use (module docstring of :mod:`algos.study.splits`)."""
+        if self.data == "adaptive":
+            if self.data_seed != 0:
+                raise ValueError(f"StudyConfig.data_seed={self.data_seed} is invalid for data 'adaptive': its train / "
+                                 "val / test splits are drawn from the source's own seeds (val 0, test 1000000, train "
+                                 "2000000); leave data_seed at 0 (replication_seed draws another replication split).")
+            if self.replication_seed in (0, 1_000_000, 2_000_000):
+                raise ValueError(f"StudyConfig.replication_seed={self.replication_seed} is invalid for data 'adaptive':"
+                                 " it is the seed of another split (val 0, test 1000000, train 2000000); use another, "
+                                 "e.g. 3000000 (the default) or 4000000.")
+        elif _is_file(self.data) and (self.data_seed != 0 or self.replication_seed != REPLICATION_SEED):
+            raise ValueError(f"StudyConfig.data_seed / replication_seed ({self.data_seed} / {self.replication_seed}) "
+                             f"are invalid for data {self.data!r}: a file is not drawn from a generator seed; leave "
+                             "them at 0 / 3000000 (a replication on other problems: --replication-data FILE).")
 
     def fill_split_list(self) -> list[str]:
         """:attr:`fill_splits` as a list."""

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO
 
 from .config import StudyConfig, game, run_overrides
 from .paths import StudyPaths
-from .splits import first_per_task, problems
+from .splits import external, first_per_task, problems
 from .tables import plans_of
 
 if TYPE_CHECKING:
@@ -186,11 +186,11 @@ def fill_split(cfg: StudyConfig, split: str, reasoner: ReplayReasoner, env: EnvC
     info = _read_info(cfg, split)
     _check_info(cfg, split, info)
     everything = problems(cfg, split)
+    top = max(map(len, _columns(everything)))  # per_task, or a file's largest task
     if limit is not None:
         steps = [everything[:limit]]
     else:
-        ks = sorted({min(k, cfg.per_task(split)) for k in range(cfg.increment, cfg.per_task(split) + cfg.increment,
-                                                              cfg.increment)})
+        ks = sorted({min(k, top) for k in range(cfg.increment, top + cfg.increment, cfg.increment)})
         steps = [first_per_task(everything, k) for k in ks]
     tree = load_tree(path)
     left = missing_steps(tree, everything if limit is None else steps[0], game_plans)
@@ -235,7 +235,8 @@ def _write_info(cfg: StudyConfig, split: str, info: dict[str, Any], tree: PlanTr
     info.update(config={"split": split, "per_task": cfg.per_task(split), "increment": cfg.increment,
                         "reasoner": cfg.reasoner, "planner": cfg.planner, "tasks": cfg.tasks, "data": cfg.data,
                         "max_step_tokens": cfg.max_step_tokens, "max_answer_tokens": cfg.max_answer_tokens,
-                        "out_dir": str(StudyPaths.of(cfg).trees), "max_copies": cfg.max_copies},
+                        "out_dir": str(StudyPaths.of(cfg).tree(split).parent), "max_copies": cfg.max_copies,
+                        **({"file": external(cfg, split)} if external(cfg, split) else {})},
                 meta={k: tree.meta[k] for k in ("root", "fingerprint", "kind", "env")},
                 problems=n, per_task=per_task, steps=tree.summary().get("steps"))
     StudyPaths.of(cfg).info(split).write_text(json.dumps(info, indent=1) + "\n")

@@ -285,8 +285,10 @@ def holm_of(ledger: Ledger, hash_: str) -> dict[str, Any]:
 
 
 def study_folders(cfg: StudyConfig) -> list[Path]:
-    """A study's own ledger folder: beside its trees."""
-    return [StudyPaths.of(cfg).trees]
+    """A study's own ledger folders: beside its trees, and beside the trees of the splits it reads from your own
+    files (``<out>/trees``)."""
+    paths = StudyPaths.of(cfg)
+    return [paths.trees] + ([paths.out / "trees"] if paths.out / "trees" != paths.trees else [])
 
 
 def tree_fingerprint(path: str | os.PathLike) -> str:

@@ -64,15 +64,19 @@ def fixed_mode(test: Table, chosen: Mapping[str, Any], chosen_on: str) -> ModeRe
     return _single("best_fixed", test, {p: plan for p in test.ids()}, chosen_on, plan=list(plan))
 
 
-def per_task_mode(test: Table, chosen: Mapping[str, Any], chosen_on: str) -> ModeResult:
-    """``per_task``: each task's chosen plan on its test problems (a test task with no selection problem raises)."""
+def per_task_mode(test: Table, chosen: Mapping[str, Any], chosen_on: str,
+                  tied: Mapping[str, Any] | None = None) -> ModeResult:
+    """``per_task``: each task's chosen plan on its test problems (a test task with no selection problem raises);
+    ``tied``: per task, the plans tied on the selection problems (:func:`algos.study.breakdown.tied_plans`), kept in
+    ``info`` for the report's tie-break range."""
     by_task = chosen["per_task_best"]
     missing = sorted({test.tasks[p] for p in test.ids()} - set(by_task))
     if missing:
         raise ValueError(f"test tasks {missing} have no train / val problems to choose their plan on; fill those "
                          "trees for every task.")
     return _single("per_task", test, {p: tuple(by_task[test.tasks[p]]) for p in test.ids()}, chosen_on,
-                   plans={t: list(pl) for t, pl in sorted(by_task.items())})
+                   plans={t: list(pl) for t, pl in sorted(by_task.items())},
+                   **({} if tied is None else {"tied": dict(tied)}))
 
 
 def thompson(train: Table, episodes: int, seed: int) -> dict[str, Any]:

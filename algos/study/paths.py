@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import StudyConfig
+from .config import REPLICATION_SEED, StudyConfig
 
 __all__ = ["StudyPaths"]
 
@@ -35,6 +35,10 @@ class StudyPaths:
     """A seed's head dir under :attr:`heads` (``{seed}`` is replaced by the seed)."""
     heads_from: str
     """Another study's folder whose heads are scored ("" = this study's)."""
+    files: tuple[tuple[str, str], ...] = ()
+    """``(split, file)`` for each split read from your own file (:attr:`StudyConfig.test_data`, ``replication_data``)."""
+    replication_seed: int | None = None
+    """The replication draw's generator seed when it is not the default one (its tree is then its own)."""
 
     @classmethod
     def of(cls, cfg: StudyConfig) -> "StudyPaths":
@@ -43,7 +47,9 @@ class StudyPaths:
         return cls(out=out, trees=Path(cfg.tree_dir) if cfg.tree_dir else out / "trees",
                    heads=Path(cfg.heads_dir) if cfg.heads_dir else out / "heads",
                    features=Path(cfg.features_dir) if cfg.features_dir else out / "features",
-                   name=cfg.name, head_name=cfg.head_name, heads_from=cfg.heads_from)
+                   name=cfg.name, head_name=cfg.head_name, heads_from=cfg.heads_from,
+                   files=tuple((k, v) for k, v in (("test", cfg.test_data), ("replication", cfg.replication_data)) if v),
+                   replication_seed=None if cfg.replication_seed == REPLICATION_SEED else cfg.replication_seed)
 
     @property
     def scores(self) -> Path:
@@ -61,16 +67,32 @@ class StudyPaths:
         return self.heads / "train.json"
 
     def tree(self, split: str) -> Path:
-        """``split``'s plan tree: ``<trees>/<name>_<split>.tree.json.gz``."""
+        """``split``'s plan tree: ``<trees>/<name>_<split>.tree.json.gz``; another replication draw than the default
+        seed's has its own (``<name>_replication_s<seed>``: problem ids do not name the seed), and a split read from
+        your own file has its own under ``<out>/trees`` (``<name>_<split>_<file's sha256[:12]>``), so the study's
+        committed trees are never written by it."""
+        if self.label(split) != split:
+            return self.out / "trees" / f"{self.name}_{self.label(split)}.tree.json.gz"
+        if split == "replication" and self.replication_seed is not None:
+            return self.trees / f"{self.name}_{split}_s{self.replication_seed}.tree.json.gz"
         return self.trees / f"{self.name}_{split}.tree.json.gz"
+
+    def label(self, split: str) -> str:
+        """``split``, or ``<split>_<sha256[:12]>`` of the file ``split`` is read from (its tree and scores apart)."""
+        own = dict(self.files).get(split)
+        if not own:
+            return split
+        import hashlib
+
+        file = Path(own.partition("?")[0])
+        if not file.is_file():
+            raise ValueError(f"--{split}-data {own!r}: no such file; give a JSONL / parquet file of problems.")
+        return f"{split}_{hashlib.sha256(file.read_bytes()).hexdigest()[:12]}"
 
     def info(self, split: str) -> Path:
         """The info JSON beside ``split``'s tree."""
-        return self.trees / f"{self.name}_{split}.tree.json"
-
-    def ledger(self, split: str = "test") -> Path:
-        """The ledger of ``split``'s tree: beside the tree."""
-        return self.trees / f"{self.name}_{split}.ledger.jsonl"
+        tree = self.tree(split)
+        return tree.with_name(tree.name.removesuffix(".gz"))
 
     def head(self, seed: int) -> Path:
         """Seed ``seed``'s head (a run dir ``rsim eval --planner`` reads)."""
@@ -91,11 +113,11 @@ class StudyPaths:
 
     def split_scores(self, split: str) -> Path:
         """``<out>/scores/<split>.json.gz``: a held-out split's scoring under its configuration hash."""
-        return self.scores / f"{split}.json.gz"
+        return self.scores / f"{self.label(split)}.json.gz"
 
     def table_cache(self, split: str) -> Path:
         """``<out>/scores/tables/<split>.json.gz``: ``split``'s read-back table beside its tree's fingerprint."""
-        return self.scores / "tables" / f"{split}.json.gz"
+        return self.scores / "tables" / f"{self.label(split)}.json.gz"
 
     def episodes(self, kind: str, split: str) -> Path:
         """``<out>/episodes/<kind>_<split>.jsonl.gz``: ``rsim eval`` episodes of mode ``kind`` (``none``, ``sc``)

@@ -14,13 +14,14 @@ JSON keys (``docs/study.md`` documents the same schema):
   looks in the test set's ledger, see ``ledger``), ``verdict``
   (``above`` / ``below`` only when the interval excludes 0 and ``p_holm`` < 0.05, else ``no measurable
   difference``), ``seeds`` (per-seed sign counts: secondary, the seeds share one test set), ``replicated``
-  (True / False / None when no replication split was scored), ``reward`` (the same in reward, only when reward and
-  accuracy can differ), ``sentences``;
+  (True / False of a significant original; None when the original was not significant or no replication split was
+  scored), ``reward`` (the same in reward, only when reward and accuracy can differ), ``sentences``;
 * ``ceilings`` -- ``per_task_on_test`` (each task's best plan chosen on test) and ``oracle`` (per problem, any plan
   right): ``accuracy_pct``, ``correct_problems``, ``headroom`` over the best fixed plan (points, CI, problems) and
-  ``captured`` (the trained gain as a share of it; None unless the headroom is above 0 with its CI above 0);
-  ``per_task_policy`` -- the per-task plans chosen on train + val: a policy, not a ceiling, with its difference
-  from the best fixed plan and the trained planner's difference from it;
+  ``captured`` (the trained gain as a share of it; None unless the headroom and the trained gain both have their
+  CI above 0); ``per_task_policy`` -- the per-task plans chosen on train + val: a policy, not a ceiling, with its
+  difference from the best fixed plan, the trained planner's difference from it, and ``ties`` (the tie-break rule
+  and the range of its test accuracy over every tie-break, :func:`algos.study.breakdown.tie_range`);
 * ``modes`` -- per mode: ``chosen_on`` (the information it had), ``seeds``, ``accuracy_pct`` and ``ci95_pts``,
   ``accuracy_by_seed_pct``, ``reward`` (None for a mode that earns no planner reward, e.g. ``none``),
   ``tokens_per_problem``, ``vs_best_fixed``, ``info``;
@@ -39,8 +40,10 @@ JSON keys (``docs/study.md`` documents the same schema):
   ``historical``, ``family`` (each look's ``hash``, ``p``, ``p_kept``, ``p_holm``, ...), ``this`` and ``note``;
 * ``secondary`` -- the report's own family: every other paired comparison in it (``members``: where, ``p_value``,
   ``p_holm``), Holm-corrected over those ``m`` alone; each also carries its ``p_holm`` where it stands;
+* ``coverage`` -- the test split's problems per task and its tasks short of ``test_per_task`` (:func:`coverage`);
 * ``replication`` -- None, or the headline on the replication split (``difference_pts``, ``ci95_pts``, ...),
-  ``replicated`` and each mode's accuracy there;
+  ``replicated``, ``original_significant``, ``coverage`` (the test tasks it has fewer problems of),
+  ``test_on_covered_tasks`` (the test headline on exactly the tasks it covers) and each mode's accuracy there;
 * ``meta`` -- what the caller passed (reasoner, data, trees, configuration hash, ...), ``problems``, ``tasks``.
 """
 
@@ -52,12 +55,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .breakdown import ci_pts, concentration, per_task, within_task
+from .breakdown import ci_pts, concentration, per_task, tie_range, within_task
 from .stats import ROUNDS, holm, mean_ci, paired, sign_test
 from .types import MODES, ModeResult, Table
 from .view import View, modal_plan
 
-__all__ = ["build", "write", "headline_of", "SCHEMA"]
+__all__ = ["build", "write", "headline_of", "coverage", "SCHEMA"]
 
 SCHEMA = 1
 """Version of the report's JSON keys (module docstring)."""
@@ -119,9 +122,11 @@ def headline_of(view: View, ledger: Mapping[str, Any] | None, rounds: int = ROUN
             "seeds": {**seeds, "seeds": len(per_seed), "trained_accuracy_by_seed_pct": [100 * x for x in per_seed]}}
 
 
-def _ceilings(view: View, rounds: int, seed: int) -> dict[str, Any]:
+def _ceilings(view: View, head: Mapping[str, Any], rounds: int, seed: int) -> dict[str, Any]:
     bf = view.modes["best_fixed"].pooled()
     gain_pts = 100 * float(view.modes["trained"].pooled().mean() - bf.mean())
+    gain_lo = head["ci95_pts"][0]
+    gain_ok = gain_lo is not None and gain_lo > 0
     j_bf = view.plan_index(modal_plan([p for row in view.modes["best_fixed"].plans for p in row]))
     test_best, col = {}, np.zeros(len(view.ids), dtype=int)
     for t in view.task_names():
@@ -137,18 +142,21 @@ def _ceilings(view: View, rounds: int, seed: int) -> dict[str, Any]:
              "per problem, right if any plan is right (the plan picked knowing the answer): a ceiling")):
         room = ci_pts(paired(values, bf, rounds, seed))
         ok = room["difference_pts"] > 0 and room["ci95_pts"][0] > 0
+        note = (None if ok and gain_ok else "no captured figure: the headroom over the best fixed plan is not above 0 "
+                "with its 95 % interval above 0" if not ok else "no captured figure: the trained planner's gain over "
+                "the best fixed plan does not have its 95 % interval above 0")
         out[name] = {"accuracy_pct": 100 * float(values.mean()), "correct_problems": int(values.sum()),
                      "chosen_on": "test", "what": how, "headroom": room,
-                     "captured": 100 * gain_pts / room["difference_pts"] if ok else None,
-                     "captured_note": None if ok else "no captured figure: the headroom over the best fixed plan is "
-                     "not above 0 with its 95 % interval above 0"}
+                     "captured": 100 * gain_pts / room["difference_pts"] if ok and gain_ok else None,
+                     "captured_note": note}
     if "per_task" in view.modes:
         pt = view.modes["per_task"]
         out["per_task_policy"] = {
             "accuracy_pct": 100 * float(pt.correct.mean()), "chosen_on": pt.chosen_on,
             "what": "per task, the plan best on the selection problems: a policy, not a ceiling",
             "vs_best_fixed": ci_pts(paired(pt.pooled(), bf, rounds, seed)),
-            "trained_vs": ci_pts(paired(view.modes["trained"].pooled(), pt.pooled(), rounds, seed))}
+            "trained_vs": ci_pts(paired(view.modes["trained"].pooled(), pt.pooled(), rounds, seed)),
+            "ties": tie_range(view, pt.info["tied"]) if "tied" in pt.info else None}
     return {**out, "test_best_plans": {t: list(p) for t, p in test_best.items()}}
 
 
@@ -192,17 +200,54 @@ def _reward_vs_accuracy(view: View) -> dict[str, Any]:
             "headline_offset": h_lo if headline else None, "range": [lo, hi], "differ": differ, "sentence": text}
 
 
-def _replication(pair: tuple[Table, Mapping[str, ModeResult]], test_head: dict[str, Any], rounds: int,
-                 seed: int, ledger: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def _counts(view: View) -> dict[str, int]:
+    return {t: int(view.rows(t).size) for t in view.task_names()}
+
+
+def _on_tasks(view: View, tasks: set[str], rounds: int, seed: int) -> dict[str, Any]:
+    """``trained`` vs ``best_fixed`` on the view's problems of ``tasks`` only."""
+    keep = np.array([i for i, t in enumerate(view.tasks) if t in tasks], dtype=int)
+    tr, bf = view.modes["trained"].pooled()[keep], view.modes["best_fixed"].pooled()[keep]
+    return {**ci_pts(paired(tr, bf, rounds, seed)), "tasks": len(tasks),
+            "trained_accuracy_pct": 100 * float(tr.mean()), "best_fixed_accuracy_pct": 100 * float(bf.mean())}
+
+
+def coverage(test: Mapping[str, int], replication: Mapping[str, int] | None = None,
+             per_task: int | None = None) -> dict[str, Any]:
+    """Problems a task: ``test_short`` (test tasks with fewer than ``per_task``), and with a replication split
+    ``replication_short`` (test tasks with fewer replication problems than test problems: ``{task: [test,
+    replication]}``), ``replication_missing`` (test tasks with none) and ``replication_extra`` (tasks not in test)."""
+    out: dict[str, Any] = {"per_task": per_task, "test": dict(test),
+                           "test_short": {t: n for t, n in test.items() if per_task and n < per_task}}
+    if replication is not None:
+        out.update(replication=dict(replication),
+                   replication_short={t: [n, replication.get(t, 0)] for t, n in test.items()
+                                      if replication.get(t, 0) < n},
+                   replication_missing=[t for t in test if not replication.get(t)],
+                   replication_extra=[t for t in replication if t not in test])
+    return out
+
+
+def _replication(pair: tuple[Table, Mapping[str, ModeResult]], test_view: View, test_head: dict[str, Any],
+                 per_task: int | None, rounds: int, seed: int,
+                 ledger: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The headline on the replication split (its p corrected by Holm over the replication set's ledger), its
+    coverage of the test tasks, the test effect on the tasks it covers, and ``replicated``: True / False only of a
+    significant original (the headline's verdict), else None."""
     table, modes = pair
     view = View.of(table, modes)
     _need(view, "replication")
     head = headline_of(view, ledger, rounds, seed)
     head.pop("_correction")
+    cov = coverage(_counts(test_view), _counts(view), per_task)
+    covered = set(test_view.task_names()) & set(view.task_names())
     d, (lo, hi) = test_head["difference_pts"], head["ci95_pts"]
-    same = d is not None and head["difference_pts"] is not None and np.sign(d) == np.sign(head["difference_pts"]) != 0
-    replicated = bool(same and (lo > 0 if d > 0 else hi < 0))
-    return {**head, "replicated": replicated,
+    replicated = None
+    if test_head["verdict"] != "no measurable difference":
+        same = head["difference_pts"] is not None and np.sign(d) == np.sign(head["difference_pts"]) != 0
+        replicated = bool(same and (lo > 0 if d > 0 else hi < 0))
+    return {**head, "replicated": replicated, "original_significant": replicated is not None, "coverage": cov,
+            "test_on_covered_tasks": _on_tasks(test_view, covered, rounds, seed) if covered else None,
             "modes": {n: 100 * float(m.correct.mean()) for n, m in view.modes.items()}}
 
 
@@ -289,15 +334,18 @@ def build(test: Table, modes: Mapping[str, ModeResult], *, ledger: Mapping[str, 
     if not rva["headline_constant"]:
         head["reward"] = ci_pts(paired(view.modes["trained"].pooled("reward"), view.modes["best_fixed"].pooled("reward"),
                                        rounds, seed))
-    ceilings = _ceilings(view, rounds, seed)
-    rep = None if replication is None else _replication(replication, head, rounds, seed, replication_ledger)
+    ceilings = _ceilings(view, head, rounds, seed)
+    config = meta.get("config") or {}
+    per_task_n = None if config.get("test_data") else config.get("test_per_task")
+    rep = None if replication is None else _replication(replication, view, head, per_task_n, rounds, seed,
+                                                        replication_ledger)
     head["replicated"] = None if rep is None else rep["replicated"]
     report = {"schema": SCHEMA, "meta": {**meta, "split": test.split, "problems": len(view.ids),
                                          "tasks": len(view.task_names())},
               "headline": head, "ceilings": ceilings, "modes": _modes(view, rounds, seed),
               "per_task": per_task(view, {t: tuple(p) for t, p in ceilings["test_best_plans"].items()}),
               "concentration": concentration(view, rounds, seed), "within_task": within_task(view, rounds, seed),
-              "reward_vs_accuracy": rva,
+              "reward_vs_accuracy": rva, "coverage": coverage(_counts(view), None, per_task_n),
               "ledger": _ledger_section(corr), "replication": rep}
     report["secondary"] = _secondary(report)
     head["sentences"] = sentences(report)

@@ -49,6 +49,10 @@ def _replication(r: Mapping[str, Any]) -> list[str]:
         return []
     lines = ["| mode | accuracy % (replication) |", "| --- | --- |"]
     lines += [f"| `{m}` | {_f(a)} |" for m, a in rep["modes"].items()]
+    c = rep["coverage"]
+    lines += ["", "| task | test problems | replication problems |", "| --- | --- | --- |"]
+    lines += [f"| {t} | {n} | {c['replication'].get(t, 0)} |" for t, n in c["test"].items()]
+    lines += [f"| {t} | 0 | {c['replication'][t]} |" for t in c["replication_extra"]]
     return ["", "## Replication", "", r["headline"]["sentences"]["replication"], "", *lines]
 
 
@@ -81,7 +85,7 @@ def markdown(r: Mapping[str, Any]) -> str:
     setup."""
     s = r["headline"]["sentences"]
     lines = ["# Does a trained planner help this reasoner?", "", f"**{s['headline']}**", "", s["replication"], "",
-             s["ledger"], "", "## Seeds (secondary)", "", s["seeds"], "", "## Ceilings", "", s["ceiling"], "",
+             s["coverage"], "", s["ledger"], "", "## Seeds (secondary)", "", s["seeds"], "", "## Ceilings", "", s["ceiling"], "",
              "## Modes (same test problems)", "", *_modes(r), "", s["reward"], "", "## Per task", "", *_per_task(r),
              "", "## Concentration", "", s["concentration"], "", "## Within a task", "", s["within_task"],
              *_replication(r), *_corrections(r), "", "## Setup", "", "| key | value |", "| --- | --- |"]

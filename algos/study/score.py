@@ -108,6 +108,7 @@ def _modes(cfg: StudyConfig, split: str, test: Table) -> dict[str, ModeResult]:
     from rsim_env.grading import GradeCache
 
     from . import modes as m
+    from .breakdown import tied_plans
     from .tables import Groups, game_env, tree_problems
 
     grader = GradeCache()  # one grade per (problem, final step) across the tables and every head's episodes
@@ -126,7 +127,7 @@ def _modes(cfg: StudyConfig, split: str, test: Table) -> dict[str, ModeResult]:
     out = {"trained": m.trained_mode(test, plans, heads_from=cfg.heads_from or str(StudyPaths.of(cfg).heads),
                                      planner=sorted(specs)),
            "best_fixed": m.fixed_mode(test, chosen, "train+val"),
-           "per_task": m.per_task_mode(test, chosen, "train+val"),
+           "per_task": m.per_task_mode(test, chosen, "train+val", tied=tied_plans([train, val])),
            "bandit": m.bandit_mode(train, test, episodes, seeds),
            "random": m.random_mode(test, seeds)}
     none = _episodes(cfg, "none", split)
@@ -181,7 +182,7 @@ def score(cfg: StudyConfig, split: str = "test") -> tuple[Table, dict[str, ModeR
     questions = [p.question for p in items if p.id in kept[0].outcomes]
     line = ledger.look(h, command="rsim study", scored=f"{split} split: {', '.join(kept[1])}",
                        p_value=primary_p(*kept), problems=len(questions), settings=settings, split=split)
-    written = ledger.record_scoring(questions, line, own=ledger.study_folders(cfg), create_in=StudyPaths.of(cfg).trees,
+    written = ledger.record_scoring(questions, line, own=ledger.study_folders(cfg), create_in=StudyPaths.of(cfg).tree(split).parent,
                                     described=f"{cfg.name} {split} split of {cfg.data}")
     for lg in written:
         _log(f"{split} problems looked at {len(ledger.family(lg))} time(s) (ledger {lg.path})")

@@ -9,6 +9,16 @@ by the same rule here. ``replication`` is a second test draw: the test hash buck
 from every other split. A source that is not a generator (a file) has no second draw: its replication split is
 empty and asking for it raises.
 
+**A reviewer's own problems.** ``test_data`` / ``replication_data`` (a JSONL / parquet file whose ``task_column``
+labels each problem with one of the study's tasks) replace the study's test / replication split: every problem of
+the file (ids ``SPLIT/ID``), scored with the study's heads and the plans chosen on its train + val. A text also in
+train or val (or, for ``replication_data``, in the test split) is refused, naming the problems, and so is a task the
+study does not have; :func:`external` gives the file and the SHA-256 of its bytes (the report names both).
+
+Generator seeds: ``data_seed`` draws a procedural source's train / val / test; ``replication_seed`` the replication
+draw of any generator, the ``adaptive`` source included (whose train / val / test come from its own fixed seeds: a
+``data_seed`` other than 0 is refused there, as any seed for a file, which is not drawn).
+
 A problem's task (:func:`task_of`): the ``task`` of its metadata (set here for every non-adaptive problem), else
 the task in an ``adaptive`` id (``adaptive/SPLIT/TASK/...``), else its source (``reasoning_gym:gcd``,
 ``curriculum:add2_1d``; a local file's ``task_column``). Problems come round-robin over the tasks, the first
@@ -24,7 +34,7 @@ from typing import Any, Sequence
 
 from .config import SPLITS, StudyConfig
 
-__all__ = ["task_of", "problems", "first_per_task", "by_task"]
+__all__ = ["task_of", "problems", "first_per_task", "by_task", "external", "external_file"]
 
 _SHARE = {"train": 0.6, "val": 0.2, "test": 0.2, "replication": 0.2}
 """The share of a draw each split's hash bucket holds (:func:`rsim_env.sources.adaptive.split_of`)."""
@@ -70,7 +80,55 @@ def _adaptive(cfg: StudyConfig, split: str) -> list[Any]:
 
     tasks = TASKS[:cfg.tasks] if cfg.tasks else TASKS
     return adaptive_problems(lambda spec, n, seed: load_problems(spec, n, seed=seed), cfg.per_task(split) * len(tasks),
-                             split, tasks=tasks)
+                             split, tasks=tasks, seed=cfg.replication_seed if split == "replication" else None)
+
+
+def external_file(cfg: StudyConfig, split: str) -> str:
+    """The file that replaces ``split`` (``test_data`` / ``replication_data``), or "" (the study's own draw)."""
+    return {"test": cfg.test_data, "replication": cfg.replication_data}.get(split, "")
+
+
+def external(cfg: StudyConfig, split: str) -> dict[str, str] | None:
+    """``{"file", "sha256"}`` of the file that replaces ``split`` (SHA-256 of its bytes), or None."""
+    import hashlib
+
+    path = external_file(cfg, split)
+    if not path:
+        return None
+    file = Path(path.partition("?")[0])
+    if not file.is_file():
+        raise ValueError(f"--{split}-data {path!r}: no such file; give a JSONL / parquet file of problems with a "
+                         f"{cfg.task_column!r} column.")
+    return {"file": path, "sha256": hashlib.sha256(file.read_bytes()).hexdigest()}
+
+
+def _overlap(split: str, got: Sequence[Any], against: dict[str, Sequence[Any]]) -> None:
+    for name, items in against.items():
+        texts = {p.question: p.id for p in items}
+        hits = [(p.id, texts[p.question]) for p in got if p.question in texts]
+        if hits:
+            named = "; ".join(f"{a} is {name} {b}" for a, b in hits[:5])
+            more = "; ..." if len(hits) > 5 else ""
+            raise ValueError(f"--{split}-data: {len(hits)} problem(s) of the file ask a text of the study's {name} "
+                             f"split ({named}{more}); the heads and plans were chosen on it: remove them from the file.")
+
+
+def _from_file(cfg: StudyConfig, split: str) -> list[Any]:
+    """The problems of ``split``'s file, checked against the study's tasks and earlier splits (module docstring)."""
+    from rsim_env.sources.data import load_problems
+
+    path = external_file(cfg, split)
+    raw = load_problems(path, None, columns={"source": cfg.task_column})
+    got = [dataclasses.replace(p, id=f"{split}/{p.id}", metadata={**(p.metadata or {}), "task": p.source})
+           for p in raw]
+    earlier = {s: problems(cfg, s) for s in ("train", "val") + (("test",) if split == "replication" else ())}
+    known = {task_of(p) for s in ("train", "val") for p in earlier[s]}
+    unknown = sorted({task_of(p) for p in got} - known)
+    if unknown:
+        raise ValueError(f"--{split}-data {path!r}: tasks {unknown} (column {cfg.task_column!r}) are not tasks of the "
+                         f"study; its tasks are {sorted(known)}.")
+    _overlap(split, got, earlier)
+    return _round_robin(list(by_task(got).values()))
 
 
 def _draw(cfg: StudyConfig, seed: int) -> list[Any]:
@@ -125,9 +183,12 @@ def problems(cfg: StudyConfig, split: str) -> list[Any]:
     """
     if split not in SPLITS:
         raise ValueError(f"split {split!r} is not one of {SPLITS}.")
-    key = (cfg.data, cfg.task_column, cfg.tasks, cfg.data_seed, cfg.replication_seed, cfg.per_task(split), split)
+    file = external(cfg, split)
+    key = (cfg.data, cfg.task_column, cfg.tasks, cfg.data_seed, cfg.replication_seed, cfg.per_task(split), split,
+           file and file["sha256"], split == "replication" and cfg.test_data)
     if key not in _CACHE:
-        got = _adaptive(cfg, split) if cfg.data == "adaptive" else _generic(cfg, split)
+        got = (_from_file(cfg, split) if file else _adaptive(cfg, split) if cfg.data == "adaptive"
+               else _generic(cfg, split))
         if not got:
             raise ValueError(f"data {cfg.data!r} gives no {split} problem (its questions' hash puts none there, or "
                              "every one is another task's); give more problems (a bigger file or another generator "

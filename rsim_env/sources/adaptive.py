@@ -19,9 +19,16 @@ puts a text in the same split for both), so a text belongs to one task too: **th
 question. So no text is in two splits, nor in two tasks, and a problem graded on test was never seen on validation
 under another task's name. Under the rule ``curriculum:mul_1d`` keeps 1 ``val`` question and no ``test`` one, and
 ``curriculum:add2_1d`` 7 and 3: at the atlas's settings ``products`` and ``chain_sum``, earlier in the list, ask them.
-**A replication draw.** ``replication`` is a second test set, scored once at the end of a study: the test hash
-bucket of its own generator seed, less every text the ``test`` seed draws for any task (so it is disjoint by
-text from every other split, the test split included).
+**A replication draw.** ``replication`` is a second test set: the test hash bucket of its own generator seed
+(3,000,000 unless ``seed`` is given), less every text the ``test`` seed draws for any task (so it is disjoint by
+text from every other split, the test split included). Where a task's draw runs short of ``per_task`` (small tasks:
+the test seed's 400 entries ask almost every question there is), it is topped up from the same seed drawn further
+(4x at a time, up to :data:`MAX_DRAW` entries): texts in the test hash bucket that no problem of the ``test`` split
+(at the same problems a task) and no earlier replication problem asks. A task has at most as many replication
+problems as the ``test`` split has of it (``curriculum:add2_1d`` 3: ``chain_sum`` asks its other test-bucket
+texts), so the two splits weigh the tasks alike. A task whose test bucket holds no such text
+(``prime_factorization``: the test split asks all 5 of its test-bucket questions) stays short; the study's report
+names it. The first draw's problems come first, so a tree filled before the top-up keeps every problem.
 
 Problems are interleaved round-robin over the tasks; ids are ``adaptive/SPLIT/ID``.
 
@@ -82,6 +89,8 @@ PER_TASK = 40
 """Problems per task in ``val`` and ``test`` when no limit is given; ``train`` takes 5x."""
 DRAW = 400
 """Entries drawn per task and split, at least (the hash keeps ~20 % for val and test)."""
+MAX_DRAW = 25_600
+"""Entries a replication top-up draws per task, at most (a task still short there has no more test-bucket texts)."""
 
 
 def split_of(question: str) -> str:
@@ -102,16 +111,18 @@ def _task(label: str, n: int, seed: int, load: Loader) -> list[Problem]:
     return load(label, n, seed)
 
 
-def _columns(split: str, per_task: int, tasks: tuple[str, ...], load: Loader) -> list[list[Problem]]:
+def _columns(split: str, per_task: int, tasks: tuple[str, ...], load: Loader,
+             seed: int | None = None) -> list[list[Problem]]:
     """Each task's problems of ``split``: its drawn questions in this split's hash bucket, none drawn for an earlier
-    task (module docstring: a text belongs to one split of one task)."""
+    task (module docstring: a text belongs to one split of one task); the replication split topped up."""
     bucket = "test" if split == "replication" else split
+    seed = SEEDS[split] if seed is None else seed
     cols, owned = [], set()
     if split == "replication":  # a second test draw: none of the texts the test seed draws, for any task
         for label in tasks:
             owned |= {p.question for p in _task(label, max(DRAW, 8 * per_task), SEEDS["test"], load)}
     for label in tasks:
-        drawn = [p for p in _task(label, max(DRAW, 8 * per_task), SEEDS[split], load) if split_of(p.question) == bucket]
+        drawn = [p for p in _task(label, max(DRAW, 8 * per_task), seed, load) if split_of(p.question) == bucket]
         seen: set[str] = set()
         kept = []
         for p in drawn:
@@ -120,17 +131,45 @@ def _columns(split: str, per_task: int, tasks: tuple[str, ...], load: Loader) ->
                 kept.append(p)
         owned |= {p.question for p in drawn}
         cols.append(kept[:per_task])
-    return cols
+    return _top_up(cols, per_task, tasks, load, seed) if split == "replication" else cols
+
+
+def _top_up(cols: list[list[Problem]], per_task: int, tasks: tuple[str, ...], load: Loader,
+            seed: int) -> list[list[Problem]]:
+    """The replication columns, each short one topped up from ``seed`` drawn further (module docstring)."""
+    test = _columns("test", per_task, tasks, load)
+    taken = {p.question for c in test + cols for p in c}
+    out = []
+    for label, col, want in zip(tasks, cols, map(len, test)):
+        col, n, distinct = list(col[:want]), max(DRAW, 8 * per_task), -1
+        while len(col) < want and n < MAX_DRAW:
+            n = min(4 * n, MAX_DRAW)
+            drawn = _task(label, n, seed, load)
+            for p in drawn:
+                if len(col) < want and split_of(p.question) == "test" and p.question not in taken:
+                    taken.add(p.question)
+                    col.append(p)
+            if len({p.question for p in drawn}) == distinct:  # 4x the entries ask nothing new: the task is exhausted
+                break
+            distinct = len({p.question for p in drawn})
+        out.append(col)
+    return out
 
 
 def adaptive_problems(load: Loader, limit: int | None = None, split: str = "train",
-                      tasks: tuple[str, ...] | None = None) -> list[Problem]:
-    """``limit`` problems of ``split`` (``train`` / ``val`` / ``test``), round-robin over :data:`TASKS` (or ``tasks``);
-    ``load`` reads a data spec (``load_problems("adaptive:test")`` passes it).
+                      tasks: tuple[str, ...] | None = None, seed: int | None = None) -> list[Problem]:
+    """``limit`` problems of ``split`` (``train`` / ``val`` / ``test`` / ``replication``), round-robin over
+    :data:`TASKS` (or ``tasks``); ``load`` reads a data spec (``load_problems("adaptive:test")`` passes it).
+    ``seed``: the replication draw's generator seed (another replication draw; None: :data:`SEEDS`' 3,000,000).
 
     Raises:
-        ValueError: unknown split, a limit below 1, or no tasks.
+        ValueError: unknown split, a limit below 1, no tasks, or a seed given for a split other than replication
+            (or one of the other splits' seeds).
     """
+    if seed is not None and (split != "replication" or seed in (SEEDS["val"], SEEDS["test"], SEEDS["train"])):
+        raise ValueError(f"adaptive seed={seed!r} for split {split!r}: only the replication split takes a seed, and "
+                         f"not one of the other splits' seeds {[SEEDS[s] for s in ('val', 'test', 'train')]}; the "
+                         "other splits are drawn from their fixed seeds.")
     if split not in SEEDS:
         raise ValueError(f"adaptive split {split!r}; choose one of {SPLITS} (e.g. --data adaptive:test).")
     tasks = TASKS if tasks is None else tuple(tasks)
@@ -139,7 +178,7 @@ def adaptive_problems(load: Loader, limit: int | None = None, split: str = "trai
     if limit is not None and (isinstance(limit, bool) or limit < 1):
         raise ValueError(f"limit={limit!r} must be >= 1.")
     per_task = -(-limit // len(tasks)) if limit else PER_TASK * (5 if split == "train" else 1)
-    cols = _columns(split, per_task, tasks, load)
+    cols = _columns(split, per_task, tasks, load, seed)
     out = [dataclasses.replace(c[i], id=f"adaptive/{split}/{c[i].id}")
            for i in range(max(map(len, cols))) for c in cols if i < len(c)]
     return out[:limit] if limit else out

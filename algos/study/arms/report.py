@@ -6,7 +6,7 @@ its seeds (:mod:`algos.study.stats`), seeds are secondary (an exact sign test ov
 
 * **headline**: ``rsim`` vs ``grpo`` -- the problem-level paired difference, its 95 % bootstrap interval and
   sign-flip p, that p corrected for every configuration scored on the test tree (the ledger's count, as the plug-in
-  headline is: :func:`algos.study.stats.holm_bound`), and the smallest difference the design could detect;
+  headline is: Holm's step-down over the test set's ledger, :func:`algos.study.ledger.holm_of`), and the smallest difference the design could detect;
 * **secondary** (Holm over this family, :func:`holm`): each arm vs ``base``; ``rsim`` vs ``grpo_fixed`` (the
   comparison that separates a *learned* plan from the answer scaffold of the planner's game: both have a planner's
   game, only one learns its plan); ``rsim_warm`` vs ``planner`` (training the reasoner on top of the plug-in);

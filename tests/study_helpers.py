@@ -60,3 +60,16 @@ def study(folder: Path, reasoner: str = "family_reasoner", **overrides: Any) -> 
                            "learner.eval_every": 10, **overrides})
     fill.run(cfg)
     return cfg
+
+
+def ledger_of(test, modes: dict, looks: int = 1, rounds: int = 10_000) -> dict:
+    """A test set's ledger as the report reads it: this look (with the p-value its scores give) and ``looks - 1``
+    earlier looks with no p-value kept (each counted as p = 1)."""
+    from algos.study.stats import paired
+    from algos.study.view import View
+
+    v = View.of(test, modes)
+    p = paired(v.modes["trained"].pooled(), v.modes["best_fixed"].pooled(), rounds)["p_value"]
+    others = [{"hash": f"{i:064x}", "p": 1.0, "p_kept": False, "historical": True} for i in range(1, looks)]
+    return {"hash": "f" * 64, "family": others + [{"hash": "f" * 64, "p": p, "p_kept": True}], "path": "ledger.jsonl",
+            "test_set": "0" * 64}

@@ -78,7 +78,7 @@ def _trained_plans(features_dir: Path, monkeypatch) -> dict[int, dict[str, list[
     from rsim_env.kinds.code import CODE
 
     monkeypatch.setattr(CODE, "prefetch", lambda problem, final: None)  # no sandbox run: nothing is graded
-    cfg = resolve("adaptive", {"tree_dir": str(ROOT / "docs/efficacy_results/tree"), "features_dir": str(features_dir),
+    cfg = resolve("adaptive", {"tree_dir": str(ROOT / "docs/study_results/adaptive/trees"), "features_dir": str(features_dir),
                                "heads_dir": str(ROOT / "docs/training_results/planners/tree_adaptive_40_std")})
     tree, items = tree_problems(cfg, "test")
     groups = Groups(game_env(tree), _no_grade)

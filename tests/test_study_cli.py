@@ -44,7 +44,7 @@ def test_print_config_resolves_preset_flags_and_set(capsys):
     printed = json.loads(capsys.readouterr().out)
     assert printed == out["config"]
     assert printed["learner"]["seeds"] == 2 and printed["learner"]["lr"] == 3e-4 and printed["stage"] == "report"
-    assert printed["tree_dir"] == "docs/efficacy_results/tree" and printed["max_step_tokens"] == 48
+    assert printed["tree_dir"] == "docs/study_results/adaptive/trees" and printed["max_step_tokens"] == 48
     assert printed["head_name"] == "last_round_s{seed}" and printed["learner"]["steps"] == 200
 
 

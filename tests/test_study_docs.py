@@ -79,7 +79,7 @@ def test_study_page_costs_are_the_committed_trees():
     page = (ROOT / "docs" / "study.md").read_text()
     totals = [0, 0, 0.0, 0.0]
     for split in ("train", "val", "test"):
-        inc = json.loads((ROOT / "docs/efficacy_results/tree" / f"adaptive_{split}.tree.json").read_text())["increments"]
+        inc = json.loads((ROOT / "docs/study_results/adaptive/trees" / f"adaptive_{split}.tree.json").read_text())["increments"]
         row = [inc[-1]["problems"], inc[-1]["steps"], sum(i["cpu_s"] for i in inc), sum(i["wall_s"] for i in inc)]
         totals = [a + b for a, b in zip(totals, row)]
         want = f"| {row[0]:,} | {row[1]:,} | {row[2] / 60:.1f} | {row[3] / 60:.1f} | {row[1] / row[2]:.2f} |"

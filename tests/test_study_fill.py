@@ -151,7 +151,7 @@ def test_the_committed_adaptive_trees_need_no_decoding():
     """``rsim study --preset adaptive --stage fill`` decodes nothing: the committed test tree holds every plan of every
     problem the split rule gives (282 problems, as its header says), and its header's rate is the cost's."""
     cfg = resolve("adaptive")
-    header = json.loads((ROOT / "docs/efficacy_results/tree/adaptive_test.tree.json").read_text())
+    header = json.loads((ROOT / "docs/study_results/adaptive/trees/adaptive_test.tree.json").read_text())
     c = fill.cost(cfg, ["test"])
     assert c["splits"]["test"]["problems"] == header["problems"] == 282
     assert c["splits"]["test"]["to_decode"] == 0 and c["to_decode"] == 0

@@ -11,6 +11,7 @@ import pytest
 from algos.study.config import resolve
 from algos.study.report import build, coverage
 from algos.study.types import ModeResult, Outcome, Table
+from tests.study_helpers import ledger_of
 
 PLANS = [(8,), (3, 8)]
 FIXED, TRAINED = (8,), (3, 8)
@@ -45,7 +46,7 @@ def _report(test_rule, rep_rule, rep_counts, test_counts=None, per_task=10):
     test_counts = test_counts or {"alpha": 10, "beta": 10, "gamma": 10}
     test = _split("test", test_counts, test_rule)
     rep = None if rep_rule is None else _split("replication", rep_counts, rep_rule)
-    return build(*test, ledger_count=1, replication=rep, meta={"config": {"test_per_task": per_task}}, rounds=500)
+    return build(*test, ledger=ledger_of(*test, rounds=500), replication=rep, meta={"config": {"test_per_task": per_task}}, rounds=500)
 
 
 def test_coverage_names_the_short_and_missing_tasks():

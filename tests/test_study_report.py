@@ -22,6 +22,7 @@ import pytest
 
 from algos.study.report import build, write
 from algos.study.types import ModeResult, Outcome, Table
+from tests.study_helpers import ledger_of
 
 PLANS = [(8,)] + [(s, 8) for s in range(8)]
 TASKS = ["alpha", "beta", "gamma", "delta"]
@@ -104,23 +105,10 @@ def _modes(case: str, split: str, reads_text: bool) -> tuple[Table, dict[str, Mo
     return test, modes
 
 
-def _ledger(test: Table, modes: dict, looks: int = 1, rounds: int = ROUNDS) -> dict:
-    """A test set's ledger as the report reads it: this look (with the p-value its scores give) and ``looks - 1``
-    earlier looks with no p-value kept (each counted as p = 1)."""
-    from algos.study.stats import paired
-    from algos.study.view import View
-
-    v = View.of(test, modes)
-    p = paired(v.modes["trained"].pooled(), v.modes["best_fixed"].pooled(), rounds)["p_value"]
-    others = [{"hash": f"{i:064x}", "p": 1.0, "p_kept": False, "historical": True} for i in range(1, looks)]
-    return {"hash": "f" * 64, "family": others + [{"hash": "f" * 64, "p": p, "p_kept": True}], "path": "ledger.jsonl",
-            "test_set": "0" * 64}
-
-
 def _report(case: str, reads_text: bool, ledger: int = 1, replicate: bool = False) -> dict:
     test, modes = _modes(case, "test", reads_text)
     rep = _modes(case, "replication", reads_text) if replicate else None
-    r = build(test, modes, ledger=_ledger(test, modes, ledger), replication=rep, meta={"case": case}, rounds=ROUNDS)
+    r = build(test, modes, ledger=ledger_of(test, modes, ledger, ROUNDS), replication=rep, meta={"case": case}, rounds=ROUNDS)
     json.dumps(r, allow_nan=False)  # strict JSON as it stands
     return r
 
@@ -182,7 +170,7 @@ def test_c_conditioning_is_judged_against_the_seeds_own_lookup():
         flip[task] = min(counts, key=lambda pl: (counts[pl], pl))  # the seed's minority plan for the task
     ids = test.ids()
     modes["per_task"] = _play(test, "per_task", {0: {p: flip[test.tasks[p]] for p in ids}}, "train+val")
-    r = build(test, modes, ledger=_ledger(test, modes), replication=None, meta={}, rounds=ROUNDS)
+    r = build(test, modes, ledger=ledger_of(test, modes, rounds=ROUNDS), replication=None, meta={}, rounds=ROUNDS)
     w = r["within_task"]
     assert w["value_vs_modal_plan"]["ci95_pts"][0] > 0 and w["conditions_on_more_than_task"] is True
     assert w["value_vs_per_task"]["difference_pts"] < w["value_vs_modal_plan"]["difference_pts"]
@@ -215,7 +203,7 @@ def test_the_headline_is_holm_over_the_ledgers_p_values_and_must_match_the_score
     from algos.study.stats import holm
 
     test, modes = _modes("b", "test", False)
-    lg = _ledger(test, modes)
+    lg = ledger_of(test, modes, rounds=ROUNDS)
     mine = lg["family"][0]["p"]
     lg["family"] = [{"hash": "a" * 64, "p": mine / 4, "p_kept": True}, {"hash": "b" * 64, "p": 0.5, "p_kept": True},
                     *lg["family"]]
@@ -255,12 +243,12 @@ def test_reward_reported_apart_only_when_it_can_differ():
     test, modes = _modes("b", "test", False)
     # only the one-round plan differs: random plays it, trained and best_fixed never do -> the headline is one test
     bent = _bend(test, modes, lambda pl: 0.3 * (len(pl) == 1))
-    r1 = build(*bent, ledger=_ledger(*bent), replication=None, meta={}, rounds=ROUNDS)
+    r1 = build(*bent, ledger=ledger_of(*bent, rounds=ROUNDS), replication=None, meta={}, rounds=ROUNDS)
     v = r1["reward_vs_accuracy"]
     assert not v["constant"] and v["headline_constant"] and v["differ"] == ["random"] and "reward" not in r1["headline"]
     # the penalty depends on the first strategy: the plans trained and best_fixed play differ in reward - accuracy
     bent = _bend(test, modes, lambda pl: 0.1 * pl[0])
-    r2 = build(*bent, ledger=_ledger(*bent), replication=None, meta={}, rounds=ROUNDS)
+    r2 = build(*bent, ledger=ledger_of(*bent, rounds=ROUNDS), replication=None, meta={}, rounds=ROUNDS)
     assert not r2["reward_vs_accuracy"]["headline_constant"] and "reward" in r2["headline"]
     assert "reported apart" in r2["headline"]["sentences"]["reward"]
 
@@ -279,18 +267,18 @@ def test_report_is_deterministic_and_writes_its_folder(tmp_path):
 def test_bad_inputs_name_the_problem():
     test, modes = _modes("b", "test", False)
     with pytest.raises(ValueError, match="best_fixed"):
-        build(test, {k: v for k, v in modes.items() if k != "best_fixed"}, ledger=_ledger(test, modes),
+        build(test, {k: v for k, v in modes.items() if k != "best_fixed"}, ledger=ledger_of(test, modes, rounds=ROUNDS),
               replication=None, meta={})
     short = dict(modes)
     first = test.ids()[0]
     short["random"] = ModeResult("random", {0: {p: o for p, o in modes["random"].outcomes[0].items() if p != first}},
                                  {0: {p: pl for p, pl in modes["random"].plans[0].items() if p != first}})
     with pytest.raises(ValueError, match=f"'random', seed 0.*{first}"):
-        build(test, short, ledger=_ledger(test, modes), replication=None, meta={})
+        build(test, short, ledger=ledger_of(test, modes, rounds=ROUNDS), replication=None, meta={})
     with pytest.raises(ValueError, match="the test set's ledger"):
         build(test, modes, ledger=None, replication=None, meta={})
     with pytest.raises(ValueError, match="JSON-able"):
-        build(test, modes, ledger=_ledger(test, modes, rounds=10_000), replication=None, meta={"x": object()})
+        build(test, modes, ledger=ledger_of(test, modes, rounds=10_000), replication=None, meta={"x": object()})
 
 
 # --------------------------------------------------------------------------- case (c) through a trained planner
@@ -318,7 +306,7 @@ def test_c_through_rsim_study_a_trained_planner_reads_the_text(tmp_path):
     fill.run(cfg)
     train.train(cfg)
     test, modes = score.score(cfg, "test")
-    r = build(test, modes, ledger=_ledger(test, modes), replication=None, meta={"case": "c, trained"}, rounds=ROUNDS)
+    r = build(test, modes, ledger=ledger_of(test, modes, rounds=ROUNDS), replication=None, meta={"case": "c, trained"}, rounds=ROUNDS)
     pol, w = r["ceilings"]["per_task_policy"], r["within_task"]
     assert r["meta"]["problems"] >= 16 and r["meta"]["tasks"] == 2  # 10 a task, as many as the hash split gives
     assert pol["accuracy_pct"] <= 75  # one plan a task: at most the larger family of each task

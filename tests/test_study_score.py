@@ -209,7 +209,7 @@ def test_the_committed_adaptive_study_reproduces_from_its_trees_heads_and_featur
     trees.mkdir()
     for split in ("train", "val", "test"):
         for suffix in (".tree.json.gz", ".tree.json"):
-            shutil.copy(ROOT / "docs/efficacy_results/tree" / f"adaptive_{split}{suffix}", trees)
+            shutil.copy(ROOT / "docs/study_results/adaptive/trees" / f"adaptive_{split}{suffix}", trees)
     cfg = resolve("adaptive", {"out": str(tmp_path / "study"), "tree_dir": str(trees),
                                "heads_dir": str(ROOT / "docs/training_results/planners/tree_adaptive_40_std"),
                                "features_dir": str(ROOT / "docs/study_results/adaptive/features"),

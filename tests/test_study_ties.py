@@ -12,6 +12,7 @@ from algos.study.breakdown import TIE_RULE, tie_range, tied_plans
 from algos.study.modes import choose, fixed_mode, per_task_mode
 from algos.study.report import build
 from algos.study.types import ModeResult, Outcome, Table
+from tests.study_helpers import ledger_of
 from algos.study.view import View
 
 PLANS = [(8,), (0, 8), (3, 8)]
@@ -64,7 +65,8 @@ def test_the_report_states_the_rule_and_the_range_beside_the_value():
     pt = per_task_mode(TEST, chosen, "train+val", tied=tied_plans([TRAIN_D, VAL]))
     bf = fixed_mode(TEST, chosen, "train+val")
     trained = ModeResult("trained", {0: dict(pt.outcomes[0])}, {0: dict(pt.plans[0])}, "train")
-    r = build(TEST, {"trained": trained, "best_fixed": bf, "per_task": pt}, ledger_count=1, replication=None,
+    r = build(TEST, {"trained": trained, "best_fixed": bf, "per_task": pt},
+              ledger=ledger_of(TEST, {"trained": trained, "best_fixed": bf}), replication=None,
               meta={}, rounds=200)
     ties = r["ceilings"]["per_task_policy"]["ties"]
     assert ties["accuracy_range_pct"] == pytest.approx([37.5, 87.5])
@@ -78,7 +80,8 @@ def test_scores_without_recorded_ties_say_so():
     pt = per_task_mode(TEST, chosen, "train+val")
     bf = fixed_mode(TEST, chosen, "train+val")
     trained = ModeResult("trained", {0: dict(bf.outcomes[0])}, {0: dict(bf.plans[0])}, "train")
-    r = build(TEST, {"trained": trained, "best_fixed": bf, "per_task": pt}, ledger_count=1, replication=None,
+    r = build(TEST, {"trained": trained, "best_fixed": bf, "per_task": pt},
+              ledger=ledger_of(TEST, {"trained": trained, "best_fixed": bf}), replication=None,
               meta={}, rounds=200)
     assert r["ceilings"]["per_task_policy"]["ties"] is None
     assert "rescore" in r["headline"]["sentences"]["ceiling"]

@@ -6,7 +6,7 @@ learner.lr=3e-4``). Presets (:data:`PRESETS`) are override dicts on top of the d
 
 * ``adaptive``: the adaptive study as it was run (the embedded SmolLM2 on llama.cpp, greedy, 48 / 144 tokens a
   step / answer, two rounds of which the last may only terminate, 40 / 20 / 10 problems a task), reading the
-  committed trees (``docs/efficacy_results/tree``), heads (``docs/training_results/planners/tree_adaptive_40_std``)
+  committed trees (``docs/study_results/adaptive/trees``), heads (``docs/training_results/planners/tree_adaptive_40_std``)
   and features (``docs/study_results/adaptive/features``): ``rsim study --preset adaptive`` decodes and trains nothing
   and writes its scores and report under ``runs/study_adaptive`` (its looks go to the test set's one ledger); only
   ``--docs`` without ``--out`` writes them into the committed folder (:data:`DOCS_OUT`);
@@ -257,7 +257,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "out": "runs/study_adaptive", "features_dir": "docs/study_results/adaptive/features", "data": "adaptive", "reasoner": "llamacpp:default#threads=1", "name": "adaptive",
         "rounds": 2, "terminate_last_round": True, "max_step_tokens": 48, "max_answer_tokens": 144,
         "train_per_task": 40, "val_per_task": 20, "test_per_task": 10, "increment": 1, "max_copies": 48,
-        "tree_dir": "docs/efficacy_results/tree", "planner": "default",
+        "tree_dir": "docs/study_results/adaptive/trees", "planner": "default",
         "heads_dir": "docs/training_results/planners/tree_adaptive_40_std", "head_name": "last_round_s{seed}",
         "learner.seeds": 6, "learner.steps": 200, "learner.groups_per_step": 32, "learner.group_size": 8,
         "learner.lr": 1e-3, "learner.entropy_coef": 0.0, "learner.standardize": True, "learner.variant": "last_round",

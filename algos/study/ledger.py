@@ -48,7 +48,7 @@ __all__ = ["COMMITTED", "Ledger", "question_digest", "test_set_key", "folders", 
 
 SCHEMA = 2
 """Version of the ledger's layout (the header's ``ledger``)."""
-COMMITTED = "docs/efficacy_results/tree"
+COMMITTED = "docs/study_results/*/trees"
 """The repository's committed ledgers (beside the committed trees), relative to the checkout's root."""
 
 
@@ -88,10 +88,10 @@ def home_index() -> Path:
     return _home() / "ledgers.txt"
 
 
-def _committed() -> Path | None:
+def _committed() -> list[Path]:
+    """The committed studies' tree folders (:data:`COMMITTED`) when run from a checkout; [] from an install."""
     root = Path(__file__).resolve().parents[2]
-    d = root / COMMITTED
-    return d if (root / "pyproject.toml").is_file() and d.is_dir() else None
+    return sorted(d for d in root.glob(COMMITTED) if d.is_dir()) if (root / "pyproject.toml").is_file() else []
 
 
 def folders(own: Sequence[str | os.PathLike] = ()) -> list[Path]:
@@ -102,8 +102,7 @@ def folders(own: Sequence[str | os.PathLike] = ()) -> list[Path]:
     if env:
         out += [Path(p) for p in env.split(os.pathsep) if p]
     else:
-        committed = _committed()
-        out += [committed] if committed else []
+        out += _committed()
         index = home_index()
         if index.is_file():
             out += [Path(line).parent for line in index.read_text(encoding="utf-8").splitlines() if line.strip()]

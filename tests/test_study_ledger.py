@@ -93,6 +93,24 @@ def test_a_scoring_that_touches_a_set_is_a_look_at_it(tmp_path):
         ledger.holm_of(lg, "e" * 64)
 
 
+def test_a_new_set_that_shares_problems_with_a_looked_at_one_inherits_its_looks(tmp_path):
+    """A second draw (or any new sealed set) overlapping a set already scored: the earlier looks touched some of its
+    problems, so they are in its family (p = null, counted as 1), and the new look is recorded in both ledgers."""
+    first = [f"question {i}" for i in range(5)]
+    ledger.record_scoring(first, _line("a", 0.04), create_in=tmp_path / "trees")
+    second = first[3:] + ["new 1", "new 2"]
+    exact, older = ledger.record_scoring(second, _line("b", 0.2), create_in=tmp_path / "trees")
+    assert exact.key == ledger.test_set_key(second) and older.key == ledger.test_set_key(first)
+    inherited = exact.looks[0]
+    assert inherited["hash"] == "a" * 64 and inherited["p_value"] is None and inherited["problems"] == 2
+    assert inherited["inherited_from"] == older.key
+    corr = ledger.holm_of(exact, "b" * 64)
+    assert corr["m"] == 2 and corr["p_as_one"] == 1 and corr["p_holm"] == pytest.approx(holm([0.2, 1.0])[0])
+    assert [r["hash"] for r in older.looks] == ["a" * 64, "b" * 64]
+    again = ledger.record_scoring(second, _line("b", 0.2), create_in=tmp_path / "trees")
+    assert [len(lg.looks) for lg in again] == [2, 2]  # the same look again adds nothing anywhere
+
+
 def test_broken_or_old_ledgers_are_refused_with_the_fix(tmp_path):
     (tmp_path / "x.ledger.jsonl").write_text('{"hash": "abababababababab", "time": "t"}\n')
     with pytest.raises(ValueError, match="migrated"):

@@ -229,11 +229,20 @@ def record(ledger: Ledger | str | os.PathLike, line: Mapping[str, Any]) -> Ledge
 def record_scoring(questions: Sequence[str], line: Mapping[str, Any], *, own: Sequence[str | os.PathLike] = (),
                    create_in: str | os.PathLike | None = None, described: str = "") -> list[Ledger]:
     """Record the look ``line`` in every ledger the scored ``questions`` touch (:func:`touching`); with ``create_in``
-    (a study's sealed split) the ledger of exactly these questions is created there first when none exists. Returns
-    the ledgers written to, the exact one first."""
+    (a study's sealed split) the ledger of exactly these questions is created there first when none exists, listing
+    every look of the ledgers that touch them as inherited (p = null: counted as p = 1 in its Holm family, since a
+    look at some of a set's problems is a look at the set). Returns the ledgers written to, the exact one first."""
     out: list[Ledger] = []
     if create_in is not None:
-        exact = find(test_set_key(questions), own) or create(create_in, questions, described)
+        exact = find(test_set_key(questions), own)
+        if exact is None:  # a new set: every earlier look at any of its problems is counted in it (inherited)
+            earlier = touching(questions, own)
+            exact = create(create_in, questions, described)
+            for lg, n in earlier:
+                for row in (r for r in lg.looks if r["hash"] != line["hash"]):  # this look is recorded below
+                    exact = record(exact, {**row, "p_value": None, "problems": n, "inherited_from": lg.key,
+                                           "scored": f"inherited from the ledger of {lg.described or lg.key[:16]} "
+                                                     f"({n} of its problems are in this set): {row.get('scored', '')}"})
         out.append(record(exact, {**line, "problems": len(set(questions))}))
     for lg, n in touching(questions, own):
         if all(lg.path.resolve() != o.path.resolve() for o in out):

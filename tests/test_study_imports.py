@@ -12,7 +12,7 @@ from algos.study.cli import ORDER
 from tests.test_layers import ROOT, module_graph
 
 PACKAGE = "algos.study"
-FILES = sorted((ROOT / "algos" / "study").glob("*.py"))
+FILES = sorted((ROOT / "algos" / "study").rglob("*.py"))
 
 
 def reachable(graph: dict[str, set[str]], start: str) -> dict[str, list[str]]:
@@ -68,6 +68,17 @@ def test_each_stage_imports_only_the_stages_before_it():
     assert {f"{PACKAGE}.{s}" for s in ORDER} <= set(graph), f"a stage of {ORDER} has no module in algos/study"
     bad = later_stage_imports(graph, ORDER)
     assert bad == [], f"stages that import a stage running after them (move what they share down a module): {bad}"
+
+
+def test_the_arms_stages_follow_the_same_order():
+    """The arms' part of each stage (algos/study/arms) reaches no stage after it either, the study's or the arms'."""
+    graph = module_graph("algos/study")
+    assert "algos.study.arms.train" in graph, sorted(graph)
+    later = {"train": ("score", "report", "arms.score", "arms.report", "arms.stages"),
+             "score": ("report", "arms.report", "arms.stages")}
+    bad = [f"arms.{stage} -> {m}" for stage, ms in later.items()
+           for m in ms if f"{PACKAGE}.{m}" in reachable(graph, f"{PACKAGE}.arms.{stage}")]
+    assert bad == [], f"an arms stage imports a stage running after it: {bad}"
 
 
 def test_no_module_reaches_into_private_names():

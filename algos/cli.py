@@ -50,20 +50,10 @@ def build_problems(cfg: RunConfig) -> list:
 
 
 def build_agents(cfg: RunConfig, learner: Any, device: Any, problems: Sequence[Any] = ()) -> dict[str, Any]:
-    """Agents for ``learner`` on ``device`` from ``cfg.model`` specs (identical init on every process: seed first)."""
-    from agents.registry import AgentContext, build_agent
+    """Agents for ``learner`` on ``device`` from ``cfg.model`` specs (:func:`algos.build.build_agents`)."""
+    from .build import build_agents as build
 
-    roles = ("planner", "reasoner") if learner.env_planner else ("reasoner",)
-    shared: dict = {}  # LoRA agents on the same base spec share one frozen copy of it
-
-    def lora(role: str) -> Any:  # an agent the learner never trains is its base model: an adapter would only
-        spec = getattr(cfg.model, f"{role}_lora")  # change its weights' fingerprint (and miss the replay store)
-        return spec if role in learner.trained else dataclasses.replace(spec, enabled=False)
-
-    return {role: build_agent(getattr(cfg.model, role), AgentContext(
-        role=role, config=getattr(cfg, role), dtype=cfg.model.dtype, device=device, seed=cfg.train.seed,
-        max_rounds=cfg.env.max_steps, problems=problems, lora=lora(role),
-        frozen="same" if role in learner.trained else cfg.model.frozen, shared=shared)).agent for role in roles}
+    return build(cfg, learner, device, problems)
 
 
 def preflight(cfg: RunConfig) -> tuple[Path | None, int]:

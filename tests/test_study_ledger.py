@@ -152,14 +152,14 @@ def test_rsim_eval_on_the_adaptive_test_split_finds_the_committed_ledger(monkeyp
     monkeypatch.delenv("RSIM_LEDGER_DIR")
     problems = load_problems("adaptive:test", limit=20)
     hits = [(lg, n) for lg, n in ledger.touching([p.question for p in problems])
-            if lg.path.parent.resolve() == (ROOT / ledger.COMMITTED).resolve()]
+            if lg.path.parent.resolve() == (ROOT / "docs/study_results/adaptive/trees").resolve()]
     assert len(hits) == 1 and hits[0][1] >= 1 and len(hits[0][0].questions) == 282
 
 
 def test_the_committed_adaptive_ledger_lists_the_earlier_looks():
     """The migrated adaptive test ledger: its 282 questions, the looks git history shows marked historical (two
     efficacy runs on adaptive:test among them), the study's own look with its p-value."""
-    paths = [p for p in (ROOT / ledger.COMMITTED).glob("*.ledger.jsonl")]
+    paths = [p for p in ROOT.glob(f"{ledger.COMMITTED}/*.ledger.jsonl")]
     sets = {ledger.read(p).described: ledger.read(p) for p in paths}
     test = next(lg for d, lg in sets.items() if "test split" in d)
     assert len(test.questions) == 282

@@ -171,7 +171,7 @@ def test_another_replication_draw_has_its_own_tree(tmp_path):
 def _vocab_load(vocab: dict[str, int]):
     """A generator per task with ``vocab[task]`` distinct questions (entry ``i`` of seed ``s`` from ``s + i``, as a
     reasoning-gym generator)."""
-    from rsim_env.sources.problems import Problem
+    from rsim_env.problem import Problem
 
     def load(spec: str, n: int, seed: int) -> list:
         return [Problem(id=f"{spec}/{i}", question=f"{spec} question {(seed + i) * 7919 % vocab[spec]}", answer="0")

@@ -150,7 +150,7 @@ def test_every_mode_is_scored_recorded_once_and_reused(scripted):
     assert again["trained"].plans == modes["trained"].plans and again_test.outcomes == test.outcomes
     from algos.study.score import primary_p
 
-    found = ledger.find(json.loads(saved)["test_set"], ledger.study_folders(cfg))
+    found = ledger.find(json.loads(gzip.decompress(saved))["test_set"], ledger.study_folders(cfg))
     assert len(ledger.family(found)) == 1 and found.looks[0]["p_value"] == primary_p(test, modes) is not None
 
 

@@ -130,14 +130,14 @@ def _trainer_class() -> Any:
 
 def _agents(run: Any, arm: str, plan: tuple[int, ...] | None, device: Any, problems: Sequence[Any]) -> dict[str, Any]:
     from agents.scripted.policies import FixedPlanner
-    from algos.cli import build_agents
+    from algos.build import build_agents
     from algos.grpo_baseline import GRPOBaseline
 
     # every seed starts from the same base models, the ones the untrained arms are scored with (agent seed 0: a
     # random-init model's weights depend on it); the run's seed still orders its problems and seeds its sampling
     run = dataclasses.replace(run, train=dataclasses.replace(run.train, seed=0))
     if arm != "grpo_fixed":
-        from algos.cli import build_learner
+        from algos.learners import build_learner
 
         return build_agents(run, build_learner(run), device, problems)
     agents = build_agents(run, GRPOBaseline(), device, problems)  # the reasoner alone ...
@@ -182,7 +182,7 @@ def train_run(cfg: StudyConfig, arm: str, seed: int, problems: Sequence[Any],
     from accelerate.utils import set_seed
 
     from agents.runs import find_checkpoint
-    from algos.cli import build_learner
+    from algos.learners import build_learner
     from algos.trainer import make_accelerator, to_dict
 
     out = run_dir(cfg, arm, seed)

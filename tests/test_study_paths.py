@@ -16,7 +16,7 @@ def test_defaults_are_under_out():
     assert p.head(3) == Path("runs/s/heads/seed_3") and p.train_summary == Path("runs/s/heads/train.json")
     assert p.split_scores("test") == Path("runs/s/scores/test.json.gz")
     assert p.table_cache("train") == Path("runs/s/scores/tables/train.json.gz") and p.report == Path("runs/s/report")
-    assert p.episodes("sc", "test") == Path("runs/s/episodes/sc_test.jsonl.gz")
+    assert p.episodes("sc", "test") == (Path("runs/s/episodes/sc_test.jsonl.gz"), False)
     assert p.features_file("hf:org/model#x=1") == Path("runs/s/features/hf_org_model_x_1.safetensors")
     assert p.scored_heads() == p.heads
 

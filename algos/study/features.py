@@ -13,6 +13,7 @@ shows them), never by a problem id: the same context on another tree reads the s
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from agents.replay.plan_tree import PlanTree
     from rsim_env import Problem
 
-__all__ = ["FORMAT", "context_key", "obs_key", "tree_contexts", "FeatureStore", "compute", "install",
+__all__ = ["FORMAT", "context_key", "obs_key", "tree_contexts", "FeatureStore", "load_store", "compute", "install",
            "feature_planner", "stacked", "feature_store"]
 
 FORMAT = "1"
@@ -220,16 +221,42 @@ def stacked(store: FeatureStore, contexts: Sequence[tuple[str, list[tuple[int, s
     return torch.stack([store[k] for k in keys])
 
 
+def _own_file(cfg: StudyConfig, spec: str) -> Path | None:
+    """Where this study writes features it computes when its ``features_dir`` is another folder (e.g. a preset's
+    committed cache, read only): ``<out>/features``; None when ``features_dir`` is ``<out>/features`` itself."""
+    paths = StudyPaths.of(cfg)
+    own = paths.out / "features"
+    return None if own.resolve() == paths.features.resolve() else dataclasses.replace(paths, features=own).features_file(spec)
+
+
+def load_store(cfg: StudyConfig, spec: str) -> FeatureStore:
+    """The study's features of ``spec``: :meth:`StudyPaths.features_file`, plus those this study computed itself
+    beside its output when that file is another folder's (:func:`_own_file`)."""
+    store = FeatureStore.load(StudyPaths.of(cfg).features_file(spec), spec)
+    own = _own_file(cfg, spec)
+    if own is not None and own.is_file():
+        store.features.update(FeatureStore.load(own, spec).features)
+    return store
+
+
 def feature_store(cfg: StudyConfig, spec: str, tree: PlanTree, items: list[Problem]) -> FeatureStore:
     """The study's feature store of ``spec`` with every decision context of ``items`` on ``tree`` (missing ones
-    computed with the backbone, then saved in :meth:`StudyPaths.features_file`)."""
-    path = StudyPaths.of(cfg).features_file(spec)
-    store = FeatureStore.load(path, spec)
+    computed with the backbone, then saved: in :meth:`StudyPaths.features_file`, or, when that is another folder's
+    cache, in ``<out>/features`` -- a preset's committed cache is only written with ``--docs``)."""
+    store = load_store(cfg, spec)
     contexts = tree_contexts(tree, items)
     need = store.missing(contexts)
     if need:
+        own = _own_file(cfg, spec)
+        base = FeatureStore.load(StudyPaths.of(cfg).features_file(spec), spec) if own is not None else None
+        path = own or StudyPaths.of(cfg).features_file(spec)
         print(f"[rsim study] computing {need} planner features with {spec!r} (once; kept in {path})", file=sys.stderr,
               flush=True)
         compute(store, feature_planner(spec), contexts, progress=True)
-        store.save(path)
+        if base is None:
+            store.save(path)
+        else:  # only what the committed cache lacks, at its precision
+            FeatureStore(spec, {k: v for k, v in store.features.items() if k not in base},
+                         stored_dtype=base.stored_dtype).save(path)
+        store = load_store(cfg, spec)  # the values as stored (a half-precision file rounds them): every reader's
     return store

@@ -244,9 +244,11 @@ def record_scoring(questions: Sequence[str], line: Mapping[str, Any], *, own: Se
                                            "scored": f"inherited from the ledger of {lg.described or lg.key[:16]} "
                                                      f"({n} of its problems are in this set): {row.get('scored', '')}"})
         out.append(record(exact, {**line, "problems": len(set(questions))}))
-    for lg, n in touching(questions, own):
+    for lg, n in touching(questions, own):  # another set: this look's p is not of it (counted as p = 1 there)
         if all(lg.path.resolve() != o.path.resolve() for o in out):
-            out.append(record(lg, {**line, "problems": n}))
+            out.append(record(lg, {**line, "problems": n, "p_value": None,
+                                   "p_note": "a look at some of this set's problems within another set: its p-value "
+                                             "is of that set, so it counts as p = 1 here"}))
     return out
 
 
@@ -341,8 +343,7 @@ def _heads_digest(heads: Path) -> str:
 
 
 def _episodes_digest(cfg: StudyConfig, kind: str, split: str) -> str:
-    given = getattr(cfg, f"{kind}_episodes") if split == "test" else ""
-    path = Path(given) if given else StudyPaths.of(cfg).episodes(kind, split)
+    path, _ = StudyPaths.of(cfg).episodes(kind, split)
     return digest_files([path]) if path.is_file() else ""
 
 

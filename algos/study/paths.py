@@ -39,6 +39,8 @@ class StudyPaths:
     """``(split, file)`` for each split read from your own file (:attr:`StudyConfig.test_data`, ``replication_data``)."""
     replication_seed: int | None = None
     """The replication draw's generator seed when it is not the default one (its tree is then its own)."""
+    given_episodes: tuple[tuple[str, str], ...] = ()
+    """``(kind, file)``: the ``none`` / ``sc`` episodes given for the study's own test split."""
 
     @classmethod
     def of(cls, cfg: StudyConfig) -> "StudyPaths":
@@ -49,7 +51,8 @@ class StudyPaths:
                    features=Path(cfg.features_dir) if cfg.features_dir else out / "features",
                    name=cfg.name, head_name=cfg.head_name, heads_from=cfg.heads_from,
                    files=tuple((k, v) for k, v in (("test", cfg.test_data), ("replication", cfg.replication_data)) if v),
-                   replication_seed=None if cfg.replication_seed == REPLICATION_SEED else cfg.replication_seed)
+                   replication_seed=None if cfg.replication_seed == REPLICATION_SEED else cfg.replication_seed,
+                   given_episodes=(("none", cfg.none_episodes), ("sc", cfg.sc_episodes)))
 
     @property
     def scores(self) -> Path:
@@ -119,7 +122,11 @@ class StudyPaths:
         """``<out>/scores/tables/<split>.json.gz``: ``split``'s read-back table beside its tree's fingerprint."""
         return self.scores / "tables" / f"{self.label(split)}.json.gz"
 
-    def episodes(self, kind: str, split: str) -> Path:
-        """``<out>/episodes/<kind>_<split>.jsonl.gz``: ``rsim eval`` episodes of mode ``kind`` (``none``, ``sc``)
-        found by default."""
-        return self.out / "episodes" / f"{kind}_{split}.jsonl.gz"
+    def episodes(self, kind: str, split: str) -> tuple[Path, bool]:
+        """``(path, given)``: the ``rsim eval`` episodes of mode ``kind`` (``none``, ``sc``) for ``split`` -- the
+        file given for the study's own test split (:attr:`StudyConfig.none_episodes`, ``sc_episodes``; ``given``
+        True), else ``<out>/episodes/<kind>_<split label>.jsonl.gz`` (a split read from your own file has its own)."""
+        given = dict(self.given_episodes).get(kind, "")
+        if split == "test" and given and self.label(split) == split:
+            return Path(given), True
+        return self.out / "episodes" / f"{kind}_{self.label(split)}.jsonl.gz", False

@@ -62,7 +62,7 @@ def features_digest(cfg: StudyConfig, split: str, ensure: bool = False) -> str:
     none; with ``ensure`` the missing ones are computed first (:func:`algos.study.features.feature_store`)."""
     import hashlib
 
-    from .features import FeatureStore, context_key, tree_contexts
+    from .features import context_key, load_store, tree_contexts
 
     tree, items = tree_problems(cfg, split)
     contexts = tree_contexts(tree, items)
@@ -70,7 +70,7 @@ def features_digest(cfg: StudyConfig, split: str, ensure: bool = False) -> str:
     h = hashlib.sha256()
     for spec in sorted({hd.spec for hd in heads(cfg)}):
         store = (feature_store(cfg, spec, tree, items) if ensure
-                 else FeatureStore.load(StudyPaths.of(cfg).features_file(spec), spec))
+                 else load_store(cfg, spec))
         if any(k not in store for k in keys):
             return "missing"
         h.update(spec.encode())
@@ -93,11 +93,10 @@ def primary_p(test: Table, modes: dict[str, ModeResult]) -> float | None:
 
 
 def _episodes(cfg: StudyConfig, kind: str, split: str) -> tuple[list[dict[str, Any]], str] | None:
-    given = getattr(cfg, f"{kind}_episodes") if split == "test" else ""
-    path = Path(given) if given else StudyPaths.of(cfg).episodes(kind, split)
+    path, given = StudyPaths.of(cfg).episodes(kind, split)
     if not path.is_file():
         if given:
-            raise ValueError(f"--{kind}-episodes {given!r}: no such file; give rsim eval's episodes.jsonl(.gz).")
+            raise ValueError(f"--{kind}-episodes {str(path)!r}: no such file; give rsim eval's episodes.jsonl(.gz).")
         return None
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as f:

@@ -49,12 +49,17 @@ demo: install
 # PYTHONHASHSEED=0: reasoning-gym entries are made under that seed (rsim_env/kinds/rg_tasks.py); a suite started
 # so makes them in-process instead of asking a worker process for each dataset (3x faster on the data tests).
 # tests/test_rg_hash_seed.py starts its own processes under other seeds, so the worker route stays tested.
-# The library's suite is tests/ (pytest's testpaths), run once: everything but LOAD_TESTS, then LOAD_TESTS with
-# every core kept busy (test-load). The studies' tests are their own target, test-studies.
+# The library's suite is tests/ (pytest's testpaths) less LOAD_TESTS, the tests that start processes, threads, servers
+# or timers: those run only under load, in their own target (make test-load), which CI runs as its own stage. The
+# studies' tests are their own target too (make test-studies). Measured times per target: docs/install.md.
+# XDIST: the suite in two pytest worker processes (pytest-xdist, the dev extra), one test file to a worker at a time
+# (module-scoped fixtures, such as a loaded model, are built once) and one torch thread each, so the two workers
+# keep two cores busy without oversubscribing them. `make test XDIST=` runs it in one process.
+XDIST ?= -n 2 --dist loadfile
+XDIST_ENV = $(if $(strip $(XDIST)),OMP_NUM_THREADS=1,)
 test: install sandbox-tools browser-tools
 	$(VENV)/bin/ruff check .
-	PYTHONHASHSEED=0 $(PY) -m pytest $(PYTEST_ARGS) $(addprefix --deselect=,$(LOAD_TESTS))
-	$(UNDER_LOAD)
+	PYTHONHASHSEED=0 $(XDIST_ENV) $(PY) -m pytest $(XDIST) $(PYTEST_ARGS) $(addprefix --deselect=,$(LOAD_TESTS))
 
 test-fast: install
 	PYTHONHASHSEED=0 $(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
@@ -71,8 +76,8 @@ test-float: install
 	  || { rc=$$?; [ $$rc -eq 5 ] && echo "test-float: no training_outcome test in tests/ to rerun"; [ $$rc -eq 5 ] || exit $$rc; }
 
 # The tests that start processes, threads, servers or timers, run with every core kept busy by tools.cpu_load
-# (`make test` runs them only so): a test that passes only on a quiet machine fails here instead of on a user's
-# laptop. Slow tests included; add a file here when its tests start processes.
+# (`make test` leaves them to this target; CI runs it as its own stage): a test that passes only on a quiet machine
+# fails here instead of on a user's laptop. Slow tests included; add a file here when its tests start processes.
 LOAD_TESTS := tests/test_replay.py tests/test_replay_prefill.py tests/test_replay_store_faults.py tests/test_answers_pool.py \
 	tests/test_answers_hostile.py tests/test_eval_resume.py tests/test_code_sandbox.py tests/test_code_execute.py \
 	tests/test_sandbox_fail_closed.py tests/test_soak.py tests/test_threads.py tests/test_train_faults.py \

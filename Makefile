@@ -121,7 +121,8 @@ browser-tools:
 # ------------------------------------------------------------------------------------------------
 # Install checks (CI runs these after `make test`): the pip route a user takes, outside the checkout.
 #   check-wheel     build the wheel; a fresh venv with it (torch: the CPU wheel, from pip's cache);
-#                   pip check; rsim --version; rsim study --help; rsim train --preset tiny; the README's Python blocks
+#                   pip check; rsim --version; rsim study --help; rsim train --preset tiny; every arm of rsim study
+#                   on the tiny preset; the README's Python blocks
 #                   run against the *installed* package (RSIM_TEST_INSTALLED=1)
 #   check-env-only  a fresh venv with the wheel (--no-deps) plus only the env's own dependencies
 #                   (no torch anywhere); the env tests
@@ -146,7 +147,7 @@ wheel: install
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation . -w dist
 
 check-wheel: wheel
-	rm -rf $(CHECK_DIR)/wheel $(CHECK_DIR)/tiny && mkdir -p $(CHECK_DIR) && $(PYTHON) -m venv $(CHECK_DIR)/wheel
+	rm -rf $(CHECK_DIR)/wheel $(CHECK_DIR)/tiny $(CHECK_DIR)/arms $(CHECK_DIR)/ledgers && mkdir -p $(CHECK_DIR) && $(PYTHON) -m venv $(CHECK_DIR)/wheel
 	$(WV)/python -m pip install -q --upgrade pip
 	$(WV)/python -m pip install -q --no-deps --retries 0 "$(TORCH)" --extra-index-url $(TORCH_INDEX)
 	$(WV)/python -m pip install -q "$(TORCH)"
@@ -154,6 +155,8 @@ check-wheel: wheel
 	$(WV)/python -m pip check
 	cd $(CHECK_DIR) && $(WV)/python -m agents.embedded && $(WV)/rsim --version && $(WV)/rsim study --help >/dev/null
 	cd $(CHECK_DIR) && $(WV)/rsim train --preset tiny --out $(CHECK_DIR)/tiny
+	cd $(CHECK_DIR) && RSIM_LEDGER_DIR=$(CHECK_DIR)/ledgers $(WV)/rsim study --preset tiny --threads 1 --out $(CHECK_DIR)/arms \
+	  --arms base,planner,grpo,grpo_fixed,rsim,rsim_warm >/dev/null && test -s $(CHECK_DIR)/arms/arms/report/report.json
 	cd $(CHECK_DIR) && RSIM_TEST_INSTALLED=1 $(WV)/python -m pytest $(CHECK_PYTEST) $(CURDIR)/tests/test_readme.py
 
 check-env-only: wheel

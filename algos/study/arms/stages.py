@@ -92,6 +92,7 @@ def score_headline(cfg: StudyConfig) -> dict[str, Any] | None:
     """The score stage's last step: the headline (rsim vs grpo) computed from the arms' test looks and recorded as a
     look with its p in the test set's ledger (an identical headline adds none); None without both arms."""
     from .. import ledger
+    from ..paths import StudyPaths
     from .score import split_problems
 
     built, test = _build(cfg, read_only=False)
@@ -103,7 +104,7 @@ def score_headline(cfg: StudyConfig) -> dict[str, Any] | None:
     line = ledger.look(digest, command="rsim study --arms", scored="arms:headline rsim vs grpo", p_value=h["p_value"],
                        problems=len(problems), settings=settings, split="test")
     written = ledger.record_scoring([p.question for p in problems], line, own=ledger.study_folders(cfg),
-                                    create_in=None)
+                                    create_in=StudyPaths.of(cfg).tree("test").parent)  # the exact set keeps the p
     exact = ledger.find(ledger.test_set_key([p.question for p in problems]), ledger.study_folders(cfg))
     return {"p_value": h["p_value"], "ledgers": [str(lg.path) for lg in written],
             "m": None if exact is None else len(ledger.family(exact))}

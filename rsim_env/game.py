@@ -57,7 +57,7 @@ class EnvConfig:
     """Answer checking (``timeout_s`` of the sympy part, ``last_number_fallback``). The fallback is off by
     default: a response must state its answer (``\\boxed{}``, "the answer is") to earn R_acc, so a rambling
     single answer is not graded by whatever number it ended on (measured in docs/interaction.md).
-    ``require_evaluated`` is on: ``\\boxed{37 * 22}`` restates the question and earns nothing (docs/efficacy.md)."""
+    ``require_evaluated`` is on: ``\\boxed{37 * 22}`` restates the question and earns nothing (the efficacy study, in git at 42f3ab0)."""
 
     def __post_init__(self) -> None:
         check_finite(self)

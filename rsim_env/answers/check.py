@@ -63,7 +63,7 @@ class CheckConfig:
     "unevaluated", not correct). Off here: as a test of mathematical equivalence ``2×3`` *is* 6. On in
     every reward (``EnvConfig.check``, ``rsim eval``, the TRL reward functions): a reasoner rewarded
     for the symbolic value learns to box the question's own expression (it did, in the efficacy
-    study: docs/efficacy.md). Equations are judged by their last side (``9 + 5 = 14`` answers 14)."""
+    study, in git at 42f3ab0). Equations are judged by their last side (``9 + 5 = 14`` answers 14)."""
 
     def __post_init__(self) -> None:
         if not self.timeout_s > 0:

@@ -9,12 +9,33 @@ paths itself, so a reader finds the layout here.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from .config import REPLICATION_SEED, StudyConfig
 
-__all__ = ["StudyPaths"]
+__all__ = ["StudyPaths", "file_sha256"]
+
+
+def file_sha256(spec: str, split: str) -> str:
+    """SHA-256 of the bytes of the file ``spec`` (a data spec: a path, with ``?column=...`` options) that replaces
+    ``split``; read once per file content (cached by path, size and modification time).
+
+    Raises:
+        ValueError: no such file.
+    """
+    file = Path(spec.partition("?")[0])
+    if not file.is_file():
+        raise ValueError(f"--{split}-data {spec!r}: no such file; give a JSONL / parquet file of problems.")
+    st = file.stat()
+    return _digest(str(file.resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=32)
+def _digest(path: str, size: int, mtime_ns: int) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -83,14 +104,7 @@ class StudyPaths:
     def label(self, split: str) -> str:
         """``split``, or ``<split>_<sha256[:12]>`` of the file ``split`` is read from (its tree and scores apart)."""
         own = dict(self.files).get(split)
-        if not own:
-            return split
-        import hashlib
-
-        file = Path(own.partition("?")[0])
-        if not file.is_file():
-            raise ValueError(f"--{split}-data {own!r}: no such file; give a JSONL / parquet file of problems.")
-        return f"{split}_{hashlib.sha256(file.read_bytes()).hexdigest()[:12]}"
+        return f"{split}_{file_sha256(own, split)[:12]}" if own else split
 
     def info(self, split: str) -> Path:
         """The info JSON beside ``split``'s tree."""

@@ -171,16 +171,17 @@ def score(cfg: StudyConfig, split: str = "test") -> tuple[Table, dict[str, ModeR
     path = StudyPaths.of(cfg).split_scores(split)
     kept = read_scores(path, h)
     _, items = tree_problems(cfg, split)
+    fresh = kept is None
     if kept is None:
         test = split_table(cfg, split)
-        modes = _modes(cfg, split, test)
-        kept = (test, modes)
-        questions = [p.question for p in items if p.id in test.outcomes]
-        write_scores(path, h, test, modes, test_set=ledger.test_set_key(questions), p_value=primary_p(test, modes))
-        _log(f"scored {len(test.outcomes)} {split} problems: {', '.join(modes)} -> {path}")
+        kept = (test, _modes(cfg, split, test))
     questions = [p.question for p in items if p.id in kept[0].outcomes]
+    p_value = primary_p(*kept)
+    if fresh:
+        write_scores(path, h, *kept, test_set=ledger.test_set_key(questions), p_value=p_value)
+        _log(f"scored {len(kept[0].outcomes)} {split} problems: {', '.join(kept[1])} -> {path}")
     line = ledger.look(h, command="rsim study", scored=f"{split} split: {', '.join(kept[1])}",
-                       p_value=primary_p(*kept), problems=len(questions), settings=settings, split=split)
+                       p_value=p_value, problems=len(questions), settings=settings, split=split)
     written = ledger.record_scoring(questions, line, own=ledger.study_folders(cfg), create_in=StudyPaths.of(cfg).tree(split).parent,
                                     described=f"{cfg.name} {split} split of {cfg.data}")
     for lg in written:

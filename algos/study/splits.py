@@ -90,16 +90,10 @@ def external_file(cfg: StudyConfig, split: str) -> str:
 
 def external(cfg: StudyConfig, split: str) -> dict[str, str] | None:
     """``{"file", "sha256"}`` of the file that replaces ``split`` (SHA-256 of its bytes), or None."""
-    import hashlib
+    from .paths import file_sha256
 
     path = external_file(cfg, split)
-    if not path:
-        return None
-    file = Path(path.partition("?")[0])
-    if not file.is_file():
-        raise ValueError(f"--{split}-data {path!r}: no such file; give a JSONL / parquet file of problems with a "
-                         f"{cfg.task_column!r} column.")
-    return {"file": path, "sha256": hashlib.sha256(file.read_bytes()).hexdigest()}
+    return {"file": path, "sha256": file_sha256(path, split)} if path else None
 
 
 def _overlap(split: str, got: Sequence[Any], against: dict[str, Sequence[Any]]) -> None:

@@ -93,7 +93,7 @@ def score_headline(cfg: StudyConfig) -> dict[str, Any] | None:
     look with its p in the test set's ledger (an identical headline adds none); None without both arms."""
     from .. import ledger
     from ..paths import StudyPaths
-    from .score import split_problems
+    from .score import exact_ledger, split_problems
 
     built, test = _build(cfg, read_only=False)
     h = built.get("headline")
@@ -105,7 +105,7 @@ def score_headline(cfg: StudyConfig) -> dict[str, Any] | None:
                        problems=len(problems), settings=settings, split="test")
     written = ledger.record_scoring([p.question for p in problems], line, own=ledger.study_folders(cfg),
                                     create_in=StudyPaths.of(cfg).tree("test").parent)  # the exact set keeps the p
-    exact = ledger.find(ledger.test_set_key([p.question for p in problems]), ledger.study_folders(cfg))
+    exact = exact_ledger(cfg, problems)
     return {"p_value": h["p_value"], "ledgers": [str(lg.path) for lg in written],
             "m": None if exact is None else len(ledger.family(exact))}
 
@@ -115,13 +115,13 @@ def report(cfg: StudyConfig) -> dict[str, Any]:
     look; reads only (missing looks, or a headline the score stage did not record, raise with the command to run)."""
     from .. import ledger
     from . import report as rep
-    from .score import split_problems
+    from .score import exact_ledger, split_problems
 
     built, _ = _build(cfg, read_only=True)
     if built.get("headline"):
         digest, _ = _headline_hash(cfg, built)
         problems = split_problems(cfg, "test")
-        found = ledger.find(ledger.test_set_key([p.question for p in problems]), ledger.study_folders(cfg))
+        found = exact_ledger(cfg, problems)
         if found is None or all(r["hash"] != digest for r in found.looks):
             raise ValueError("--stage report: the arms' headline (rsim vs grpo) has no look in the test set's ledger; "
                              f"run rsim study --arms {cfg.arms} --stage score (--out {cfg.out}), which records it.")

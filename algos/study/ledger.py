@@ -217,8 +217,7 @@ def look(hash_: str, *, command: str, scored: str, p_value: float | None, proble
 def record(ledger: Ledger | str | os.PathLike, line: Mapping[str, Any]) -> Ledger:
     """Append the look ``line`` (:func:`look`) unless a look of the same configuration hash is there already; returns
     the ledger as it now is. Append-only: one write of one whole line."""
-    lg = ledger if isinstance(ledger, Ledger) else read(ledger)
-    lg = read(lg.path)
+    lg = read(ledger.path if isinstance(ledger, Ledger) else ledger)  # as the file is now, not as it was passed
     if any(row["hash"] == line["hash"] for row in lg.looks):
         return lg
     with open(lg.path, "a", encoding="utf-8") as f:

@@ -11,6 +11,9 @@ this conftest and no torch, so torch-based fakes are built inside their fixtures
 * ``_torch_threads_restored`` (autouse): a test that runs a CLI in-process (``algos.threads.use_threads`` sets
   torch's thread count for the whole process, from the machine's load) leaves the count as it found it, so a
   later test's float reductions do not depend on which tests ran before it or on the load when they did;
+* long files first: a file with a ``slow`` or ``long`` test is collected before the others, so that pytest-xdist
+  (``make test`` runs two workers, one file to a worker at a time) starts the longest files first instead of
+  leaving one worker busy with a late minutes-long file while the other is idle;
 * ``seeded(env)``: an env (AEC or parallel, wrapped or not) whose spaces and problem draws are seeded, for
   PettingZoo's stock tests, which sample actions from unseeded spaces.
 """
@@ -20,6 +23,16 @@ from __future__ import annotations
 import sys
 
 import pytest
+
+
+LONG_MARKS = ("slow", "long")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files holding a ``slow`` or ``long`` test first, each file's tests kept together and in order (a stable sort):
+    the longest-first order that keeps xdist's ``--dist loadfile`` from ending on one worker (module docstring)."""
+    long_files = {item.path for item in items if any(item.get_closest_marker(m) for m in LONG_MARKS)}
+    items.sort(key=lambda item: item.path not in long_files)
 
 
 @pytest.fixture(autouse=True)

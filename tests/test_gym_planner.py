@@ -151,6 +151,7 @@ def mean_return_and_accuracy(policy, seed: int, episodes: int = 100, problems=No
     return float(np.mean(rewards)), float(np.mean(correct))
 
 
+@pytest.mark.long
 def test_ppo_on_the_defaults_beats_a_random_policy():
     """PPO (4,096 steps, three seeds, ~8 s each on one core) on the default env, against uniform random plans.
 

@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = sorted(p for p in (ROOT / "tests").rglob("*.py") if "__pycache__" not in p.parts and p.name != Path(__file__).name)
 NOT_YET_MOVED: set[str] = set()
@@ -82,6 +84,7 @@ print("\nRESULT " + json.dumps({"rc": int(rc), "attempts": attempts}))
 """
 
 
+@pytest.mark.long
 def test_tests_collect_with_studies_blocked():
     """Collecting tests/ in an interpreter where ``import studies`` raises: nothing tries, and collection succeeds."""
     ignore = [f"--ignore={f}" for f in sorted(NOT_YET_MOVED) if (ROOT / f).is_file()]

@@ -195,26 +195,70 @@ def test_heads_from_another_study_are_scored_on_this_studys_test_tree(scripted):
 
 # ------------------------------------------------------------------ the committed adaptive study
 
+COMMITTED = ROOT / "docs/study_results/adaptive"
+SAMPLE_EVERY = 25
+"""The read-back check replays every test problem and every 25th train and val problem from the trees."""
 
-def test_the_committed_adaptive_study_reproduces_from_its_trees_heads_and_features(tmp_path):
-    """``score`` on the committed trees, the six committed heads and the committed test features (no backbone
-    forward): trained 24.7 %, best fixed [3, 8] 22.7 %, per-task 24.5 % on the 282 test problems, and each seed's
-    plans equal to the plans the powered study recorded."""
+
+def _committed_config(tmp_path: Path, trees: Path):
+    from algos.study.config import resolve
+
+    return resolve("adaptive", {"out": str(tmp_path / "study"), "tree_dir": str(trees),
+                                "heads_dir": str(ROOT / "docs/training_results/planners/tree_adaptive_40_std"),
+                                "features_dir": str(COMMITTED / "features"),
+                                "none_episodes": str(ROOT / "docs/training_results/eval_checks/none_test282_replay.episodes.jsonl.gz"),
+                                "sc_episodes": str(ROOT / "docs/training_results/tree_sc_test.episodes.jsonl.gz")})
+
+
+def _tree_copies(tmp_path: Path) -> Path:
+    """A copy of the committed trees: the committed test tree's ledger records real scorings, not a test's."""
     import shutil
 
-    from algos.study.config import resolve
-    from algos.study.score import score
-
-    trees = tmp_path / "trees"  # a copy: the committed test tree's ledger records real scorings, not a test's
+    trees = tmp_path / "trees"
     trees.mkdir()
     for split in ("train", "val", "test"):
         for suffix in (".tree.json.gz", ".tree.json"):
-            shutil.copy(ROOT / "docs/study_results/adaptive/trees" / f"adaptive_{split}{suffix}", trees)
-    cfg = resolve("adaptive", {"out": str(tmp_path / "study"), "tree_dir": str(trees),
-                               "heads_dir": str(ROOT / "docs/training_results/planners/tree_adaptive_40_std"),
-                               "features_dir": str(ROOT / "docs/study_results/adaptive/features"),
-                               "none_episodes": str(ROOT / "docs/training_results/eval_checks/none_test282_replay.episodes.jsonl.gz"),
-                               "sc_episodes": str(ROOT / "docs/training_results/tree_sc_test.episodes.jsonl.gz")})
+            shutil.copy(COMMITTED / "trees" / f"adaptive_{split}{suffix}", trees)
+    return trees
+
+
+@pytest.mark.long
+def test_the_committed_tables_are_the_read_back_of_the_committed_trees(tmp_path):
+    """The committed read-back tables (``scores/tables``, which the score stage reuses while its tree's fingerprint
+    holds) are what the trees play back to: every plan of every test problem, and of every 25th train and val
+    problem, replayed through the env from the tree (the full read-back of all 1,722 problems is the score stage's
+    own 3 minutes)."""
+    from algos.study import jsonfile
+    from algos.study.ledger import tree_fingerprint
+    from algos.study.splits import task_of
+    from algos.study.tables import read_table, tree_problems
+    from algos.study.types import table_from_json
+
+    cfg = _committed_config(tmp_path, _tree_copies(tmp_path))
+    for split in ("train", "val", "test"):
+        data = jsonfile.read(COMMITTED / "scores" / "tables" / f"{split}.json.gz")
+        assert data["tree"] == tree_fingerprint(COMMITTED / "trees" / f"adaptive_{split}.tree.json.gz")
+        committed = table_from_json(data)
+        tree, items = tree_problems(cfg, split)
+        assert [p.id for p in items] == list(committed.tasks), f"{split}: the committed table's problems"
+        sample = items if split == "test" else items[::SAMPLE_EVERY]
+        fresh = read_table(tree, sample, split, task_of)
+        assert len(fresh.ids()) == len(sample) >= 20
+        assert {p: dict(by) for p, by in fresh.outcomes.items()} == \
+            {p: dict(committed.outcomes[p]) for p in fresh.ids()}, f"{split}: the read-back differs from the table"
+
+
+def test_the_committed_adaptive_study_reproduces_from_its_trees_heads_and_features(tmp_path):
+    """``score`` on the committed trees and their committed read-back tables (checked against the trees above), the
+    six committed heads and the committed test features (no backbone forward): trained 24.7 %, best fixed [3, 8]
+    22.7 %, per-task 24.5 % on the 282 test problems, and each seed's plans equal to the plans the powered study
+    recorded."""
+    import shutil
+
+    from algos.study.score import score
+
+    cfg = _committed_config(tmp_path, _tree_copies(tmp_path))
+    shutil.copytree(COMMITTED / "scores" / "tables", tmp_path / "study" / "scores" / "tables")
     test, modes = score(cfg)
     assert len(test.ids()) == 282
     n = {name: [sum(o.correct for o in by.values()) for by in r.outcomes.values()] for name, r in modes.items()}

@@ -4,7 +4,7 @@ The route researchers with GPUs take (``--reasoner openai:MODEL@URL`` to vLLM), 
 own server on loopback: two reasoning-gym tasks, a few problems a split, the whole command -- fill the train / val /
 test trees through the server, train two head-only planner seeds (tiny planner), score every mode on the test tree,
 write the report -- then the same command again, which must decode nothing and add no ledger entry. Short steps
-(24 tokens, 64 for the answer) keep it to minutes: llama.cpp's server answers one request at a time.
+(24 tokens, 64 for the answer) and one problem a task a split keep it to about a minute: llama.cpp's server answers one request at a time.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 TASKS = "rg:chain_sum+products"
-SIZES = {"train": 2, "val": 1, "test": 2}
+SIZES = {"train": 1, "val": 1, "test": 1}  # 6 problems, 102 steps: each split filled, scored and resumed
 STEPS_A_PROBLEM = 17  # two rounds whose last only terminates: [8] and [s, 8] for the 8 other strategies
 
 

@@ -176,8 +176,10 @@ def test_kl_to_frozen_reference(tmp_path):
 
 @pytest.mark.slow
 def test_demo_preset_one_step(tmp_path):
-    """The embedded SmolLM2-135M for both agents (minutes on a CPU)."""
-    out = main(resolve("demo", {"train.output_dir": str(tmp_path), "train.steps": 1, "train.progress": False}))
+    """The embedded SmolLM2-135M for both agents, the demo preset's every other setting: one group of two episodes
+    (the preset's 2 x 4 cost minutes on a CPU and check nothing more)."""
+    out = main(resolve("demo", {"train.output_dir": str(tmp_path), "train.steps": 1, "train.progress": False,
+                                "train.groups_per_step": 1, "train.grpo.group_size": 2}))
     assert out["steps"] == 1 and "reasoner/reward" in _scalars(tmp_path)
 
 

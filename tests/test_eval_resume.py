@@ -146,6 +146,7 @@ def _run_until_killed(cmd, env, journal: Path, batches: int) -> None:
     proc.stderr.close()
 
 
+@pytest.mark.long
 def test_killed_twice_then_rerun_the_same_command(tmp_path):
     """The real thing: ``rsim eval`` in a subprocess, SIGKILLed once some batches are journaled, rerun with the
     same command line and SIGKILLed again later (a resumed run dies too), rerun to the end: the same results as

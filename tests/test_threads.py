@@ -138,6 +138,7 @@ def test_concurrency_per_step_counts_only_overlapping_steps():
     assert per_step(rec, warmup=0, window=(200.0, 300.0)) == (3.0, 0)  # no overlap: every step, flagged 0
 
 
+@pytest.mark.long
 def test_concurrency_benchmark_smoke_on_tiny_preset(tmp_path):
     """benchmarks/runtime/concurrency.py end to end on the tiny preset: both settings, each run's threads and wait recorded."""
     from benchmarks.runtime.concurrency import Config, main

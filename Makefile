@@ -129,7 +129,8 @@ browser-tools:
 #   check-wheel     build the wheel; a fresh venv with it (torch: the CPU wheel, from pip's cache);
 #                   pip check; rsim --version; rsim study --help; rsim train --preset tiny; every arm of rsim study
 #                   on the tiny preset; the README's Python blocks
-#                   run against the *installed* package (RSIM_TEST_INSTALLED=1)
+#                   run against the *installed* package (RSIM_TEST_INSTALLED=1), one file's tests spread over the
+#                   two workers (--dist load, not loadfile)
 #   check-env-only  a fresh venv with the wheel (--no-deps) plus only the env's own dependencies
 #                   (no torch anywhere); the env tests
 CHECK_DIR ?= /tmp/rsim-install-check

@@ -28,7 +28,7 @@ import pytest
 LONG_MARKS = ("slow", "long")
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(items):
     """Files holding a ``slow`` or ``long`` test first, each file's tests kept together and in order (a stable sort):
     the longest-first order that keeps xdist's ``--dist loadfile`` from ending on one worker (module docstring)."""
     long_files = {item.path for item in items if any(item.get_closest_marker(m) for m in LONG_MARKS)}

@@ -234,7 +234,7 @@ def test_the_committed_tables_are_the_read_back_of_the_committed_trees(tmp_path)
     from algos.study.tables import read_table, tree_problems
     from algos.study.types import table_from_json
 
-    cfg = _committed_config(tmp_path, _tree_copies(tmp_path))
+    cfg = _committed_config(tmp_path, COMMITTED / "trees")  # read back only: nothing is scored, no copy needed
     for split in ("train", "val", "test"):
         data = jsonfile.read(COMMITTED / "scores" / "tables" / f"{split}.json.gz")
         assert data["tree"] == tree_fingerprint(COMMITTED / "trees" / f"adaptive_{split}.tree.json.gz")

@@ -172,7 +172,7 @@ def score(cfg: StudyConfig, split: str = "test") -> tuple[Table, dict[str, ModeR
     kept = read_scores(path, h)
     _, items = tree_problems(cfg, split)
     fresh = kept is None
-    if kept is None:
+    if fresh:
         test = split_table(cfg, split)
         kept = (test, _modes(cfg, split, test))
     questions = [p.question for p in items if p.id in kept[0].outcomes]

@@ -7,8 +7,10 @@ sandbox shows up as ``passed`` (and as a missing canary or a leftover process). 
 bubblewrap and under the explicit rlimits opt-in where each is available; short timeouts keep it fast.
 """
 
+import atexit
 import glob
 import os
+import shutil
 import socket
 import tempfile
 import textwrap
@@ -26,6 +28,7 @@ SLOW = 1.0   # timeout for programs expected to hit the time limit
 
 TMP = tempfile.mkdtemp(prefix="rsim-sandbox-tests-")  # this module's executions only (others may run meanwhile)
 os.chmod(TMP, 0o711)
+atexit.register(shutil.rmtree, TMP, True)  # gone with the test process
 
 
 def _executor(mode):

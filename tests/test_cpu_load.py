@@ -43,3 +43,32 @@ def _is_spinner(pid: int) -> bool:
 def test_refuses_a_missing_command():
     with pytest.raises(SystemExit):
         cpu_load.main(["--procs", "1"])
+
+
+@pytest.mark.skipif(not Path(f"/proc/{os.getpid()}/task").is_dir(), reason="reads Linux /proc")
+def test_a_command_beside_is_the_load_until_it_ends_then_the_busy_processes(tmp_path):
+    """``--beside``: while that command runs it is the only other child (no busy process); once it ends (here it fails,
+    exit 4) the busy processes start, its output is printed whole, and its failure is the exit code."""
+    out, go = tmp_path / "seen.json", tmp_path / "go"
+    probe = ("import json, os, pathlib, time; p = os.getppid(); "
+             "kids = lambda: [int(k) for k in open(f'/proc/{p}/task/{p}/children').read().split() if int(k) != os.getpid()]; "
+             f"first = kids(); pathlib.Path({str(go)!r}).write_text(''); end = time.monotonic() + 120; "
+             "exec('while time.monotonic() < end and len(kids()) != 2: time.sleep(0.05)'); "
+             f"pathlib.Path({str(out)!r}).write_text(json.dumps([first, kids()]))")
+    beside = f"while [ ! -e {go} ]; do sleep 0.05; done; echo printed-by-the-load; exit 4"
+    done = subprocess.run([sys.executable, "-m", "tools.cpu_load", "--procs", "2", "--beside", beside, "--",
+                           sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 4, done.stderr
+    assert "printed-by-the-load" in done.stdout and "the load command failed (exit status 4)" in done.stderr
+    first, then = json.loads(out.read_text())
+    assert len(first) == 1 and not _is_spinner(first[0])  # the load command's shell, no busy process yet
+    assert len(then) == 2  # its shell gone, two busy processes
+    assert not [pid for pid in then if _is_spinner(pid)]  # joined when the command ended
+
+
+def test_the_commands_own_failure_comes_first(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "tools.cpu_load", "--procs", "0", "--beside", "exit 0", "--",
+                           sys.executable, "-c", "raise SystemExit(3)"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 3, done.stderr
+    assert "the load command ended (exit status 0)" in done.stdout

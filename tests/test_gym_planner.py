@@ -165,12 +165,15 @@ def test_ppo_on_the_defaults_beats_a_random_policy():
     """
     sb3 = pytest.importorskip("stable_baselines3", reason="Stable-Baselines3 is optional (extra 'rl')")
     torch = pytest.importorskip("torch")
+    from stable_baselines3.common.logger import Logger
+
     torch.set_num_threads(1)
     ppo, held, rnd = [], [], []
     heldout = family_split()[1]
     for seed in (0, 1, 2):
         env = TextFeatures(gymnasium.make("rsim/Planner-v0", max_steps=4), dim=64)
         model = sb3.PPO("MlpPolicy", env, n_steps=256, batch_size=64, seed=seed, device="cpu")
+        model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default logger leaves a folder in /tmp
         model.learn(4096)
         greedy = lambda o, rng, m=model: int(m.predict(o, deterministic=True)[0])  # noqa: E731
         ppo.append(mean_return_and_accuracy(greedy, seed))

@@ -4,7 +4,7 @@ The route researchers with GPUs take (``--reasoner openai:MODEL@URL`` to vLLM), 
 own server on loopback: two reasoning-gym tasks, a few problems a split, the whole command -- fill the train / val /
 test trees through the server, train two head-only planner seeds (tiny planner), score every mode on the test tree,
 write the report -- then the same command again, which must decode nothing and add no ledger entry. Short steps
-(24 tokens, 64 for the answer) and one problem a task a split keep it to about a minute: llama.cpp's server answers one request at a time.
+(16 tokens, 32 for the answer) and one problem a task a split keep it to about a minute: llama.cpp's server answers one request at a time.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def _argv(spec: str, out: Path) -> list[str]:
     return ["--reasoner", spec, "--data", TASKS, "--out", str(out),
             "--train-per-task", str(SIZES["train"]), "--val-per-task", str(SIZES["val"]),
             "--test-per-task", str(SIZES["test"]), "--rounds", "2",
-            "--max-step-tokens", "24", "--max-answer-tokens", "64", "--max-copies", "4",
+            "--max-step-tokens", "16", "--max-answer-tokens", "32", "--max-copies", "4",
             "--planner", "tiny", "--seeds", "2", "--steps", "3", "--set", "learner.groups_per_step=2",
             "--set", "learner.group_size=4", "--set", "learner.eval_every=1", "--threads", "1"]
 

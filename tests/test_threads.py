@@ -144,7 +144,7 @@ def test_concurrency_benchmark_smoke_on_tiny_preset(tmp_path):
     from benchmarks.runtime.concurrency import Config, main
 
     out = tmp_path / "c.json"
-    main(Config(preset="tiny", steps=2, warmup=1, settle_s=0, output_dir=str(tmp_path / "runs"), out=str(out)))
+    main(Config(preset="tiny", steps=1, warmup=0, settle_s=0, output_dir=str(tmp_path / "runs"), out=str(out)))
     res = json.loads(out.read_text())
     new, old = res["settings"]["default"], res["settings"]["old"]
     assert new["wait"] == {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": None}

@@ -89,7 +89,7 @@ LOAD_TESTS := tests/test_replay.py tests/test_replay_prefill.py tests/test_repla
 	tests/test_rg_kind.py tests/test_llama_server.py tests/test_cpu_load.py \
 	tests/test_trainer.py::test_two_processes_under_accelerate_launch
 # LOAD_BESIDE: a shell command that is the load while it runs, the busy processes starting when it ends (CI passes
-# `make test-studies`: its two workers keep the machine over-full with useful work; tools.cpu_load --beside).
+# `make test-studies test-float`: checks it runs anyway keep the machine over-full; tools.cpu_load --beside).
 LOAD_PROCS ?= $(shell $(PYTHON) -c 'import os; print(max(1, (os.cpu_count() or 2) - 1))')
 LOAD_BESIDE ?=
 UNDER_LOAD = PYTHONHASHSEED=0 $(XDIST_ENV) $(PY) -m tools.cpu_load --procs $(LOAD_PROCS) \

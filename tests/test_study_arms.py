@@ -91,6 +91,20 @@ def test_the_report_json_has_what_a_reader_needs_per_trained_arm_and_the_headlin
     md = rep.markdown(out)
     assert md.index("Headline (rsim vs grpo") < md.index("| arm |") and "rsim is above grpo" in md
     json.dumps(out)
+    # the block rsim study --docs writes into docs/results.md: the headline first, from these numbers
+    from algos.study.docs_block import arms_markdown
+
+    block = arms_markdown(rep.build(looks, IDS, TASKS, records, correction=corr, rounds=2000), "r.md")
+    first, *rest = block.splitlines()
+    assert first.startswith("**`rsim` (reasoner trained with a planner) vs `grpo` (trained alone) at equal episodes: "
+                            "rsim is above grpo (+50.0 points, 95 % CI")
+    assert "on 40 test problems of 2 tasks (75.0 % vs 25.0 %" in first and "over the 4 looks" in first
+    assert rest[0] == "* Seeds (secondary): `rsim` above `grpo` in 3, below in 0, tied in 0 (sign p 0.250); " \
+                      "the seeds share one test set."
+    assert "`base` 0.0 %, `grpo` 25.0 %, `rsim` 75.0 %" in block and "`rsim` 8 episodes x 3 seeds" in block
+    assert rest[-1] == "* Full report: [r.md](r.md)."
+    with pytest.raises(ValueError, match="no headline"):
+        arms_markdown(rep.build({"base": looks["base"]}, IDS, TASKS, {}, rounds=100), "r.md")
 
 
 def test_the_equal_budget_contract_fails_on_more_episodes_other_problems_or_another_order():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from algos import cli
-from algos.study import ledger
+from algos.study import docs_block, ledger
 from algos.study.arms.spec import TRAINED
 from algos.study.config import resolve
 
@@ -57,4 +57,23 @@ def test_every_arm_runs_end_to_end_on_tiny_models_and_a_rerun_reuses_everything(
     assert route["torch"]["arms"]["grpo"]["episodes"] == 8 and route["torch"]["val_problems"] == 4
     assert 0 <= route["torch"]["arms"]["grpo"]["val_accuracy"] <= 1
     assert route["torch"]["arms"]["grpo"]["seconds_per_episode"] > 0 and "skipped" in route["llamacpp"]
+    assert len(_test_ledger(cfg).looks) == n
+    # --docs: the arms' block in README.md and docs/results.md, written from the arms' report (read only: no new look)
+    repo = tmp_path / "repo"
+    (repo / "docs").mkdir(parents=True)
+    begin, end = docs_block.markers("arms")
+    for page in docs_block.ARMS_PAGES:
+        (repo / page).write_text(f"# a page\n\n{begin}\nstale\n{end}\n")
+    monkeypatch.chdir(repo)
+    done = cli.main(argv + ["--stage", "report", "--docs"])
+    assert done["docs"] == list(docs_block.ARMS_PAGES) == ["docs/results.md"]
+    rep = json.loads((out / "arms" / "report" / "report.json").read_text())
+    body = docs_block.block((repo / "docs" / "results.md").read_text(), "arms")
+    assert body.startswith("**`rsim` (reasoner trained with a planner) vs `grpo` (trained alone) at equal episodes: "
+                           + rep["headline"]["verdict"])
+    assert f"Holm's step-down over the {rep['headline']['configurations_scored']} looks" in body
+    assert all(f"`{arm}` " in body for arm in ("base", "planner", *TRAINED))
+    assert "separates a learned plan from the answer scaffold" in body and "stale" not in body
+    link = body.rsplit("](", 1)[1].split(")")[0]
+    assert (repo / "docs" / link).resolve() == (out / "arms" / "report" / "report.md").resolve()
     assert len(_test_ledger(cfg).looks) == n

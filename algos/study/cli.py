@@ -73,7 +73,8 @@ def _parse(argv: Sequence[str]) -> tuple[StudyConfig, argparse.Namespace]:
                    "study, no decoding or training; tiny: tiny models, seconds); flags and --set override it")
     p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     p.add_argument("--docs", action="store_true", help="after the report, rewrite the study's generated block "
-                   "(<!-- study:NAME begin ... -->) in README.md and docs/results.md from it (run in the repository); "
+                   "(<!-- study:NAME begin ... -->) in README.md and docs/results.md from it (run in the repository; with "
+                   "--arms, the block study:arms in docs/results.md from the arms' report); "
                    "with a preset and no --out, its scores and report go to the preset's committed folder "
                    f"({', '.join(f'{k}: {v}' for k, v in DOCS_OUT.items())}): the only way the command writes into "
                    "tracked docs/ files besides the test set's ledger")
@@ -183,16 +184,23 @@ def run(cfg: StudyConfig) -> dict[str, Any]:
     return out
 
 
-def _docs(cfg: StudyConfig, report: dict[str, Any]) -> list[Path]:
-    """Rewrite ``cfg.name``'s generated block in the pages of :data:`algos.study.docs_block.PAGES` (from the current
-    directory: the repository) from ``report``."""
+def _docs(cfg: StudyConfig, out: dict[str, Any]) -> list[Path]:
+    """Rewrite the study's generated block in its pages (from the current directory: the repository): with arms, block
+    ``arms`` from the arms' report in :data:`~algos.study.docs_block.ARMS_PAGES` (the plug-in study's block is its own
+    preset's); else block ``cfg.name`` from the plug-in report in :data:`~algos.study.docs_block.PAGES`."""
     from . import docs_block
 
-    pages = [Path(p) for p in docs_block.PAGES]
+    pages = [Path(p) for p in (docs_block.ARMS_PAGES if cfg.arms else docs_block.PAGES)]
     missing = [str(p) for p in pages if not p.is_file()]
     if missing:
         raise ValueError(f"--docs: no {', '.join(missing)} here; run rsim study --docs from the repository root.")
-    return docs_block.sync(pages, report, StudyPaths.of(cfg).report / "report.md", name=cfg.name)
+    if cfg.arms:
+        got = (out.get("arms") or {}).get("report")
+        if got is None:
+            raise ValueError("--docs with --arms: no arms report was written (run --stage report or all).")
+        return docs_block.sync(pages, got["report"], Path(cfg.out) / "arms" / "report" / "report.md", name="arms",
+                               render=docs_block.arms_markdown)
+    return docs_block.sync(pages, out["report"]["report"], StudyPaths.of(cfg).report / "report.md", name=cfg.name)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -203,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         return {"config": as_dict(cfg)}
     out = run(cfg)
     if a.docs:
-        out["docs"] = [str(p) for p in _docs(cfg, out["report"]["report"])]
+        out["docs"] = [str(p) for p in _docs(cfg, out)]
         for p in out["docs"]:
             print(f"[rsim study] rewrote the study block in {p}", file=sys.stderr)
     return out

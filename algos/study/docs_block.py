@@ -18,12 +18,14 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["answer_markdown", "sync", "block", "markers", "PAGES", "REPORT"]
+__all__ = ["answer_markdown", "arms_markdown", "sync", "block", "markers", "PAGES", "ARMS_PAGES", "REPORT"]
 
 PAGES = ("README.md", "docs/results.md")
 """The pages that carry the adaptive study's block (relative to the repository root)."""
+ARMS_PAGES = ("docs/results.md",)
+"""The pages that carry the arms study's block (the README, a front door of at most 200 lines, links to it)."""
 REPORT = "docs/study_results/adaptive/report/report.json"
 """Where the adaptive study's committed report lives (relative to the repository root)."""
 
@@ -59,8 +61,67 @@ def answer_markdown(report: Mapping[str, Any], link: str) -> str:
     ]) + "\n"
 
 
+def _pct(x: float | None) -> str:
+    return "--" if x is None else f"{100 * x:.1f} %"
+
+
+def _pts(x: float | None) -> str:
+    return "--" if x is None else f"{100 * x:+.1f}"
+
+
+def _p(x: float | None) -> str:
+    return "--" if x is None else f"{x:.3f}"
+
+
+def arms_markdown(report: Mapping[str, Any], link: str) -> str:
+    """The arms study's block (:mod:`algos.study.arms.report`): the headline (``rsim`` vs ``grpo`` at equal episodes)
+    with its interval, p, the ledger's correction and the detectable difference first; the seeds as secondary; the
+    scaffold control (``rsim`` vs ``grpo_fixed``) and the warm start vs the plug-in (``rsim_warm`` vs ``planner``);
+    each arm's accuracy, strategies per answer and tokens; the trained runs' budget; the replication; a link."""
+    m, h, arms = report["meta"], report.get("headline"), report["arms"]
+    if not h:
+        raise ValueError("the arms report has no headline (rsim vs grpo): score both arms, then --stage report --docs.")
+    seeds = h.get("seeds")
+    lines = [f"**`rsim` (reasoner trained with a planner) vs `grpo` (trained alone) at equal episodes: "
+             f"{h['verdict']} on {m['problems']} test problems of {m['tasks']} tasks ({_pct(arms['rsim']['accuracy'])} "
+             f"vs {_pct(arms['grpo']['accuracy'])}; paired by problem, seeds averaged); p = {_p(h['p_value'])}; Holm's step-down over the {h.get('configurations_scored')} looks at "
+             f"this test set in its ledger, p = {_p(h.get('p_corrected'))}. The design detects a difference of "
+             f"{_pts(h['mdd']).lstrip('+')} points (80 % power).**"]
+    if seeds:
+        lines.append(f"* Seeds (secondary): `rsim` above `grpo` in {seeds['above']}, below in {seeds['below']}, tied in "
+                     f"{seeds['tied']} (sign p {seeds['p_value']:.3f}); the seeds share one test set.")
+    live = [(k, a) for k, a in arms.items() if not a.get("read_back")]
+    lines.append("* Accuracy (live, greedy, one route; seeds averaged): " + ", ".join(
+        f"`{k}` {_pct(a['accuracy'])}" for k, a in live) + ".")
+    for c in report.get("comparisons", []):
+        if (c["a"], c["b"]) in (("rsim", "grpo_fixed"), ("rsim_warm", "planner")):
+            lines.append(f"* {c['verdict'][0].upper() + c['verdict'][1:]}; p (Holm over the report's "
+                         f"{len(report['comparisons'])} secondary comparisons) {_p(c.get('p_holm'))}: {c['note']}.")
+    others = [c for c in report.get("comparisons", []) if c["b"] == "base"]
+    if others:
+        lines.append("* Against the untrained reasoner (`base`): " + "; ".join(
+            f"`{c['a']}` {_pts(c['difference'])} points (95 % CI {_pts(c['ci95'][0])}, {_pts(c['ci95'][1])}; "
+            f"Holm p {_p(c.get('p_holm'))})" for c in others) + ".")
+    lines.append("* Strategies used per answer (distinct strategies the reasoner's own words perform): " + ", ".join(
+        f"`{k}` {a['strategies_per_answer']:.2f}" for k, a in live if a.get("strategies_per_answer") is not None)
+        + "; reasoner tokens per problem: " + ", ".join(
+        f"`{k}` {a['tokens_per_problem']['reasoner']:.0f}" for k, a in live
+        if (a.get("tokens_per_problem") or {}).get("reasoner") is not None) + ".")
+    budget = [(k, a["training"]) for k, a in live if a.get("training")]
+    if budget:
+        lines.append("* Budget a trained run (equal episodes is the contract): " + "; ".join(
+            f"`{k}` {', '.join(map(str, sorted(set(t['episodes']))))} episodes x {t['runs']} seeds, "
+            f"{t['reasoner_tokens_decoded']:.0f} reasoner tokens decoded, {_pct(t['groups_with_signal'])} of groups "
+            f"with a learning signal, {t['cpu_s']:.0f} CPU s" for k, t in budget) + ".")
+    rep = (report.get("replication") or {}).get("headline")
+    if rep:
+        lines.append(f"* Replication (other problems, once at the end): {rep['verdict']} (p = {_p(rep['p_value'])}).")
+    lines.append(f"* Full report: [{link}]({link}).")
+    return "\n".join(lines) + "\n"
+
+
 def sync(paths: Sequence[str | Path], report: Mapping[str, Any], report_md: str | Path,
-         name: str = "adaptive") -> list[Path]:
+         name: str = "adaptive", render: Callable[[Mapping[str, Any], str], str] | None = None) -> list[Path]:
     """Rewrite ``name``'s block in each page from ``report``; return the pages whose text changed.
 
     Args:
@@ -68,6 +129,8 @@ def sync(paths: Sequence[str | Path], report: Mapping[str, Any], report_md: str 
         report: The report dict.
         report_md: The full report's markdown file (the block links to it, relative to each page).
         name: The study's block name.
+        render: Writes the block's lines from ``report`` and the link (:func:`answer_markdown` when None;
+            :func:`arms_markdown` for the arms' report).
     """
     changed = []
     for path in map(Path, paths):
@@ -77,7 +140,7 @@ def sync(paths: Sequence[str | Path], report: Mapping[str, Any], report_md: str 
             raise ValueError(f"{path}: no study:{name} block; put the two lines\n{begin}\n{end}\nwhere the answer "
                              "belongs, then rerun with --docs.")
         link = Path(os.path.relpath(Path(report_md).resolve(), path.resolve().parent)).as_posix()
-        body = answer_markdown(report, link)
+        body = (render or answer_markdown)(report, link)
         m = _pattern(name).search(text)
         new = text[: m.start(2)] + body + text[m.end(2):]
         if new != text:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from algos import cli
 from algos.study import docs_block, ledger
 from algos.study.arms.spec import TRAINED
@@ -62,6 +64,12 @@ def test_every_arm_runs_end_to_end_on_tiny_models_and_a_rerun_reuses_everything(
     repo = tmp_path / "repo"
     (repo / "docs").mkdir(parents=True)
     begin, end = docs_block.markers("arms")
+    for page in docs_block.ARMS_PAGES:  # without the block: refused before any stage runs, naming the two lines
+        (repo / page).write_text("# a page\n")
+    monkeypatch.chdir(repo)
+    with pytest.raises(ValueError, match="docs/results.md has no study:arms block; put the two lines"):
+        cli.main(argv + ["--stage", "report", "--docs"])
+    assert not (repo / "docs" / "results.md").read_text().count("study:arms")
     for page in docs_block.ARMS_PAGES:
         (repo / page).write_text(f"# a page\n\n{begin}\nstale\n{end}\n")
     monkeypatch.chdir(repo)

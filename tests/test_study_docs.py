@@ -1,8 +1,9 @@
-"""The adaptive study's answer in README.md and docs/results.md is the committed report's, figure for figure.
+"""The studies' answers in README.md and docs/results.md are their committed reports', figure for figure.
 
 Each page's ``study:adaptive`` block must be exactly what :func:`algos.study.docs_block.answer_markdown` writes from
 the committed report JSON (``rsim study --preset adaptive --stage report --docs`` regenerates both); a page without
-the block is skipped. The sync itself is checked on scratch pages with a scripted report.
+the block is skipped. The arms study's ``study:arms`` block in docs/results.md is likewise its committed arms report's.
+The sync itself is checked on scratch pages with a scripted report.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from algos.study.docs_block import PAGES, REPORT, answer_markdown, block, markers, sync
+from algos.study.docs_block import ARMS_PAGES, PAGES, REPORT, answer_markdown, arms_markdown, block, markers, sync
 
 ROOT = Path(__file__).resolve().parents[1]
 REGENERATE = "rsim study --preset adaptive --stage report --docs"
@@ -39,6 +40,26 @@ def test_committed_block_is_the_reports(page):
     for a, b in zip(_figures(got), _figures(want)):
         assert a == b, f"{page}: the block says {a} where the report gives {b}; run `{REGENERATE}`."
     assert got == want, f"{page}: the study:adaptive block differs from the report's; run `{REGENERATE}`."
+
+
+ARMS_REPORT = "docs/study_results/arms/arms/report/report.json"
+ARMS_REGENERATE = "rsim study --preset arms --docs --stage report"
+
+
+@pytest.mark.parametrize("page", ARMS_PAGES)
+def test_committed_arms_block_is_the_arms_reports(page):
+    """docs/results.md's ``study:arms`` block (the answer to "does training with a planner beat training alone?") is
+    what :func:`~algos.study.docs_block.arms_markdown` writes from the committed arms report; skipped until the
+    committed run has written both."""
+    path = ROOT / page
+    got = block(path.read_text(), "arms") if path.is_file() else None
+    if got is None:
+        pytest.skip(f"{page} carries no study:arms block")
+    report_json = ROOT / ARMS_REPORT
+    assert report_json.is_file(), f"{page} has the study:arms block but {ARMS_REPORT} is missing: run `{ARMS_REGENERATE}`."
+    link = Path(os.path.relpath(report_json.with_name("report.md"), path.parent)).as_posix()
+    want = arms_markdown(json.loads(report_json.read_text()), link)
+    assert got == want, f"{page}: the study:arms block differs from the arms report's; run `{ARMS_REGENERATE}`."
 
 
 def _scripted_report() -> dict:

@@ -184,16 +184,31 @@ def run(cfg: StudyConfig) -> dict[str, Any]:
     return out
 
 
+def _docs_pages(cfg: StudyConfig) -> tuple[list[Path], str]:
+    """The pages ``--docs`` rewrites and the block's name, checked before anything runs: each page must be here (the
+    command runs from the repository) and carry the block's two markers."""
+    from . import docs_block
+
+    name = "arms" if cfg.arms else cfg.name
+    pages = [Path(p) for p in (docs_block.ARMS_PAGES if cfg.arms else docs_block.PAGES)]
+    missing = [str(p) for p in pages if not p.is_file()]
+    if missing:
+        raise ValueError(f"--docs: no {', '.join(missing)} here; run rsim study --docs from the repository root.")
+    for p in pages:
+        if docs_block.block(p.read_text(), name) is None:
+            begin, end = docs_block.markers(name)
+            raise ValueError(f"--docs: {p} has no study:{name} block; put the two lines\n{begin}\n{end}\nwhere the "
+                             "answer belongs, then rerun with --docs.")
+    return pages, name
+
+
 def _docs(cfg: StudyConfig, out: dict[str, Any]) -> list[Path]:
     """Rewrite the study's generated block in its pages (from the current directory: the repository): with arms, block
     ``arms`` from the arms' report in :data:`~algos.study.docs_block.ARMS_PAGES` (the plug-in study's block is its own
     preset's); else block ``cfg.name`` from the plug-in report in :data:`~algos.study.docs_block.PAGES`."""
     from . import docs_block
 
-    pages = [Path(p) for p in (docs_block.ARMS_PAGES if cfg.arms else docs_block.PAGES)]
-    missing = [str(p) for p in pages if not p.is_file()]
-    if missing:
-        raise ValueError(f"--docs: no {', '.join(missing)} here; run rsim study --docs from the repository root.")
+    pages, _ = _docs_pages(cfg)
     if cfg.arms:
         got = (out.get("arms") or {}).get("report")
         if got is None:
@@ -209,6 +224,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if a.print_config:
         print(json.dumps(as_dict(cfg), indent=1))
         return {"config": as_dict(cfg)}
+    if a.docs:
+        _docs_pages(cfg)  # a page without the block is refused now, not after the stages have run
     out = run(cfg)
     if a.docs:
         out["docs"] = [str(p) for p in _docs(cfg, out)]

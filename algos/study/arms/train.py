@@ -103,7 +103,7 @@ def run_config(cfg: StudyConfig, arm: str, seed: int, route: str | None = None) 
         "schedule.schedule": "two_stage", "schedule.stage1_steps": a.stage1_steps,
         "schedule.lambda_stage1": a.lambda1, "schedule.lambda_stage2": a.lambda2,
         "train.save_every": max(1, a.steps // 4), "train.progress": False, "train.mixed_precision": "no",
-        "train.sample_rollouts": 0})
+        "train.sample_rollouts": 2})  # two episodes a step in samples.jsonl: what the reasoner wrote, to read
 
 
 def _trainer_class() -> Any:

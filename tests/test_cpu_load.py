@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -50,11 +51,17 @@ def test_a_command_beside_is_the_load_until_it_ends_then_the_busy_processes(tmp_
     """``--beside``: while that command runs it is the only other child (no busy process); once it ends (here it fails,
     exit 4) the busy processes start, its output is printed whole, and its failure is the exit code."""
     out, go = tmp_path / "seen.json", tmp_path / "go"
-    probe = ("import json, os, pathlib, time; p = os.getppid(); "
-             "kids = lambda: [int(k) for k in open(f'/proc/{p}/task/{p}/children').read().split() if int(k) != os.getpid()]; "
-             f"first = kids(); pathlib.Path({str(go)!r}).write_text(''); end = time.monotonic() + 120; "
-             "exec('while time.monotonic() < end and len(kids()) != 2: time.sleep(0.05)'); "
-             f"pathlib.Path({str(out)!r}).write_text(json.dumps([first, kids()]))")
+    probe = textwrap.dedent(f"""
+        import json, os, pathlib, time
+        p = os.getppid()
+        kids = lambda: [int(k) for k in open(f'/proc/{{p}}/task/{{p}}/children').read().split() if int(k) != os.getpid()]
+        first = kids()
+        pathlib.Path({str(go)!r}).write_text('')  # lets the load command end
+        end = time.monotonic() + 120
+        while time.monotonic() < end and len(kids()) != 2:
+            time.sleep(0.05)
+        pathlib.Path({str(out)!r}).write_text(json.dumps([first, kids()]))
+    """)
     beside = f"while [ ! -e {go} ]; do sleep 0.05; done; echo printed-by-the-load; exit 4"
     done = subprocess.run([sys.executable, "-m", "tools.cpu_load", "--procs", "2", "--beside", beside, "--",
                            sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300)

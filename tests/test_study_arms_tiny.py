@@ -60,7 +60,7 @@ def test_every_arm_runs_end_to_end_on_tiny_models_and_a_rerun_reuses_everything(
     assert 0 <= route["torch"]["arms"]["grpo"]["val_accuracy"] <= 1
     assert route["torch"]["arms"]["grpo"]["seconds_per_episode"] > 0 and "skipped" in route["llamacpp"]
     assert len(_test_ledger(cfg).looks) == n
-    # --docs: the arms' block in README.md and docs/results.md, written from the arms' report (read only: no new look)
+    # --docs: the arms' block in docs/results.md, written from the arms' report (read only: no new look)
     repo = tmp_path / "repo"
     (repo / "docs").mkdir(parents=True)
     begin, end = docs_block.markers("arms")
@@ -72,7 +72,6 @@ def test_every_arm_runs_end_to_end_on_tiny_models_and_a_rerun_reuses_everything(
     assert not (repo / "docs" / "results.md").read_text().count("study:arms")
     for page in docs_block.ARMS_PAGES:
         (repo / page).write_text(f"# a page\n\n{begin}\nstale\n{end}\n")
-    monkeypatch.chdir(repo)
     done = cli.main(argv + ["--stage", "report", "--docs"])
     assert done["docs"] == list(docs_block.ARMS_PAGES) == ["docs/results.md"]
     rep = json.loads((out / "arms" / "report" / "report.json").read_text())

@@ -208,14 +208,14 @@ def _docs(cfg: StudyConfig, out: dict[str, Any]) -> list[Path]:
     preset's); else block ``cfg.name`` from the plug-in report in :data:`~algos.study.docs_block.PAGES`."""
     from . import docs_block
 
-    pages, _ = _docs_pages(cfg)
+    pages, name = _docs_pages(cfg)
     if cfg.arms:
         got = (out.get("arms") or {}).get("report")
         if got is None:
             raise ValueError("--docs with --arms: no arms report was written (run --stage report or all).")
-        return docs_block.sync(pages, got["report"], Path(cfg.out) / "arms" / "report" / "report.md", name="arms",
+        return docs_block.sync(pages, got["report"], Path(cfg.out) / "arms" / "report" / "report.md", name=name,
                                render=docs_block.arms_markdown)
-    return docs_block.sync(pages, out["report"]["report"], StudyPaths.of(cfg).report / "report.md", name=cfg.name)
+    return docs_block.sync(pages, out["report"]["report"], StudyPaths.of(cfg).report / "report.md", name=name)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

@@ -83,9 +83,10 @@ def arms_markdown(report: Mapping[str, Any], link: str) -> str:
         raise ValueError("the arms report has no headline (rsim vs grpo): score both arms, then --stage report --docs.")
     seeds = h.get("seeds")
     lines = [f"**`rsim` (reasoner trained with a planner) vs `grpo` (trained alone) at equal episodes: "
-             f"{h['verdict']} on {m['problems']} test problems of {m['tasks']} tasks ({_pct(arms['rsim']['accuracy'])} "
-             f"vs {_pct(arms['grpo']['accuracy'])}; paired by problem, seeds averaged); p = {_p(h['p_value'])}; Holm's step-down over the {h.get('configurations_scored')} looks at "
-             f"this test set in its ledger, p = {_p(h.get('p_corrected'))}. The design detects a difference of "
+             f"{h['verdict']} on {m['problems']} test problems of {m['tasks']} tasks "
+             f"({_pct(arms['rsim']['accuracy'])} vs {_pct(arms['grpo']['accuracy'])}; paired by problem, seeds "
+             f"averaged); p = {_p(h['p_value'])}; Holm's step-down over the {h.get('configurations_scored')} looks "
+             f"at this test set in its ledger, p = {_p(h.get('p_corrected'))}. The design detects a difference of "
              f"{_pts(h['mdd']).lstrip('+')} points (80 % power).**"]
     if seeds:
         lines.append(f"* Seeds (secondary): `rsim` above `grpo` in {seeds['above']}, below in {seeds['below']}, tied in "

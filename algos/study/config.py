@@ -283,6 +283,9 @@ PRESETS["arms"] = {
     "arm.seeds": 3, "arm.steps": 24, "arm.groups_per_step": 2, "arm.group_size": 8, "arm.lr": 2e-4,
     "arm.planner_lr": 1e-3, "arm.lora_rank": 16, "arm.kl": 0.0, "arm.temperature": 0.7, "arm.lambda1": 0.7,
     "arm.lambda2": 0.3, "arm.stage1_share": 0.5, "arm.route": "torch", "arm.batch": 16,
+    # the replication split scored in the same run: every setting is fixed here before any look, and each run is
+    # decoded on both held-out splits as soon as it is trained (its weights are not kept with the committed results)
+    "replicate": True,
 }
 """Override dicts on top of :class:`StudyConfig`'s defaults (module docstring)."""
 DOCS_OUT: dict[str, str] = {"adaptive": "docs/study_results/adaptive", "arms": "docs/study_results/arms"}

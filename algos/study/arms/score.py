@@ -38,9 +38,10 @@ from ..config import StudyConfig
 from ..paths import StudyPaths
 from .spec import TRAINED, parse_arms, route_reasoner
 from .train import best_fixed_plan, run_dir
+from .weights import run_weights
 
-__all__ = ["looks", "eval_config", "score_look", "score", "read", "weights_digest", "split_problems", "exact_ledger",
-           "COMPACT"]
+__all__ = ["looks", "eval_config", "score_look", "score", "read", "weights_digest",
+           "split_problems", "exact_ledger", "is_kept", "score_run", "run_scored", "recorded", "score_splits", "COMPACT"]
 
 COMPACT = ("problem_id", "correct", "strategies", "detected", "tokens", "rewards", "extracted", "terminated")
 """The episode fields kept per scored problem."""
@@ -67,7 +68,8 @@ def looks(cfg: StudyConfig, arm: str) -> list[dict[str, Any]]:
         if arm == "grpo":
             out.append({"name": arm, "seed": s, "mode": "none", "planner": "", "reasoner": run})
         elif arm == "grpo_fixed":
-            plan = json.loads((Path(run) / "arm.json").read_text())["fixed_plan"]
+            rec = Path(run) / "arm.json"  # the plan it trained under; before it has trained, the one it will
+            plan = json.loads(rec.read_text())["fixed_plan"] if rec.is_file() else list(best_fixed_plan(cfg))
             out.append({"name": arm, "seed": s, "mode": "fixed:" + ",".join(map(str, plan)), "planner": "",
                         "reasoner": run})
         else:
@@ -108,13 +110,19 @@ def score_look(cfg: StudyConfig, look: dict[str, Any], problems: Sequence[Any], 
     ids = [p.id for p in problems]
     digest = weights_digest([look["planner"], look["reasoner"]])
     meta_path = _meta_path(cfg, split, look)
-    if path.is_file() and meta_path.is_file():
-        meta = json.loads(meta_path.read_text())
-        if meta.get("ids") == ids and meta.get("weights") == digest and meta.get("look") == look:
-            return read(path)
+    if is_kept(cfg, look, split, ids):
+        return read(path)
     if not decode:
         raise ValueError(f"--stage report: no kept {split} scoring of {name} with these weights at {path}; run rsim "
                          f"study --arms {cfg.arms} --stage score (--out {cfg.out}) first, then --stage report.")
+    from agents.runs import find_checkpoint
+
+    gone = sorted({s for s in (look["planner"], look["reasoner"])
+                   if s and (Path(s) / "arm.json").is_file() and find_checkpoint(Path(s)) is None})
+    if gone:
+        raise ValueError(f"{name}: the weights of {', '.join(gone)} are gone (no checkpoint) and its {split} scoring "
+                         f"is not kept; run rsim study --arms {cfg.arms} --stage train (--out {cfg.out}), which trains "
+                         "such a run again, then score.")
     out = Path(cfg.out) / "arms" / "eval" / split / name
     ecfg = eval_config(cfg, look, out)
     journal = Journal(out, settings_of(ecfg, ids, digest), True)
@@ -139,6 +147,53 @@ def score_look(cfg: StudyConfig, look: dict[str, Any], problems: Sequence[Any], 
     return compact
 
 
+def is_kept(cfg: StudyConfig, look: dict[str, Any], split: str, ids: Sequence[str]) -> bool:
+    """Whether ``look``'s scoring of exactly ``ids`` with its current weights is kept (read back, not decoded)."""
+    path = Path(cfg.out) / "arms" / "scores" / split / f"{look['name']}_s{look['seed']}.jsonl.gz"
+    meta_path = _meta_path(cfg, split, look)
+    if not (path.is_file() and meta_path.is_file()):
+        return False
+    meta = json.loads(meta_path.read_text())
+    return (meta.get("ids") == list(ids) and meta.get("look") == look
+            and meta.get("weights") == weights_digest([look["planner"], look["reasoner"]]))
+
+
+def score_splits(cfg: StudyConfig) -> tuple[str, ...]:
+    """The held-out splits the arms are scored on: test, and replication with ``--replicate``."""
+    return ("test", "replication") if cfg.replicate else ("test",)
+
+
+def run_looks(cfg: StudyConfig, arm: str, seed: int) -> list[dict[str, Any]]:
+    """The looks of trained ``arm``'s seed-``seed`` run (:func:`looks`)."""
+    return [lk for lk in looks(cfg, arm) if lk["seed"] == seed]
+
+
+def run_scored(cfg: StudyConfig, arm: str, seed: int) -> bool:
+    """Whether every look of the run is kept on every split it is scored on (its weights are no longer needed)."""
+    return all(is_kept(cfg, lk, split, [p.id for p in split_problems(cfg, split)])
+               for split in score_splits(cfg) for lk in run_looks(cfg, arm, seed))
+
+
+def score_run(cfg: StudyConfig, arm: str, seed: int) -> None:
+    """Decode a just-trained run's looks on every split it is scored on (the train stage calls this after each run),
+    so that its weights are needed only until then: the score stage reads these back and records each arm's look in
+    the split's ledger; the report refuses an arm whose look is not recorded."""
+    for split in score_splits(cfg):
+        problems = split_problems(cfg, split)
+        for lk in run_looks(cfg, arm, seed):
+            if not is_kept(cfg, lk, split, [p.id for p in problems]):
+                _log(f"{arm} seed {seed}: scoring on {len(problems)} {split} problems")
+            score_look(cfg, lk, problems, split)
+
+
+def recorded(cfg: StudyConfig, arm: str, split: str, problems: Sequence[Any]) -> bool:
+    """Whether ``arm``'s scoring of ``split`` (its current looks and weights) is a look in the split's ledger."""
+    settings = _settings(cfg, arm, split, looks(cfg, arm))
+    h = ledger.config_hash(settings, ledger.tree_fingerprint(StudyPaths.of(cfg).tree(split)))
+    found = exact_ledger(cfg, problems)
+    return found is not None and any(r["hash"] == h for r in found.looks)
+
+
 def _meta_path(cfg: StudyConfig, split: str, look: dict[str, Any]) -> Path:
     """Beside a look's episodes: its problems, weights digest, look and decode timing."""
     return Path(cfg.out) / "arms" / "scores" / split / f"{look['name']}_s{look['seed']}.json"
@@ -151,18 +206,14 @@ def read(path: str | Path) -> list[dict[str, Any]]:
 
 
 def weights_digest(specs: Sequence[str]) -> str:
-    """SHA-256 of the weights files (``model.*``) of the newest checkpoint of every run dir in ``specs`` (other specs
-    by name): a retrained run is another look."""
-    from agents.runs import find_checkpoint
-
+    """SHA-256 over ``specs`` and the weights of every run dir among them (:func:`run_weights`): a retrained run is
+    another look, and a finished run whose checkpoints are gone keeps its digest (its kept looks are still read)."""
     h = hashlib.sha256()
     for spec in specs:
         h.update(spec.encode())
-        ck = find_checkpoint(Path(spec)) if spec and Path(spec).is_dir() else None
-        if ck is not None:
-            for p in sorted(ck.glob("model.*")):
-                h.update(p.name.encode())
-                h.update(p.read_bytes())
+        w = run_weights(spec)
+        if w is not None:
+            h.update(w.encode())
     return h.hexdigest()
 
 
@@ -219,6 +270,10 @@ def score(cfg: StudyConfig, split: str = "test", arms: Sequence[str] | None = No
                          "measured on val by --stage route.")
     arms = list(arms if arms is not None else parse_arms(cfg.arms))
     problems = split_problems(cfg, split)
+    if not read_only:
+        from algos.preflight import check_sandbox
+
+        check_sandbox(problems)  # before any model loads (code problems run model-written programs)
     out: dict[str, dict[int, list[dict[str, Any]]]] = {}
     seconds: dict[str, float] = {}
     found = exact_ledger(cfg, problems)

@@ -3,9 +3,12 @@ given, after the plug-in study's own part of the same stage:
 
 * ``fill``: nothing more (every arm plays the study's splits; the plug-in fill fills their trees);
 * ``train``: every trained arm's seeds (:mod:`.train`; the plug-in heads, trained first, are ``rsim_warm``'s warm
-  starts);
-* ``score``: every arm live on test, and on replication with ``--replicate`` (:mod:`.score`);
-* ``report``: ``<out>/arms/report/`` (report.md, report.json, curves.png; :mod:`.report`);
+  starts), each run decoded on test (and replication, with ``--replicate``) as soon as it ends, so that its weights
+  are needed only until then (:func:`.score.score_run`);
+* ``score``: every arm live on test, and on replication with ``--replicate`` (:mod:`.score`; a trained run's looks
+  are read back), each arm's scoring recorded as a look in the split's ledger;
+* ``report``: ``<out>/arms/report/`` (report.md, report.json, curves.png; :mod:`.report`); an arm whose scoring is
+  not a look in the ledger is refused;
 * ``route``: not part of ``all``: the training route measured on val (:mod:`.route`).
 """
 
@@ -18,7 +21,7 @@ from typing import Any
 from ..config import StudyConfig, as_dict
 from .spec import check_arms, parse_arms
 
-__all__ = ["check", "run", "report"]
+__all__ = ["check", "run", "report", "ScoreAsTrained"]
 
 
 def _log(msg: str) -> None:
@@ -28,6 +31,29 @@ def _log(msg: str) -> None:
 def check(cfg: StudyConfig) -> None:
     """Everything that can be refused before anything runs: a trained arm of an untrainable reasoner."""
     check_arms(parse_arms(cfg.arms), cfg.reasoner)
+
+
+class ScoreAsTrained:
+    """The train stage's scorer (:class:`algos.study.arms.train.Scorer`): each finished run decoded on the held-out
+    splits right away (:func:`algos.study.arms.score.score_run`), so that its weights are needed only until then."""
+
+    def __init__(self, cfg: StudyConfig) -> None:
+        self.cfg = cfg
+
+    def problems(self) -> list[Any]:
+        from .score import score_splits, split_problems
+
+        return [p for split in score_splits(self.cfg) for p in split_problems(self.cfg, split)]
+
+    def done(self, arm: str, seed: int) -> bool:
+        from .score import run_scored
+
+        return run_scored(self.cfg, arm, seed)
+
+    def __call__(self, arm: str, seed: int) -> None:
+        from .score import score_run
+
+        score_run(self.cfg, arm, seed)
 
 
 def _readbacks(cfg: StudyConfig, split: str, arms: tuple[str, ...]) -> dict[str, dict[int, dict[str, bool]]]:
@@ -118,6 +144,15 @@ def report(cfg: StudyConfig) -> dict[str, Any]:
     from .score import exact_ledger, split_problems
 
     built, _ = _build(cfg, read_only=True)
+    from .score import recorded, score_splits
+
+    for split in score_splits(cfg):
+        problems = split_problems(cfg, split)
+        missing = [a for a in parse_arms(cfg.arms) if not recorded(cfg, a, split, problems)]
+        if missing:  # a look decoded but never counted would be a look the correction misses
+            raise ValueError(f"--stage report: the {split} scoring of arm(s) {', '.join(missing)} is not a look in the "
+                             f"split's ledger; run rsim study --arms {cfg.arms} --stage score (--out {cfg.out}), which "
+                             "records it.")
     if built.get("headline"):
         digest, _ = _headline_hash(cfg, built)
         problems = split_problems(cfg, "test")
@@ -140,7 +175,7 @@ def run(cfg: StudyConfig, stage: str) -> dict[str, Any] | None:
     if stage == "train":
         from .train import train
 
-        return train(cfg)
+        return train(cfg, scorer=ScoreAsTrained(cfg))
     if stage == "score":
         from .score import score
 

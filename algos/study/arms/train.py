@@ -18,7 +18,9 @@ the same order (the trainer's order is a function of the seed and the problem li
 by step with its episodes, reasoner tokens decoded and trained on, the planner's token share, its effective
 learning rates and its wall / CPU seconds (``<run>/arm.json``): the equal-budget contract
 (:func:`algos.study.arms.spec.check_equal_budget`) is checked on what the runs did, not on what they were told.
-A finished run is reused; an interrupted one resumes from its newest checkpoint.
+A finished run is reused; an interrupted one resumes from its newest checkpoint. A finished run's record keeps the
+digest of its final weights, so its kept looks stay readable without its checkpoints; a finished run whose weights are
+gone before all its looks were scored is trained again.
 """
 
 from __future__ import annotations
@@ -28,17 +30,30 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence
 
 from ..config import StudyConfig
 from ..paths import StudyPaths
 from .spec import TRAINED, budget, check_arms, check_equal_budget, parse_arms, route_reasoner
 
-__all__ = ["run_dir", "run_config", "train_problems", "best_fixed_plan", "train_run", "train", "summaries"]
+__all__ = ["run_dir", "run_config", "train_problems", "best_fixed_plan", "train_run", "train", "summaries", "Scorer"]
 
 LEARNER = {"grpo": "grpo", "grpo_fixed": "algos.study.arms.learner:grpo_fixed", "rsim": "stackelberg",
            "rsim_warm": "stackelberg"}
 """The ``rsim train`` learner of each trained arm."""
+
+
+class Scorer(Protocol):
+    """What the train stage asks of the scoring when each run is scored as it ends (:func:`train`)."""
+
+    def problems(self) -> Sequence[Any]:
+        """The held-out problems the runs are scored on."""
+
+    def done(self, arm: str, seed: int) -> bool:
+        """Whether every look of the run is kept (its weights are no longer needed)."""
+
+    def __call__(self, arm: str, seed: int) -> None:
+        """Score the finished run."""
 
 
 def _log(msg: str) -> None:
@@ -176,9 +191,10 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def train_run(cfg: StudyConfig, arm: str, seed: int, problems: Sequence[Any],
-              plan: tuple[int, ...] | None = None, bar: Any = None) -> dict[str, Any]:
+              plan: tuple[int, ...] | None = None, bar: Any = None, scorer: Scorer | None = None) -> dict[str, Any]:
     """Train (or reuse, or resume) ``arm``'s seed ``seed`` on ``problems``; its record (``<run>/arm.json``).
-    ``bar``: a progress bar over every run's steps (one of its own when None)."""
+    ``bar``: a progress bar over every run's steps (one of its own when None). A finished run is reused while it has
+    its weights, or, without them, while ``scorer`` has every look of it kept; else it is trained again."""
     from accelerate.utils import set_seed
 
     from agents.runs import find_checkpoint
@@ -190,9 +206,18 @@ def train_run(cfg: StudyConfig, arm: str, seed: int, problems: Sequence[Any],
     kept = json.loads(record_path.read_text()) if record_path.is_file() else None
     _check_same_settings(cfg, kept, out)
     if kept and kept.get("complete") and kept["totals"]["steps"] >= cfg.arm.steps:
-        if bar is not None:
-            bar.update(cfg.arm.steps)
-        return kept | {"reused": True}
+        from agents.runs import find_checkpoint
+
+        if find_checkpoint(out) is not None or (kept.get("weights") and scorer is not None
+                                                and scorer.done(arm, seed)):
+            if bar is not None:
+                bar.update(cfg.arm.steps)
+            return kept | {"reused": True}
+        # a finished record without weights (its checkpoints deleted, or the record copied without them) whose looks
+        # are not all kept could never be scored: train it again, from step 0
+        _log(f"{arm} seed {seed}: its record is finished but its weights are gone and its looks are not all scored; "
+             "training it again from step 0")
+        kept = None
     run = run_config(cfg, arm, seed)
     acc = make_accelerator(run.train)
     set_seed(seed)
@@ -232,9 +257,16 @@ def _check_same_settings(cfg: StudyConfig, kept: dict[str, Any] | None, out: Pat
 
 def _record(cfg: StudyConfig, arm: str, seed: int, rows: list[dict[str, Any]], wall: float, cpu: float, path: Path,
             plan: tuple[int, ...] | None, complete: bool) -> dict[str, Any]:
+    from agents.runs import find_checkpoint
+
+    from .weights import files_digest
+
+    ck = find_checkpoint(path.parent) if complete else None
     rec = {"arm": arm, "seed": seed, "complete": complete, "settings": dataclasses.asdict(cfg.arm),
            "fixed_plan": list(plan) if plan else None, "rows": rows, "wall_s": wall, "cpu_s": cpu,
-           "totals": _totals(rows), "run_dir": str(path.parent), "reused": False}
+           "totals": _totals(rows), "run_dir": str(path.parent), "reused": False,
+           # the final weights' digest: the run's looks stay readable once its checkpoints are gone
+           "weights": files_digest(ck) if ck is not None else None}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(rec) + "\n")
@@ -303,14 +335,20 @@ def contract(records: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     return rows
 
 
-def train(cfg: StudyConfig) -> dict[str, Any]:
+def train(cfg: StudyConfig, scorer: Scorer | None = None) -> dict[str, Any]:
     """Train every seed of every trained arm of ``cfg.arms`` (module docstring); the equal budget is checked on the
-    runs' records at the end."""
+    runs' records at the end. With a ``scorer`` (the study's train stage: :class:`algos.study.arms.stages.
+    ScoreAsTrained`) each run is scored as soon as it is finished (or reused)."""
     arms = [a for a in parse_arms(cfg.arms) if a in TRAINED]
     check_arms(arms, cfg.reasoner)
     if not arms:
         return {"runs": []}
     problems = train_problems(cfg)
+    from algos.preflight import check_sandbox
+
+    # code problems run model-written programs: a sandbox that cannot start is refused now, not hours into a run (the
+    # held-out problems too when each run is scored as it ends)
+    check_sandbox(list(problems) + (list(scorer.problems()) if scorer is not None else []))
     plan = best_fixed_plan(cfg) if "grpo_fixed" in arms else None
     a = cfg.arm
     _log(f"{len(arms)} arm(s) x {a.seeds} seed(s) x {a.steps} steps x {a.groups_per_step} problems x G {a.group_size}"
@@ -319,8 +357,12 @@ def train(cfg: StudyConfig) -> dict[str, Any]:
     from tqdm.auto import tqdm
 
     with tqdm(total=len(arms) * a.seeds * a.steps, desc="arms", unit="step", dynamic_ncols=True) as bar:
-        runs = [train_run(cfg, arm, s, problems, plan if arm == "grpo_fixed" else None, bar)
-                for arm in arms for s in range(a.seeds)]
+        runs = []
+        for arm in arms:
+            for s in range(a.seeds):
+                runs.append(train_run(cfg, arm, s, problems, plan if arm == "grpo_fixed" else None, bar, scorer))
+                if scorer is not None:
+                    scorer(arm, s)
     check_equal_budget(contract(summaries(cfg, arms)))
     return {"runs": [{k: r[k] for k in ("arm", "seed", "reused", "wall_s", "cpu_s", "run_dir")} for r in runs],
             "fixed_plan": list(plan) if plan else None}

@@ -90,6 +90,9 @@ def test_a_finished_run_is_scored_as_it_ends_and_its_looks_outlive_its_checkpoin
     cli.main(argv + ["--stage", "score"])
     rep = cli.main(argv + ["--stage", "report"])["arms"]["report"]["report"]
     assert rep["arms"]["grpo"]["seeds"] == 2
+    # a clone's view: records and looks, no weights; the report rebuilt from them is the one written
+    written = json.loads((out / "arms" / "report" / "report.json").read_text())
+    assert json.loads(json.dumps(arms_stages.rebuild(cfg), default=float)) == written
     # seed 1's look lost with its weights: it can never be scored, so the train stage trains it again
     (out / "arms" / "scores" / "test" / "grpo_s1.jsonl.gz").unlink()
     capsys.readouterr()

@@ -62,6 +62,21 @@ def test_committed_arms_block_is_the_arms_reports(page):
     assert got == want, f"{page}: the study:arms block differs from the arms report's; run `{ARMS_REGENERATE}`."
 
 
+def test_committed_arms_report_rebuilds_from_committed_looks(monkeypatch):
+    """The committed arms report is what its committed looks, run records and ledger give (no checkpoint is
+    committed: the records keep their weights' digests); skipped until the committed run has written it. A new look at
+    the test set changes the headline's correction, and this fails until the report is regenerated."""
+    from algos.study.arms.stages import rebuild
+    from algos.study.config import DOCS_OUT, resolve
+
+    report_json = ROOT / ARMS_REPORT
+    if not report_json.is_file():
+        pytest.skip(f"no committed arms report at {ARMS_REPORT}")
+    monkeypatch.chdir(ROOT)  # the looks name the committed runs by their paths in the repository
+    got = json.loads(json.dumps(rebuild(resolve("arms", {"out": DOCS_OUT["arms"]})), default=float))
+    assert got == json.loads(report_json.read_text()), f"{ARMS_REPORT} is stale; run `{ARMS_REGENERATE}`."
+
+
 def _scripted_report() -> dict:
     from tests.test_study_report import _report
 

@@ -21,7 +21,7 @@ from typing import Any
 from ..config import StudyConfig, as_dict
 from .spec import check_arms, parse_arms
 
-__all__ = ["check", "run", "report", "ScoreAsTrained"]
+__all__ = ["check", "run", "rebuild", "report", "ScoreAsTrained"]
 
 
 def _log(msg: str) -> None:
@@ -31,6 +31,10 @@ def _log(msg: str) -> None:
 def check(cfg: StudyConfig) -> None:
     """Everything that can be refused before anything runs: a trained arm of an untrainable reasoner."""
     check_arms(parse_arms(cfg.arms), cfg.reasoner)
+
+
+NOT_SETTINGS = ("stage", "threads")
+"""Config keys that do not change a report (which stage wrote it, the torch threads): left out of its ``meta``."""
 
 
 class ScoreAsTrained:
@@ -98,7 +102,8 @@ def _build(cfg: StudyConfig, read_only: bool) -> tuple[dict[str, Any], dict[str,
         replication = rep.build(r["looks"], r["problems"], rtasks, records)
     built = rep.build(test["looks"], test["problems"], tasks, records, readbacks=_readbacks(cfg, "test", arms),
                       replication=replication,
-                      meta={"reasoner": cfg.reasoner, "route": cfg.arm.route, "data": cfg.data, "config": as_dict(cfg)})
+                      meta={"reasoner": cfg.reasoner, "route": cfg.arm.route, "data": cfg.data, "config": {
+                          k: v for k, v in as_dict(cfg).items() if k not in NOT_SETTINGS}})
     for name, secs in test["decode_wall_s"].items():  # the live scoring's cost, every seed's looks together
         built["arms"][name]["decode_wall_s"] = secs
     return built, test
@@ -136,15 +141,15 @@ def score_headline(cfg: StudyConfig) -> dict[str, Any] | None:
             "m": None if exact is None else len(ledger.family(exact))}
 
 
-def report(cfg: StudyConfig) -> dict[str, Any]:
-    """Build and write the arms' report from the kept looks and runs, and the ledger's correction of the headline
-    look; reads only (missing looks, or a headline the score stage did not record, raise with the command to run)."""
+def rebuild(cfg: StudyConfig) -> dict[str, Any]:
+    """The arms' report (``report.json``'s content) from the kept looks and run records, and the ledger's correction
+    of the headline look; reads only, and needs no checkpoint (the runs' records keep their weights' digests), so a
+    clone rebuilds a committed report from its committed looks. Missing looks, an arm's scoring the score stage did
+    not record, or a headline it did not record raise with the command to run."""
     from .. import ledger
-    from . import report as rep
-    from .score import exact_ledger, split_problems
+    from .score import exact_ledger, recorded, score_splits, split_problems
 
     built, _ = _build(cfg, read_only=True)
-    from .score import recorded, score_splits
 
     for split in score_splits(cfg):
         problems = split_problems(cfg, split)
@@ -164,6 +169,14 @@ def report(cfg: StudyConfig) -> dict[str, Any]:
         h = built["headline"]
         h["p_corrected"], h["configurations_scored"], h["looks_as_p1"] = corr["p_holm"], corr["m"], corr["p_as_one"]
         h["ledger"] = corr["path"]
+    return built
+
+
+def report(cfg: StudyConfig) -> dict[str, Any]:
+    """Build (:func:`rebuild`) and write the arms' report: ``<out>/arms/report/``."""
+    from . import report as rep
+
+    built = rebuild(cfg)
     paths = rep.write(built, Path(cfg.out) / "arms" / "report")
     for p in paths:
         _log(f"wrote {p}")

@@ -135,7 +135,11 @@ def score_look(cfg: StudyConfig, look: dict[str, Any], problems: Sequence[Any], 
         from algos.evaluation.run import make_planner
 
         planner = make_planner(look["mode"], ecfg, None)
-    rows, stats = evaluate_mode(look["mode"], problems, reasoner, planner, ecfg, journal=journal)
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(problems), desc=f"{name} on {split}", unit="problem", dynamic_ncols=True,
+              file=sys.stderr, leave=False) as bar:  # minutes a look on the embedded reasoner
+        rows, stats = evaluate_mode(look["mode"], problems, reasoner, planner, ecfg, bar, journal=journal)
     compact = [_compact(r) for r in rows]
     if look["mode"].startswith("fixed:"):  # the scripted planner reads nothing
         for r in compact:

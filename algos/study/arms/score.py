@@ -102,19 +102,32 @@ def score_look(cfg: StudyConfig, look: dict[str, Any], problems: Sequence[Any], 
     """One look's compact episodes on ``problems`` (kept in ``<out>/arms/scores/<split>/``; a kept scoring of the
     same problems and weights is read back). ``decode=False`` (the report stage) only reads: a look not kept raises
     with the command that scores it."""
-    from algos.evaluation.journal import Journal, settings_of
-    from algos.evaluation.run import build_reasoner, evaluate_mode, load_planner
-
     name = f"{look['name']}_s{look['seed']}"
     path = Path(cfg.out) / "arms" / "scores" / split / f"{name}.jsonl.gz"
     ids = [p.id for p in problems]
-    digest = weights_digest([look["planner"], look["reasoner"]])
-    meta_path = _meta_path(cfg, split, look)
     if is_kept(cfg, look, split, ids):
         return read(path)
     if not decode:
         raise ValueError(f"--stage report: no kept {split} scoring of {name} with these weights at {path}; run rsim "
                          f"study --arms {cfg.arms} --stage score (--out {cfg.out}) first, then --stage report.")
+    _check_weights(cfg, look, name, split)
+    digest = weights_digest([look["planner"], look["reasoner"]])
+    rows, stats = _decode(cfg, look, problems, Path(cfg.out) / "arms" / "eval" / split / name, digest,
+                          f"{name} on {split}")
+    compact = [_compact(r) for r in rows]
+    if look["mode"].startswith("fixed:"):  # the scripted planner reads nothing
+        for r in compact:
+            r["tokens"] = dict(r.get("tokens") or {}, planner_read=0)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.writelines(json.dumps(r) + "\n" for r in compact)
+    _meta_path(cfg, split, look).write_text(json.dumps({"ids": ids, "weights": digest, "look": look,
+                                                        "timing": stats}) + "\n")
+    return compact
+
+
+def _check_weights(cfg: StudyConfig, look: dict[str, Any], name: str, split: str) -> None:
+    """A look to decode whose run has lost its weights is refused, naming the stage that trains it again."""
     from agents.runs import find_checkpoint
 
     gone = sorted({s for s in (look["planner"], look["reasoner"])
@@ -123,32 +136,29 @@ def score_look(cfg: StudyConfig, look: dict[str, Any], problems: Sequence[Any], 
         raise ValueError(f"{name}: the weights of {', '.join(gone)} are gone (no checkpoint) and its {split} scoring "
                          f"is not kept; run rsim study --arms {cfg.arms} --stage train (--out {cfg.out}), which trains "
                          "such a run again, then score.")
-    out = Path(cfg.out) / "arms" / "eval" / split / name
+
+
+def _decode(cfg: StudyConfig, look: dict[str, Any], problems: Sequence[Any], out: Path, digest: str,
+            desc: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Play ``look`` on ``problems`` as ``rsim eval`` does, journaled in ``out`` (an interrupted look resumes by
+    batch), with a progress bar (minutes a look on the embedded reasoner)."""
+    from tqdm.auto import tqdm
+
+    from algos.evaluation.journal import Journal, settings_of
+    from algos.evaluation.run import build_reasoner, evaluate_mode, load_planner, make_planner
+
     ecfg = eval_config(cfg, look, out)
-    journal = Journal(out, settings_of(ecfg, ids, digest), True)
+    journal = Journal(out, settings_of(ecfg, [p.id for p in problems], digest), True)
     shared: dict = {}
     reasoner = build_reasoner(look["reasoner"], ecfg, problems, shared).agent
     planner = None
     if look["mode"] == "trained":
         planner = load_planner(look["planner"], ecfg, shared).agent
     elif look["mode"].startswith("fixed:"):
-        from algos.evaluation.run import make_planner
-
         planner = make_planner(look["mode"], ecfg, None)
-    from tqdm.auto import tqdm
-
-    with tqdm(total=len(problems), desc=f"{name} on {split}", unit="problem", dynamic_ncols=True,
-              file=sys.stderr, leave=False) as bar:  # minutes a look on the embedded reasoner
-        rows, stats = evaluate_mode(look["mode"], problems, reasoner, planner, ecfg, bar, journal=journal)
-    compact = [_compact(r) for r in rows]
-    if look["mode"].startswith("fixed:"):  # the scripted planner reads nothing
-        for r in compact:
-            r["tokens"] = dict(r.get("tokens") or {}, planner_read=0)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(path, "wt", encoding="utf-8") as f:
-        f.writelines(json.dumps(r) + "\n" for r in compact)
-    meta_path.write_text(json.dumps({"ids": ids, "weights": digest, "look": look, "timing": stats}) + "\n")
-    return compact
+    with tqdm(total=len(problems), desc=desc, unit="problem", dynamic_ncols=True, file=sys.stderr,
+              leave=False) as bar:
+        return evaluate_mode(look["mode"], problems, reasoner, planner, ecfg, bar, journal=journal)
 
 
 def is_kept(cfg: StudyConfig, look: dict[str, Any], split: str, ids: Sequence[str]) -> bool:

@@ -102,9 +102,30 @@ def test_the_report_json_has_what_a_reader_needs_per_trained_arm_and_the_headlin
     assert rest[0] == "* Seeds (secondary): `rsim` above `grpo` in 3, below in 0, tied in 0 (sign p 0.250); " \
                       "the seeds share one test set."
     assert "`base` 0.0 %, `grpo` 25.0 %, `rsim` 75.0 %" in block and "`rsim` 8 episodes x 3 seeds" in block
+    assert "* Plans the planners played: `rsim` 1 distinct, [3, 8] on 100.0 % of episodes (one plan everywhere is a " \
+           "fixed plan in effect)." in rest
     assert rest[-1] == "* Full report: [r.md](r.md)."
     with pytest.raises(ValueError, match="no headline"):
         arms_markdown(rep.build({"base": looks["base"]}, IDS, TASKS, {}, rounds=100), "r.md")
+
+
+def test_plans_played_counts_what_the_planner_chose_per_episode_and_per_seed():
+    """A planner that plays one plan on every problem shows as one distinct plan at 100 % (a fixed plan in effect);
+    a mixture is counted per seed and over seeds; a look without a planner has none."""
+    one = {0: _rows([True] * 40, strategies=(1, 8)), 1: _rows([False] * 40, strategies=(1, 8))}
+    assert rep.plans_played(one) == {"distinct": 1, "modal": [1, 8], "modal_share": 1.0, "by_seed": [
+        {"seed": 0, "distinct": 1, "modal": [1, 8], "modal_share": 1.0},
+        {"seed": 1, "distinct": 1, "modal": [1, 8], "modal_share": 1.0}]}
+    mixed = {0: _rows([True] * 30, strategies=(3, 8)) + _rows([True] * 10, strategies=(1, 8)),
+             1: _rows([True] * 40, strategies=(1, 8))}
+    got = rep.plans_played(mixed)
+    assert got["distinct"] == 2 and got["modal"] == [1, 8] and got["modal_share"] == pytest.approx(50 / 80)
+    assert [(b["distinct"], b["modal"], b["modal_share"]) for b in got["by_seed"]] == [(2, [3, 8], 0.75), (1, [1, 8], 1.0)]
+    assert rep.plans_played({0: _rows([True] * 40)}) is None
+    looks = {"rsim": one, "grpo": {0: _rows([False] * 40)}}
+    out = rep.build(looks, IDS, TASKS, {}, rounds=100)
+    assert out["arms"]["rsim"]["plans"]["modal"] == [1, 8] and out["arms"]["grpo"]["plans"] is None
+    assert "| 1 ([1, 8], 100.0) |" in rep.markdown(out)  # the table's percentages carry no sign
 
 
 def test_the_equal_budget_contract_fails_on_more_episodes_other_problems_or_another_order():

@@ -103,6 +103,22 @@ def arms_markdown(report: Mapping[str, Any], link: str) -> str:
         lines.append("* Against the untrained reasoner (`base`): " + "; ".join(
             f"`{c['a']}` {_pts(c['difference'])} points (95 % CI {_pts(c['ci95'][0])}, {_pts(c['ci95'][1])}; "
             f"Holm p {_p(c.get('p_holm'))})" for c in others) + ".")
+    lines += _arms_per_arm(live)
+    rep = (report.get("replication") or {}).get("headline")
+    if rep:
+        lines.append(f"* Replication (other problems, once at the end): {rep['verdict']} (p = {_p(rep['p_value'])}).")
+    lines.append(f"* Full report: [{link}]({link}).")
+    return "\n".join(lines) + "\n"
+
+
+def _arms_per_arm(live: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    """The arms block's per-arm lines: the plans the planners played, strategies per answer and tokens, the budget."""
+    lines: list[str] = []
+    played = [(k, a["plans"]) for k, a in live if a.get("plans") and k in ("rsim", "rsim_warm", "planner")]
+    if played:
+        lines.append("* Plans the planners played: " + "; ".join(
+            f"`{k}` {p['distinct']} distinct, {p['modal']} on {_pct(p['modal_share'])} of episodes" for k, p in played)
+            + " (one plan everywhere is a fixed plan in effect).")
     lines.append("* Strategies used per answer (distinct strategies the reasoner's own words perform): " + ", ".join(
         f"`{k}` {a['strategies_per_answer']:.2f}" for k, a in live if a.get("strategies_per_answer") is not None)
         + "; reasoner tokens per problem: " + ", ".join(
@@ -114,11 +130,7 @@ def arms_markdown(report: Mapping[str, Any], link: str) -> str:
             f"`{k}` {', '.join(map(str, sorted(set(t['episodes']))))} episodes x {t['runs']} seeds, "
             f"{t['reasoner_tokens_decoded']:.0f} reasoner tokens decoded, {_pct(t['groups_with_signal'])} of groups "
             f"with a learning signal, {t['cpu_s']:.0f} CPU s" for k, t in budget) + ".")
-    rep = (report.get("replication") or {}).get("headline")
-    if rep:
-        lines.append(f"* Replication (other problems, once at the end): {rep['verdict']} (p = {_p(rep['p_value'])}).")
-    lines.append(f"* Full report: [{link}]({link}).")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def sync(paths: Sequence[str | Path], report: Mapping[str, Any], report_md: str | Path,

@@ -115,6 +115,24 @@ def _tok(rows: Sequence[Mapping[str, Any]], key: str) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
+def plans_played(looks: Mapping[int, Sequence[Mapping[str, Any]]]) -> dict[str, Any] | None:
+    """Which plans a look's planner played: the distinct plans over every seed's episodes, the modal plan and its
+    share, and each seed's modal plan and share (a planner that plays one plan everywhere is a fixed plan in
+    effect); None without a planner."""
+    import collections
+
+    by_seed = {s: collections.Counter(tuple(int(x) for x in (r.get("strategies") or ())) for r in looks[s])
+               for s in sorted(looks)}
+    every = sum(by_seed.values(), collections.Counter())
+    if not every or set(every) == {()}:
+        return None
+    n = sum(every.values())
+    modal, count = every.most_common(1)[0]
+    return {"distinct": len(every), "modal": list(modal), "modal_share": count / n,
+            "by_seed": [{"seed": s, "distinct": len(c), "modal": list(c.most_common(1)[0][0]),
+                         "modal_share": c.most_common(1)[0][1] / sum(c.values())} for s, c in by_seed.items() if c]}
+
+
 def arm_stats(name: str, looks: Mapping[int, Sequence[Mapping[str, Any]]], ids: Sequence[str], rounds: int,
               seed: int) -> dict[str, Any]:
     """One look's figures (module docstring), over every seed's episodes."""
@@ -126,7 +144,7 @@ def arm_stats(name: str, looks: Mapping[int, Sequence[Mapping[str, Any]]], ids: 
     return {"name": name, "seeds": len(looks), "accuracy": float(v.mean()) if v.size else None,
             "ci95": mean_ci(v, rounds, seed)["ci95"], "accuracy_by_seed": _by_seed(looks),
             "strategies_per_answer": float(np.mean([distinct_detected(r) for r in rows])) if rows else None,
-            "injected_performed": _injected_share(rows),
+            "injected_performed": _injected_share(rows), "plans": plans_played(looks),
             "strategies_vs_correct_r": accuracy_by_strategy_count(rows)["pearson_r"],
             "tokens_per_problem": {"reasoner_read": read, "reasoner_written": written,
                                    "reasoner": None if read is None or written is None else read + written,
@@ -258,19 +276,26 @@ def _headline_md(h: Mapping[str, Any] | None) -> list[str]:
 
 
 def _arms_md(arms: Mapping[str, Any]) -> list[str]:
-    lines = ["| arm | seeds | accuracy % (95 % CI) | by seed | strategies / answer | injected performed % | "
-             "r(strategies, correct) | reasoner tokens / problem | planner tokens / problem | live decode s |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| arm | seeds | accuracy % (95 % CI) | by seed | plans played (modal, share) | strategies / answer | "
+             "injected performed % | r(strategies, correct) | reasoner tokens / problem | planner tokens / problem | "
+             "live decode s |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, a in arms.items():
         lo, hi = a.get("ci95", [None, None])
         tok = a.get("tokens_per_problem", {})
         lines.append(f"| `{name}`{' (tree read-back)' if a.get('read_back') else ''} | {a['seeds']} | "
                      f"{_pct(a['accuracy'])} ({_pct(lo)}, {_pct(hi)}) | "
-                     f"{', '.join(_pct(x) for x in a.get('accuracy_by_seed', []))} | "
+                     f"{', '.join(_pct(x) for x in a.get('accuracy_by_seed', []))} | {_plans(a.get('plans'))} | "
                      f"{_num(a.get('strategies_per_answer'))} | {_pct(a.get('injected_performed'))} | "
                      f"{_num(a.get('strategies_vs_correct_r'))} | {_num(tok.get('reasoner'), '.0f')} | "
                      f"{_num(tok.get('planner_read'), '.0f')} | {_num(a.get('decode_wall_s'), '.1f')} |")
     return lines
+
+
+def _plans(p: Mapping[str, Any] | None) -> str:
+    if not p:
+        return "--"
+    return f"{p['distinct']} ({p['modal']}, {_pct(p['modal_share'])})"
 
 
 def _pts(x: float | None, fmt: str = "+.1f") -> str:

@@ -163,7 +163,7 @@ def _decode(cfg: StudyConfig, look: dict[str, Any], problems: Sequence[Any], out
 
 def is_kept(cfg: StudyConfig, look: dict[str, Any], split: str, ids: Sequence[str]) -> bool:
     """Whether ``look``'s scoring of exactly ``ids`` with its current weights is kept (read back, not decoded)."""
-    path = Path(cfg.out) / "arms" / "scores" / split / f"{look['name']}_s{look['seed']}.jsonl.gz"
+    path = _meta_path(cfg, split, look).with_suffix(".jsonl.gz")
     meta_path = _meta_path(cfg, split, look)
     if not (path.is_file() and meta_path.is_file()):
         return False
@@ -184,8 +184,11 @@ def run_looks(cfg: StudyConfig, arm: str, seed: int) -> list[dict[str, Any]]:
 
 def run_scored(cfg: StudyConfig, arm: str, seed: int) -> bool:
     """Whether every look of the run is kept on every split it is scored on (its weights are no longer needed)."""
-    return all(is_kept(cfg, lk, split, [p.id for p in split_problems(cfg, split)])
-               for split in score_splits(cfg) for lk in run_looks(cfg, arm, seed))
+    for split in score_splits(cfg):
+        ids = [p.id for p in split_problems(cfg, split)]  # the split's tree read once, not once a look
+        if not all(is_kept(cfg, lk, split, ids) for lk in run_looks(cfg, arm, seed)):
+            return False
+    return True
 
 
 def score_run(cfg: StudyConfig, arm: str, seed: int) -> None:

@@ -109,6 +109,28 @@ def test_the_report_json_has_what_a_reader_needs_per_trained_arm_and_the_headlin
         arms_markdown(rep.build({"base": looks["base"]}, IDS, TASKS, {}, rounds=100), "r.md")
 
 
+def test_a_resampled_p_below_its_floor_is_printed_as_below_a_thousandth_never_as_zero():
+    assert [rep.p_text(x) for x in (None, 0.0, 9.999e-05, 0.001, 0.0344, 1.0)] == [
+        "--", "< 0.001", "< 0.001", "0.001", "0.034", "1.000"]
+    assert rep.p_is(1e-4) == "< 0.001" and rep.p_is(0.25) == "= 0.250"
+    b = [i < 20 for i in range(40)]
+    out = rep.build({"rsim": {0: _rows([True] * 40)}, "grpo": {0: _rows(b)}}, IDS, TASKS, {}, rounds=4000)
+    assert "p < 0.001" in rep.markdown(out) and "p = 0.000" not in rep.markdown(out)
+
+
+def test_the_concentration_sentence_says_how_much_of_the_gain_the_largest_tasks_carry():
+    conc = rep._concentration(np.array([1.0] * 6 + [0.0] * 4), np.array([0.0] * 5 + [1.0] * 5),
+                              [f"q{i}" for i in range(10)], {f"q{i}": "abcdefghij"[i // 2] for i in range(10)})
+    assert conc["gain_problems"] == 1.0 and conc["by_task"] == {"a": 2.0, "b": 2.0, "c": 1.0, "d": -2.0, "e": -2.0}
+    assert conc["tasks_carrying"] == ["a"]
+    got = rep.concentration_sentence(conc, top=2)
+    assert got == ("The headline's net gain is 1.0 problems (seeds averaged) over 5 tasks; the 2 largest gains, "
+                   "a (+2.0), b (+2.0), are 400 % of it; 1 task(s) are needed to reach it; 2 task(s) lose problems "
+                   "(-4.0).")
+    assert rep.concentration_sentence({"gain_problems": -1.0, "by_task": {}, "tasks_carrying": None}) == \
+        "The headline has no net gain to place."
+
+
 def test_plans_played_counts_what_the_planner_chose_per_episode_and_per_seed():
     """A planner that plays one plan on every problem shows as one distinct plan at 100 % (a fixed plan in effect);
     a mixture is counted per seed and over seeds; a look without a planner has none."""

@@ -70,7 +70,15 @@ def _pts(x: float | None) -> str:
 
 
 def _p(x: float | None) -> str:
-    return "--" if x is None else f"{x:.3f}"
+    from .arms.report import p_text
+
+    return p_text(x)
+
+
+def _p_is(x: float | None) -> str:
+    from .arms.report import p_is
+
+    return p_is(x)
 
 
 def arms_markdown(report: Mapping[str, Any], link: str) -> str:
@@ -85,8 +93,8 @@ def arms_markdown(report: Mapping[str, Any], link: str) -> str:
     lines = [f"**`rsim` (reasoner trained with a planner) vs `grpo` (trained alone) at equal episodes: "
              f"{h['verdict']} on {m['problems']} test problems of {m['tasks']} tasks "
              f"({_pct(arms['rsim']['accuracy'])} vs {_pct(arms['grpo']['accuracy'])}; paired by problem, seeds "
-             f"averaged); p = {_p(h['p_value'])}; Holm's step-down over the {h.get('configurations_scored')} looks "
-             f"at this test set in its ledger, p = {_p(h.get('p_corrected'))}. The design detects a difference of "
+             f"averaged); p {_p_is(h['p_value'])}; Holm's step-down over the {h.get('configurations_scored')} looks "
+             f"at this test set in its ledger, p {_p_is(h.get('p_corrected'))}. The design detects a difference of "
              f"{_pts(h['mdd']).lstrip('+')} points (80 % power).**"]
     if seeds:
         lines.append(f"* Seeds (secondary): `rsim` above `grpo` in {seeds['above']}, below in {seeds['below']}, tied in "
@@ -103,10 +111,14 @@ def arms_markdown(report: Mapping[str, Any], link: str) -> str:
         lines.append("* Against the untrained reasoner (`base`): " + "; ".join(
             f"`{c['a']}` {_pts(c['difference'])} points (95 % CI {_pts(c['ci95'][0])}, {_pts(c['ci95'][1])}; "
             f"Holm p {_p(c.get('p_holm'))})" for c in others) + ".")
+    if h.get("concentration"):
+        from .arms.report import concentration_sentence
+
+        lines.append("* Where the gain sits: the " + concentration_sentence(h["concentration"])[len("The headline's "):])
     lines += _arms_per_arm(live)
     rep = (report.get("replication") or {}).get("headline")
     if rep:
-        lines.append(f"* Replication (other problems, once at the end): {rep['verdict']} (p = {_p(rep['p_value'])}).")
+        lines.append(f"* Replication (other problems, once at the end): {rep['verdict']} (p {_p_is(rep['p_value'])}).")
     lines.append(f"* Full report: [{link}]({link}).")
     return "\n".join(lines) + "\n"
 

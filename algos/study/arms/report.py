@@ -33,7 +33,8 @@ import numpy as np
 
 from ..stats import holm, mean_ci, paired, sign_test
 
-__all__ = ["holm", "mdd", "verdict", "compare", "arm_stats", "build", "markdown", "write", "SECONDARY", "HEADLINE"]
+__all__ = ["p_text", "p_is", "concentration_sentence", "holm",
+           "mdd", "verdict", "compare", "arm_stats", "build", "markdown", "write", "SECONDARY", "HEADLINE"]
 
 HEADLINE = ("rsim", "grpo")
 """The paper's question: training with a planner vs training alone, at equal episodes."""
@@ -258,6 +259,18 @@ def _pct(x: float | None) -> str:
     return "--" if x is None else f"{100 * x:.1f}"
 
 
+def p_text(x: float | None) -> str:
+    """A p-value as the reports print it: three decimals, and ``< 0.001`` below that (a resampled p has a floor,
+    1 / (resamples + 1), and "0.000" would claim a p of zero)."""
+    return "--" if x is None else "< 0.001" if x < 0.001 else f"{x:.3f}"
+
+
+def p_is(x: float | None) -> str:
+    """``p_text`` after "p" in a sentence: ``= 0.034``, ``< 0.001``."""
+    t = p_text(x)
+    return t if t.startswith("<") else f"= {t}"
+
+
 def _num(x: float | None, fmt: str = ".2f") -> str:
     return "--" if x is None else format(x, fmt)
 
@@ -266,9 +279,9 @@ def _headline_md(h: Mapping[str, Any] | None) -> list[str]:
     if not h:
         return ["No headline: score both `rsim` and `grpo` (`--arms ...,grpo,rsim`).", ""]
     seeds = h.get("seeds")
-    return [f"**Headline (rsim vs grpo, equal episodes):** {h['verdict']}; p = {_num(h['p_value'], '.3f')} "
+    return [f"**Headline (rsim vs grpo, equal episodes):** {h['verdict']}; p {p_is(h['p_value'])} "
             f"(Holm's step-down over the {h['configurations_scored']} looks in the test set's ledger, "
-            f"{h['looks_as_p1']} of them counted as p = 1: {_num(h['p_corrected'], '.3f')}); the design detects a "
+            f"{h['looks_as_p1']} of them counted as p = 1: p {p_is(h['p_corrected'])}); the design detects a "
             "difference of "
             f"{_num(None if h['mdd'] is None else 100 * h['mdd'], '.1f')} points (80 % power)."
             + (f" Seeds: rsim above grpo in {seeds['above']}, below in {seeds['below']}, tied in "
@@ -308,7 +321,7 @@ def _comparisons_md(family: Sequence[Mapping[str, Any]]) -> list[str]:
     for c in family:
         lo, hi = c["ci95"]
         lines.append(f"| {c['a']} vs {c['b']} | {_pts(c['difference'])} ({_pts(lo)}, {_pts(hi)}) | "
-                     f"{_num(c['p_value'], '.3f')} | {_num(c['p_holm'], '.3f')} | {_pts(c['mdd'], '.1f')} | "
+                     f"{p_text(c['p_value'])} | {p_text(c['p_holm'])} | {_pts(c['mdd'], '.1f')} | "
                      f"{c['verdict']}{'; ' + c['note'] if c['note'] else ''} |")
     return lines
 
@@ -341,10 +354,23 @@ def _tasks_md(rep: Mapping[str, Any]) -> list[str]:
             lines.append(f"| {t} | {row['problems']} | " + " | ".join(_pct(row[n]) for n in names) + " |")
     h = rep.get("headline")
     if h and h["concentration"]["tasks_carrying"]:
-        lines += ["", f"The headline's {h['concentration']['gain_problems']:.1f} problems come from "
-                  f"{len(h['concentration']['tasks_carrying'])} task(s): "
-                  f"{', '.join(h['concentration']['tasks_carrying'])}."]
+        lines += ["", concentration_sentence(h["concentration"])]
     return lines
+
+
+def concentration_sentence(conc: Mapping[str, Any], top: int = 3) -> str:
+    """How much of the headline's net gain a few tasks carry: the gain in problems (seeds averaged), the fewest tasks
+    whose gains reach it, and the share the ``top`` largest carry."""
+    total, by = conc["gain_problems"], conc["by_task"]
+    if not conc.get("tasks_carrying") or total <= 0:
+        return "The headline has no net gain to place."
+    ranked = sorted(by.items(), key=lambda kv: -kv[1])[:top]
+    share = sum(g for _, g in ranked) / total
+    losing = [g for g in by.values() if g < 0]
+    return (f"The headline's net gain is {total:.1f} problems (seeds averaged) over {len(by)} tasks; the "
+            f"{len(ranked)} largest gains, " + ", ".join(f"{t} ({g:+.1f})" for t, g in ranked)
+            + f", are {100 * share:.0f} % of it; {len(conc['tasks_carrying'])} task(s) are needed to reach it; "
+            f"{len(losing)} task(s) lose problems ({sum(losing):+.1f}).")
 
 
 def markdown(rep: Mapping[str, Any]) -> str:
@@ -356,7 +382,7 @@ def markdown(rep: Mapping[str, Any]) -> str:
     lines += _training_md(rep["arms"]) + _tasks_md(rep)
     rep_h = (rep.get("replication") or {}).get("headline")
     if rep_h:
-        lines += ["", f"**Replication:** {rep_h['verdict']} (p = {_num(rep_h['p_value'], '.3f')})."]
+        lines += ["", f"**Replication:** {rep_h['verdict']} (p {p_is(rep_h['p_value'])})."]
     lines += ["", "Live: every arm decoded greedily on one route with a fixed batch; `(tree read-back)` rows are the "
               "plug-in study's scores of the same policies read from the test tree. Accuracies over seeds are per "
               "problem averaged over the seeds; p: paired sign-flip test over problems."]

@@ -84,7 +84,7 @@ def test_readme_has_python_blocks():
     assert len(_blocks("python", README)) >= 2 and len(list(_params())) >= 8
 
 
-STUDY_BLOCK = ("<!-- study:adaptive begin (generated: rsim study --preset adaptive --stage report --docs) -->\n",
+STUDY_BLOCK = ("<!-- study:adaptive begin (generated: rsim study --preset adaptive --stage report --replicate --docs) -->\n",
                "<!-- study:adaptive end -->")
 """The markers of the adaptive study's generated answer (``rsim study ... --docs`` fills what is between them)."""
 

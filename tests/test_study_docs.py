@@ -1,7 +1,7 @@
 """The studies' answers in README.md and docs/results.md are their committed reports', figure for figure.
 
 Each page's ``study:adaptive`` block must be exactly what :func:`algos.study.docs_block.answer_markdown` writes from
-the committed report JSON (``rsim study --preset adaptive --stage report --docs`` regenerates both); a page without
+the committed report JSON (``rsim study --preset adaptive --stage report --replicate --docs`` regenerates both); a page without
 the block is skipped. The arms study's ``study:arms`` block in docs/results.md is likewise its committed arms report's.
 The sync itself is checked on scratch pages with a scripted report.
 """
@@ -18,7 +18,7 @@ import pytest
 from algos.study.docs_block import ARMS_PAGES, PAGES, REPORT, answer_markdown, arms_markdown, block, markers, sync
 
 ROOT = Path(__file__).resolve().parents[1]
-REGENERATE = "rsim study --preset adaptive --stage report --docs"
+REGENERATE = "rsim study --preset adaptive --stage report --replicate --docs"
 
 
 def _figures(text: str) -> list[str]:

@@ -2,7 +2,7 @@
 
 A page carries the block between two markers (``name`` is the preset, e.g. ``adaptive``)::
 
-    <!-- study:adaptive begin (generated: rsim study --preset adaptive --stage report --docs) -->
+    <!-- study:adaptive begin (generated: rsim study --preset adaptive --stage report --replicate --docs) -->
     ...
     <!-- study:adaptive end -->
 
@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["answer_markdown", "arms_markdown", "sync", "block", "markers", "PAGES", "ARMS_PAGES", "REPORT"]
+__all__ = ["command", "COMMANDS", "answer_markdown", "arms_markdown", "sync", "block", "markers", "PAGES", "ARMS_PAGES", "REPORT"]
 
 PAGES = ("README.md", "docs/results.md")
 """The pages that carry the adaptive study's block (relative to the repository root)."""
@@ -30,10 +30,20 @@ REPORT = "docs/study_results/adaptive/report/report.json"
 """Where the adaptive study's committed report lives (relative to the repository root)."""
 
 
+COMMANDS = {"adaptive": "rsim study --preset adaptive --stage report --replicate --docs"}
+"""The command that regenerates a committed block, where it is not ``rsim study --preset NAME --stage report --docs``
+(the adaptive study's committed report has its replication, which the report stage includes only with
+``--replicate``)."""
+
+
+def command(name: str) -> str:
+    """The command a block's begin marker names (:data:`COMMANDS`)."""
+    return COMMANDS.get(name, f"rsim study --preset {name} --stage report --docs")
+
+
 def markers(name: str) -> tuple[str, str]:
     """The begin and end markers of study ``name``'s block."""
-    return (f"<!-- study:{name} begin (generated: rsim study --preset {name} --stage report --docs) -->",
-            f"<!-- study:{name} end -->")
+    return f"<!-- study:{name} begin (generated: {command(name)}) -->", f"<!-- study:{name} end -->"
 
 
 def _pattern(name: str) -> re.Pattern[str]:
@@ -102,10 +112,7 @@ def arms_markdown(report: Mapping[str, Any], link: str) -> str:
     live = [(k, a) for k, a in arms.items() if not a.get("read_back")]
     lines.append("* Accuracy (live, greedy, one route; seeds averaged): " + ", ".join(
         f"`{k}` {_pct(a['accuracy'])}" for k, a in live) + ".")
-    for c in report.get("comparisons", []):
-        if (c["a"], c["b"]) in (("rsim", "grpo_fixed"), ("rsim_warm", "planner")):
-            lines.append(f"* {c['verdict'][0].upper() + c['verdict'][1:]}; p (Holm over the report's "
-                         f"{len(report['comparisons'])} secondary comparisons) {_p(c.get('p_holm'))}: {c['note']}.")
+    lines += _controls(report)
     others = [c for c in report.get("comparisons", []) if c["b"] == "base"]
     if others:
         lines.append("* Against the untrained reasoner (`base`): " + "; ".join(
@@ -123,6 +130,47 @@ def arms_markdown(report: Mapping[str, Any], link: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+READINGS = {
+    ("rsim", "grpo_fixed"): ("the scaffold control: the reasoner trained alone under the best fixed plan, in the "
+                             "planner's seat of the same game",
+                             {"above": "a learned plan adds to the scaffold of the planner's game",
+                              "none": "the data do not separate a learned plan from the scaffold of the planner's game",
+                              "below": "the fixed plan's scaffold trains the reasoner better than a learned plan"}),
+    ("rsim_warm", "planner"): ("training the reasoner on top of the plug-in planner",
+                               {"above": "training the reasoner under the plug-in planner adds to it",
+                                "none": "training the reasoner under the plug-in planner is not shown to change it",
+                                "below": "training the reasoner under the plug-in planner loses to the plug-in alone"}),
+}
+"""The controls the block reads out, each with what it controls and what each outcome would mean."""
+
+
+def _reading(c: Mapping[str, Any]) -> str:
+    lo, hi = c["ci95"]
+    return "above" if lo > 0 else "below" if hi < 0 else "none"
+
+
+def _controls(report: Mapping[str, Any]) -> list[str]:
+    """The control lines: each comparison of :data:`READINGS` on test (Holm over the report's family), what it
+    means, and the same comparison on the replication split."""
+    rep = {(c["a"], c["b"]): c for c in ((report.get("replication") or {}).get("comparisons") or [])}
+    arms, out = report["arms"], []
+    for c in report.get("comparisons", []):
+        key = (c["a"], c["b"])
+        if key not in READINGS:
+            continue
+        what, meaning = READINGS[key]
+        line = (f"* `{c['a']}` vs `{c['b']}` ({what}): {_pct(arms[c['a']]['accuracy'])} vs "
+                f"{_pct(arms[c['b']]['accuracy'])}, {_pts(c['difference'])} points (95 % CI {_pts(c['ci95'][0])}, "
+                f"{_pts(c['ci95'][1])}; Holm p over the report's {len(report['comparisons'])} secondary comparisons "
+                f"{_p(c.get('p_holm'))}): {meaning[_reading(c)]}.")
+        r = rep.get(key)
+        if r is not None:
+            line += (f" On replication: {_pts(r['difference'])} points (95 % CI {_pts(r['ci95'][0])}, "
+                     f"{_pts(r['ci95'][1])}).")
+        out.append(line)
+    return out
+
+
 def _arms_per_arm(live: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
     """The arms block's per-arm lines: the plans the planners played, strategies per answer and tokens, the budget."""
     lines: list[str] = []
@@ -131,6 +179,10 @@ def _arms_per_arm(live: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
         lines.append("* Plans the planners played: " + "; ".join(
             f"`{k}` {p['distinct']} distinct, {p['modal']} on {_pct(p['modal_share'])} of episodes" for k, p in played)
             + " (one plan everywhere is a fixed plan in effect).")
+    answered = [(k, a["answered"]) for k, a in live if a.get("answered") is not None]
+    if answered:
+        lines.append("* Episodes with an answer the checker could read (`\\boxed{}`, an answer tag or \"the answer "
+                     "is\"; without one an episode scores 0): " + ", ".join(f"`{k}` {_pct(v)}" for k, v in answered) + ".")
     lines.append("* Strategies used per answer (distinct strategies the reasoner's own words perform): " + ", ".join(
         f"`{k}` {a['strategies_per_answer']:.2f}" for k, a in live if a.get("strategies_per_answer") is not None)
         + "; reasoner tokens per problem: " + ", ".join(

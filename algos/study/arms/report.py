@@ -145,11 +145,19 @@ def arm_stats(name: str, looks: Mapping[int, Sequence[Mapping[str, Any]]], ids: 
     return {"name": name, "seeds": len(looks), "accuracy": float(v.mean()) if v.size else None,
             "ci95": mean_ci(v, rounds, seed)["ci95"], "accuracy_by_seed": _by_seed(looks),
             "strategies_per_answer": float(np.mean([distinct_detected(r) for r in rows])) if rows else None,
-            "injected_performed": _injected_share(rows), "plans": plans_played(looks),
+            "injected_performed": _injected_share(rows), "plans": plans_played(looks), "answered": _answered(rows),
             "strategies_vs_correct_r": accuracy_by_strategy_count(rows)["pearson_r"],
             "tokens_per_problem": {"reasoner_read": read, "reasoner_written": written,
                                    "reasoner": None if read is None or written is None else read + written,
                                    "planner_read": _tok(rows, "planner_read")}}
+
+
+def _answered(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """The share of episodes whose answer the checker could extract (``extracted`` not null: a ``\\boxed{}``, an
+    answer tag or "the answer is"): an episode with no answer scores 0 whatever it reasoned, and the planner's game
+    opens the box for the reasoner (its termination strategy), which the game without a planner does not."""
+    kept = [r for r in rows if "extracted" in r]
+    return float(np.mean([r["extracted"] is not None for r in kept])) if kept else None
 
 
 def training(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -250,8 +258,9 @@ def build(looks: Mapping[str, Mapping[int, Sequence[Mapping[str, Any]]]], ids: S
            "headline": headline, "comparisons": family, "arms": arms,
            "per_task": _per_task(looks, ids, tasks), "curves": _curves(records)}
     if replication is not None:
-        out["replication"] = {"headline": replication.get("headline"), "arms": {
-            k: {"accuracy": v.get("accuracy"), "ci95": v.get("ci95")} for k, v in replication.get("arms", {}).items()}}
+        out["replication"] = {"headline": replication.get("headline"), "comparisons": replication.get("comparisons"),
+                              "arms": {k: {key: v.get(key) for key in ("accuracy", "ci95", "answered")}
+                                       for k, v in replication.get("arms", {}).items()}}
     return out
 
 
@@ -289,16 +298,17 @@ def _headline_md(h: Mapping[str, Any] | None) -> list[str]:
 
 
 def _arms_md(arms: Mapping[str, Any]) -> list[str]:
-    lines = ["| arm | seeds | accuracy % (95 % CI) | by seed | plans played (modal, share) | strategies / answer | "
+    lines = ["| arm | seeds | accuracy % (95 % CI) | by seed | answered % | plans played (modal, share) | strategies / answer | "
              "injected performed % | r(strategies, correct) | reasoner tokens / problem | planner tokens / problem | "
              "live decode s |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, a in arms.items():
         lo, hi = a.get("ci95", [None, None])
         tok = a.get("tokens_per_problem", {})
         lines.append(f"| `{name}`{' (tree read-back)' if a.get('read_back') else ''} | {a['seeds']} | "
                      f"{_pct(a['accuracy'])} ({_pct(lo)}, {_pct(hi)}) | "
-                     f"{', '.join(_pct(x) for x in a.get('accuracy_by_seed', []))} | {_plans(a.get('plans'))} | "
+                     f"{', '.join(_pct(x) for x in a.get('accuracy_by_seed', []))} | {_pct(a.get('answered'))} | "
+                     f"{_plans(a.get('plans'))} | "
                      f"{_num(a.get('strategies_per_answer'))} | {_pct(a.get('injected_performed'))} | "
                      f"{_num(a.get('strategies_vs_correct_r'))} | {_num(tok.get('reasoner'), '.0f')} | "
                      f"{_num(tok.get('planner_read'), '.0f')} | {_num(a.get('decode_wall_s'), '.1f')} |")
@@ -341,6 +351,11 @@ def _training_md(arms: Mapping[str, Any]) -> list[str]:
                      f"{_pct(t['steps_with_signal'])} | {t['wall_s']:.1f} / {t['cpu_s']:.1f} | "
                      f"{', '.join(f'{x:.2g}' for x in lr['reasoner_lr']) or '--'}; "
                      f"{', '.join(f'{x:.2g}' for x in lr['planner_lr']) or '--'} |")
+    if any(a.get("training") for a in arms.values()):
+        lines += ["", "Training curves: [curves.png](curves.png), the reasoner's batch reward per optimizer step (mean "
+                  "over seeds). Each arm's reward is its own game's: the planner's game (every trained arm but "
+                  "`grpo`) adds the reward for following the injected strategy, so `grpo`'s curve is on its own "
+                  "scale; compare the arms by accuracy, not by curve height."]
     return lines
 
 

@@ -31,8 +31,6 @@ FILE_SUFFIXES = {"md", "py", "json", "jsonl", "gz", "png", "sh", "txt", "toml", 
 ALLOWED: dict[str, str] = {
     "algos/rloo.py": "the learner docs/extending.md shows how to add (tests/test_extending.py writes it to a temp dir)",
     "tests/artifacts/": "the screenshots tests/test_viewer.py writes when it runs (not committed)",
-    "docs/study_results/arms/": "the arms study's committed folder, which `rsim study --preset arms --docs` writes; "
-                                "docs/arms.md says so while that run is not committed yet",
 }
 """Names a page may use that are not repository paths or modules, each with the reason."""
 

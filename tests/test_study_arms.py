@@ -131,6 +131,26 @@ def test_the_concentration_sentence_says_how_much_of_the_gain_the_largest_tasks_
         "The headline has no net gain to place."
 
 
+def test_the_scaffold_control_is_read_out_by_its_outcome_with_its_replication():
+    """The block says what ``rsim`` vs ``grpo_fixed`` means for each outcome (a learned plan adds to the scaffold /
+    the data cannot separate them / the scaffold alone trains better), with the replication's figure beside it."""
+    from algos.study.docs_block import arms_markdown
+
+    half = [i < 20 for i in range(40)]
+    records = {a: [_record(a, 0)] for a in ("grpo", "grpo_fixed", "rsim")}
+
+    def block(rsim, fixed):
+        looks = {"grpo": {0: _rows([False] * 40)}, "grpo_fixed": {0: _rows(fixed)}, "rsim": {0: _rows(rsim)}}
+        rep_ = rep.build(looks, IDS, TASKS, records, rounds=2000, replication=rep.build(looks, IDS, TASKS, records,
+                                                                                          rounds=2000))
+        return next(x for x in arms_markdown(rep_, "r.md").splitlines() if x.startswith("* `rsim` vs `grpo_fixed`"))
+
+    assert "a learned plan adds to the scaffold of the planner's game. On replication: +50.0 points (95 % CI +" in \
+        block([True] * 40, half)
+    assert "the data do not separate a learned plan from the scaffold" in block(half, half)
+    assert "the fixed plan's scaffold trains the reasoner better than a learned plan" in block(half, [True] * 40)
+
+
 def test_plans_played_counts_what_the_planner_chose_per_episode_and_per_seed():
     """A planner that plays one plan on every problem shows as one distinct plan at 100 % (a fixed plan in effect);
     a mixture is counted per seed and over seeds; a look without a planner has none."""

@@ -80,7 +80,8 @@ def test_every_arm_runs_end_to_end_on_tiny_models_and_a_rerun_reuses_everything(
                            + rep["headline"]["verdict"])
     assert f"Holm's step-down over the {rep['headline']['configurations_scored']} looks" in body
     assert all(f"`{arm}` " in body for arm in ("base", "planner", *TRAINED))
-    assert "separates a learned plan from the answer scaffold" in body and "stale" not in body
+    assert "`rsim` vs `grpo_fixed` (the scaffold control:" in body and "stale" not in body
+    assert "`rsim_warm` vs `planner` (training the reasoner on top of the plug-in planner)" in body
     link = body.rsplit("](", 1)[1].split(")")[0]
     assert (repo / "docs" / link).resolve() == (out / "arms" / "report" / "report.md").resolve()
     assert len(_test_ledger(cfg).looks) == n

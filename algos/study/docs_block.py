@@ -20,6 +20,8 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from .arms.report import concentration_sentence, p_is, p_text
+
 __all__ = ["command", "COMMANDS", "answer_markdown", "arms_markdown", "sync", "block", "markers", "PAGES", "ARMS_PAGES", "REPORT"]
 
 PAGES = ("README.md", "docs/results.md")
@@ -79,18 +81,6 @@ def _pts(x: float | None) -> str:
     return "--" if x is None else f"{100 * x:+.1f}"
 
 
-def _p(x: float | None) -> str:
-    from .arms.report import p_text
-
-    return p_text(x)
-
-
-def _p_is(x: float | None) -> str:
-    from .arms.report import p_is
-
-    return p_is(x)
-
-
 def arms_markdown(report: Mapping[str, Any], link: str) -> str:
     """The arms study's block (:mod:`algos.study.arms.report`): the headline (``rsim`` vs ``grpo`` at equal episodes)
     with its interval, p, the ledger's correction and the detectable difference first; the seeds as secondary; the
@@ -103,8 +93,8 @@ def arms_markdown(report: Mapping[str, Any], link: str) -> str:
     lines = [f"**`rsim` (reasoner trained with a planner) vs `grpo` (trained alone) at equal episodes: "
              f"{h['verdict']} on {m['problems']} test problems of {m['tasks']} tasks "
              f"({_pct(arms['rsim']['accuracy'])} vs {_pct(arms['grpo']['accuracy'])}; paired by problem, seeds "
-             f"averaged); p {_p_is(h['p_value'])}; Holm's step-down over the {h.get('configurations_scored')} looks "
-             f"at this test set in its ledger, p {_p_is(h.get('p_corrected'))}. The design detects a difference of "
+             f"averaged); p {p_is(h['p_value'])}; Holm's step-down over the {h.get('configurations_scored')} looks "
+             f"at this test set in its ledger, p {p_is(h.get('p_corrected'))}. The design detects a difference of "
              f"{_pts(h['mdd']).lstrip('+')} points (80 % power).**"]
     if seeds:
         lines.append(f"* Seeds (secondary): `rsim` above `grpo` in {seeds['above']}, below in {seeds['below']}, tied in "
@@ -117,15 +107,13 @@ def arms_markdown(report: Mapping[str, Any], link: str) -> str:
     if others:
         lines.append("* Against the untrained reasoner (`base`): " + "; ".join(
             f"`{c['a']}` {_pts(c['difference'])} points (95 % CI {_pts(c['ci95'][0])}, {_pts(c['ci95'][1])}; "
-            f"Holm p {_p(c.get('p_holm'))})" for c in others) + ".")
-    if h.get("concentration"):
-        from .arms.report import concentration_sentence
-
-        lines.append("* Where the gain sits: the " + concentration_sentence(h["concentration"])[len("The headline's "):])
+            f"Holm p {p_text(c.get('p_holm'))})" for c in others) + ".")
+    if (h.get("concentration") or {}).get("tasks_carrying"):  # a net gain to place
+        lines.append("* Where the gain sits: " + concentration_sentence(h["concentration"], lead="the"))
     lines += _arms_per_arm(live)
     rep = (report.get("replication") or {}).get("headline")
     if rep:
-        lines.append(f"* Replication (other problems, once at the end): {rep['verdict']} (p {_p_is(rep['p_value'])}).")
+        lines.append(f"* Replication (other problems, once at the end): {rep['verdict']} (p {p_is(rep['p_value'])}).")
     lines.append(f"* Full report: [{link}]({link}).")
     return "\n".join(lines) + "\n"
 
@@ -162,7 +150,7 @@ def _controls(report: Mapping[str, Any]) -> list[str]:
         line = (f"* `{c['a']}` vs `{c['b']}` ({what}): {_pct(arms[c['a']]['accuracy'])} vs "
                 f"{_pct(arms[c['b']]['accuracy'])}, {_pts(c['difference'])} points (95 % CI {_pts(c['ci95'][0])}, "
                 f"{_pts(c['ci95'][1])}; Holm p over the report's {len(report['comparisons'])} secondary comparisons "
-                f"{_p(c.get('p_holm'))}): {meaning[_reading(c)]}.")
+                f"{p_text(c.get('p_holm'))}): {meaning[_reading(c)]}.")
         r = rep.get(key)
         if r is not None:
             line += (f" On replication: {_pts(r['difference'])} points (95 % CI {_pts(r['ci95'][0])}, "

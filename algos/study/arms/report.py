@@ -373,16 +373,17 @@ def _tasks_md(rep: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def concentration_sentence(conc: Mapping[str, Any], top: int = 3) -> str:
+def concentration_sentence(conc: Mapping[str, Any], top: int = 3, lead: str = "The headline's") -> str:
     """How much of the headline's net gain a few tasks carry: the gain in problems (seeds averaged), the fewest tasks
-    whose gains reach it, and the share the ``top`` largest carry."""
+    whose gains reach it, and the share the ``top`` largest carry; ``lead`` opens the sentence (the results block
+    writes it after a label)."""
     total, by = conc["gain_problems"], conc["by_task"]
     if not conc.get("tasks_carrying") or total <= 0:
         return "The headline has no net gain to place."
     ranked = sorted(by.items(), key=lambda kv: -kv[1])[:top]
     share = sum(g for _, g in ranked) / total
     losing = [g for g in by.values() if g < 0]
-    return (f"The headline's net gain is {total:.1f} problems (seeds averaged) over {len(by)} tasks; the "
+    return (f"{lead} net gain is {total:.1f} problems (seeds averaged) over {len(by)} tasks; the "
             f"{len(ranked)} largest gains, " + ", ".join(f"{t} ({g:+.1f})" for t, g in ranked)
             + f", are {100 * share:.0f} % of it; {len(conc['tasks_carrying'])} task(s) are needed to reach it; "
             f"{len(losing)} task(s) lose problems ({sum(losing):+.1f}).")
